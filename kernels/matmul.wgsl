@@ -1,0 +1,64 @@
+// y[t, n] = sum_k x[t, k] * w[n, k]  (+ b[n])  (+ r[t, n])
+// x: [T, K] f32, w: [N, K] row-major (f32, or packed f16 when W_F16), y: [T, N].
+// Register tiling without barriers: each invocation owns TM rows x 4 columns
+// and walks K four values at a time with vec4 loads. This is the variant CPU
+// adapters (SwiftShader, llvmpipe) like; matmul_tiled.wgsl is for real GPUs.
+#include "common"
+
+struct Params { T: u32, N: u32, K4: u32, _pad: u32 }
+
+const TM: u32 = {{TM}}u;
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;
+#if W_F16
+@group(0) @binding(2) var<storage, read> w: array<vec2<u32>>;
+fn load_w(i: u32) -> vec4<f32> { return unpack4h(w[i]); }
+#else
+@group(0) @binding(2) var<storage, read> w: array<vec4<f32>>;
+fn load_w(i: u32) -> vec4<f32> { return w[i]; }
+#endif
+@group(0) @binding(3) var<storage, read_write> y: array<f32>;
+#if BIAS
+@group(0) @binding(4) var<storage, read> b: array<f32>;
+#endif
+#if RESIDUAL
+@group(0) @binding(5) var<storage, read> r: array<f32>;
+#endif
+
+@compute @workgroup_size(64, 1, 1)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let n0 = gid.x * 4u;
+  let t0 = gid.y * TM;
+  if (n0 >= p.N || t0 >= p.T) { return; }
+  // Clamp out-of-range rows/columns for loads; they are never stored.
+  var wrow: array<u32, 4>;
+  for (var j = 0u; j < 4u; j++) { wrow[j] = min(n0 + j, p.N - 1u) * p.K4; }
+  var xrow: array<u32, TM>;
+  for (var i = 0u; i < TM; i++) { xrow[i] = min(t0 + i, p.T - 1u) * p.K4; }
+
+  var acc: array<vec4<f32>, TM>;
+  for (var k = 0u; k < p.K4; k++) {
+    let wm = mat4x4<f32>(load_w(wrow[0] + k), load_w(wrow[1] + k), load_w(wrow[2] + k), load_w(wrow[3] + k));
+    for (var i = 0u; i < TM; i++) {
+      acc[i] += x[xrow[i] + k] * wm;
+    }
+  }
+
+  for (var i = 0u; i < TM; i++) {
+    let t = t0 + i;
+    if (t >= p.T) { break; }
+    for (var j = 0u; j < 4u; j++) {
+      let n = n0 + j;
+      if (n >= p.N) { break; }
+      var v = acc[i][j];
+#if BIAS
+      v += b[n];
+#endif
+#if RESIDUAL
+      v += r[t * p.N + n];
+#endif
+      y[t * p.N + n] = v;
+    }
+  }
+}

@@ -1,0 +1,50 @@
+// RMSNorm over rows of length D that sit at strided places in a buffer:
+// row r = (t, g) starts at t * stride + offset + g * D, for t < T, g < G.
+// G > 1 normalises each head of a fused q/k/v row (Gemma 3's q/k norm).
+// out = x / sqrt(mean(x^2) + eps) * (w or 1 + w)  (+ res, when ADD_RESIDUAL)
+// IN_PLACE writes back into x. One invocation per row.
+#include "common"
+
+struct Params { T: u32, G: u32, D: u32, stride: u32, offset: u32, eps: f32, plus_one: u32, out_stride: u32 }
+
+@group(0) @binding(0) var<uniform> p: Params;
+#if IN_PLACE
+@group(0) @binding(1) var<storage, read_write> x: array<f32>;
+#else
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(3) var<storage, read_write> y: array<f32>;
+#endif
+@group(0) @binding(2) var<storage, read> w: array<f32>;
+#if ADD_RESIDUAL
+@group(0) @binding(4) var<storage, read> res: array<f32>;
+#endif
+
+@compute @workgroup_size(64, 1, 1)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  let row = flat_id(gid, nwg, 64u);
+  if (row >= p.T * p.G) { return; }
+  let t = row / p.G;
+  let g = row % p.G;
+  let base = t * p.stride + p.offset + g * p.D;
+  var ss = 0.0;
+  for (var i = 0u; i < p.D; i++) {
+    let v = x[base + i];
+    ss += v * v;
+  }
+  let inv = inverseSqrt(ss / f32(p.D) + p.eps);
+  let wadd = select(0.0, 1.0, p.plus_one != 0u);
+#if IN_PLACE
+  for (var i = 0u; i < p.D; i++) {
+    x[base + i] = x[base + i] * inv * (w[i] + wadd);
+  }
+#else
+  let obase = t * p.out_stride + g * p.D;
+  for (var i = 0u; i < p.D; i++) {
+    var v = x[base + i] * inv * (w[i] + wadd);
+#if ADD_RESIDUAL
+    v += res[obase + i];
+#endif
+    y[obase + i] = v;
+  }
+#endif
+}

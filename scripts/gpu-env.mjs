@@ -1,0 +1,23 @@
+#!/usr/bin/env node
+// Runs a TypeScript entry point under tsx with WebGPU-in-Node ready: where
+// there is no system Vulkan loader, use the one and the SwiftShader driver
+// that Debian's chromium ships. Usage: node scripts/gpu-env.mjs <file.ts> [args]
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+
+export function gpuEnv(base = process.env) {
+  const env = { ...base };
+  const chromiumDir = '/usr/lib/chromium';
+  if (existsSync(`${chromiumDir}/libvk_swiftshader.so`) && !env.LEGOKV_NATIVE_VULKAN) {
+    env.VK_ICD_FILENAMES ??= `${chromiumDir}/vk_swiftshader_icd.json`;
+    env.LD_LIBRARY_PATH = [env.LD_LIBRARY_PATH, chromiumDir].filter(Boolean).join(':');
+  }
+  return env;
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const [, , ...args] = process.argv;
+  const child = spawn(process.execPath, ['--import', 'tsx', ...args], { stdio: 'inherit', env: gpuEnv() });
+  for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => child.kill(sig));
+  child.on('exit', (code, signal) => process.exit(signal ? 130 : (code ?? 1)));
+}

@@ -1,0 +1,84 @@
+/**
+ * Acquiring a WebGPU device with the limits a model needs, and describing
+ * the adapter to the user. Fallback (CPU) adapters are accepted: they are how
+ * LegoKV runs on machines without a usable GPU, and how CI runs.
+ */
+export interface AdapterSummary {
+  description: string;
+  vendor: string;
+  architecture: string;
+  isFallback: boolean;
+  hasF16: boolean;
+  hasTimestamps: boolean;
+  maxStorageBufferBindingSize: number;
+  maxBufferSize: number;
+}
+
+export interface GpuContext {
+  device: GPUDevice;
+  adapter: AdapterSummary;
+  /** 'cpu' adapters want register tiling without barriers; 'gpu' ones shared-memory tiles. */
+  profile: 'cpu' | 'gpu';
+  /** Resolves when the device is lost; the message says why. */
+  lost: Promise<string>;
+}
+
+export class NoWebGPUError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'NoWebGPUError';
+  }
+}
+
+export function describeAdapter(adapter: GPUAdapter): AdapterSummary {
+  const info = (adapter as GPUAdapter & { info?: GPUAdapterInfo }).info;
+  const isFallback =
+    (info as (GPUAdapterInfo & { isFallbackAdapter?: boolean }) | undefined)?.isFallbackAdapter ??
+    (adapter as GPUAdapter & { isFallbackAdapter?: boolean }).isFallbackAdapter ??
+    false;
+  const description =
+    [info?.description, info?.vendor, info?.architecture, info?.device].filter((s) => s).join(' / ') ||
+    'unknown adapter';
+  return {
+    description,
+    vendor: info?.vendor ?? '',
+    architecture: info?.architecture ?? '',
+    isFallback: isFallback || /swiftshader|llvmpipe|lavapipe/i.test(description),
+    hasF16: adapter.features.has('shader-f16'),
+    hasTimestamps: adapter.features.has('timestamp-query'),
+    maxStorageBufferBindingSize: adapter.limits.maxStorageBufferBindingSize,
+    maxBufferSize: adapter.limits.maxBufferSize,
+  };
+}
+
+export async function createGpuContext(gpu: GPU | undefined, opts: { featureLevel?: string } = {}): Promise<GpuContext> {
+  if (!gpu) {
+    throw new NoWebGPUError(
+      'This browser does not expose WebGPU (navigator.gpu is missing). Use a recent Chrome or Edge; ' +
+        'on Linux start Chrome with --enable-unsafe-webgpu, or enable chrome://flags/#enable-unsafe-webgpu.',
+    );
+  }
+  const adapter = await gpu.requestAdapter({ powerPreference: 'high-performance', ...opts } as GPURequestAdapterOptions);
+  if (!adapter) {
+    throw new NoWebGPUError(
+      'WebGPU is present but no adapter is available (often a blocklisted GPU or driver). ' +
+        'In Chrome try chrome://flags/#enable-unsafe-webgpu, or start it with --enable-unsafe-webgpu.',
+    );
+  }
+  const summary = describeAdapter(adapter);
+  const L = adapter.limits;
+  const requiredLimits: Record<string, number> = {
+    maxStorageBufferBindingSize: L.maxStorageBufferBindingSize,
+    maxBufferSize: L.maxBufferSize,
+    maxStorageBuffersPerShaderStage: Math.min(L.maxStorageBuffersPerShaderStage, 10),
+    maxComputeWorkgroupStorageSize: L.maxComputeWorkgroupStorageSize,
+    maxComputeInvocationsPerWorkgroup: L.maxComputeInvocationsPerWorkgroup,
+    maxComputeWorkgroupSizeX: L.maxComputeWorkgroupSizeX,
+    maxComputeWorkgroupSizeY: L.maxComputeWorkgroupSizeY,
+  };
+  const requiredFeatures: GPUFeatureName[] = [];
+  if (summary.hasTimestamps) requiredFeatures.push('timestamp-query');
+  const device = await adapter.requestDevice({ requiredLimits, requiredFeatures });
+  const lost = device.lost.then((info) => `${info.reason ?? 'unknown'}: ${info.message}`);
+  return { device, adapter: summary, profile: summary.isFallback ? 'cpu' : 'gpu', lost };
+}

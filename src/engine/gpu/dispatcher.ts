@@ -1,0 +1,132 @@
+/**
+ * Records compute dispatches into one command encoder and submits them
+ * together. Uniform parameters of every dispatch go into one arena (one
+ * 256-byte slot each) that is uploaded once per flush; since a decode step
+ * repeats the same dispatches on the same buffers, bind groups are cached by
+ * (pipeline, slot, buffers) and reused from step to step.
+ */
+export type Param = { u32: number } | { i32: number } | { f32: number };
+export type Binding = GPUBuffer | { buffer: GPUBuffer; offset?: number; size?: number };
+
+const SLOT = 256;
+const MAX_WG = 65535;
+
+export class Dispatcher {
+  private arena = new ArrayBuffer(SLOT * 256);
+  private view = new DataView(this.arena);
+  private uniform: GPUBuffer;
+  private slot = 0;
+  private encoder: GPUCommandEncoder | null = null;
+  private pass: GPUComputePassEncoder | null = null;
+  private bindCache = new Map<string, GPUBindGroup>();
+  private ids = new WeakMap<object, number>();
+  private nextId = 1;
+  /** Dispatches recorded since creation (for tests and profiling). */
+  count = 0;
+
+  constructor(private device: GPUDevice) {
+    this.uniform = this.makeUniform(this.arena.byteLength);
+  }
+
+  private makeUniform(size: number) {
+    return this.device.createBuffer({ size, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST, label: 'params' });
+  }
+
+  private id(o: object): number {
+    let i = this.ids.get(o);
+    if (i === undefined) this.ids.set(o, (i = this.nextId++));
+    return i;
+  }
+
+  /** Runs `pipeline` over `invocations` threads of 64 (1-D, folded into 2-D past 65535 groups). */
+  run1d(pipeline: GPUComputePipeline, params: Param[], bindings: Record<number, Binding>, invocations: number) {
+    const groups = Math.max(1, Math.ceil(invocations / 64));
+    const x = Math.min(groups, MAX_WG);
+    this.run(pipeline, params, bindings, [x, Math.ceil(groups / x), 1]);
+  }
+
+  run(pipeline: GPUComputePipeline, params: Param[], bindings: Record<number, Binding>, groups: [number, number, number]) {
+    if (groups[0] > MAX_WG || groups[1] > MAX_WG) throw new Error(`dispatch too large: ${groups}`);
+    if (params.length > SLOT / 4) throw new Error('too many params');
+    if ((this.slot + 1) * SLOT > this.arena.byteLength) this.growArena();
+    const base = this.slot * SLOT;
+    params.forEach((p, i) => {
+      if ('u32' in p) this.view.setUint32(base + 4 * i, p.u32, true);
+      else if ('i32' in p) this.view.setInt32(base + 4 * i, p.i32, true);
+      else this.view.setFloat32(base + 4 * i, p.f32, true);
+    });
+    const entries: GPUBindGroupEntry[] = [{ binding: 0, resource: { buffer: this.uniform, offset: base, size: SLOT } }];
+    let key = `${this.id(pipeline)}:${this.slot}`;
+    for (const [k, b] of Object.entries(bindings)) {
+      const res = 'mapAsync' in b ? { buffer: b as GPUBuffer } : (b as Exclude<Binding, GPUBuffer>);
+      entries.push({ binding: Number(k), resource: res });
+      key += `|${k}=${this.id(res.buffer)}@${res.offset ?? 0}+${res.size ?? -1}`;
+    }
+    let bg = this.bindCache.get(key);
+    if (!bg) {
+      if (this.bindCache.size > 8192) this.bindCache.clear();
+      bg = this.device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries });
+      this.bindCache.set(key, bg);
+    }
+    this.slot++;
+    this.count++;
+    const pass = this.beginPass();
+    pass.setPipeline(pipeline);
+    pass.setBindGroup(0, bg);
+    pass.dispatchWorkgroups(groups[0], groups[1], groups[2]);
+  }
+
+  private growArena() {
+    // Pending dispatches reference the old uniform buffer: submit them first.
+    this.flush();
+    const bigger = new ArrayBuffer(this.arena.byteLength * 2);
+    this.arena = bigger;
+    this.view = new DataView(bigger);
+    this.uniform.destroy();
+    this.uniform = this.makeUniform(bigger.byteLength);
+    this.bindCache.clear();
+  }
+
+  private beginPass(): GPUComputePassEncoder {
+    if (!this.encoder) this.encoder = this.device.createCommandEncoder();
+    if (!this.pass) this.pass = this.encoder.beginComputePass();
+    return this.pass;
+  }
+
+  /** The current encoder with no compute pass open, for copies between dispatches. */
+  commandEncoder(): GPUCommandEncoder {
+    if (this.pass) {
+      this.pass.end();
+      this.pass = null;
+    }
+    if (!this.encoder) this.encoder = this.device.createCommandEncoder();
+    return this.encoder;
+  }
+
+  /** Uploads parameters and submits everything recorded so far. */
+  flush() {
+    if (!this.encoder) return;
+    if (this.pass) this.pass.end();
+    this.device.queue.writeBuffer(this.uniform, 0, this.arena, 0, Math.max(this.slot, 1) * SLOT);
+    this.device.queue.submit([this.encoder.finish()]);
+    this.encoder = null;
+    this.pass = null;
+    this.slot = 0;
+  }
+
+  /** Copies `size` bytes of `src` back to the host after flushing pending work. */
+  async read(src: GPUBuffer, offset: number, size: number): Promise<ArrayBuffer> {
+    const staging = this.device.createBuffer({ size, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+    this.commandEncoder().copyBufferToBuffer(src, offset, staging, 0, size);
+    this.flush();
+    await staging.mapAsync(GPUMapMode.READ);
+    const out = staging.getMappedRange().slice(0);
+    staging.destroy();
+    return out;
+  }
+
+  destroy() {
+    this.uniform.destroy();
+    this.bindCache.clear();
+  }
+}

@@ -1,0 +1,79 @@
+/**
+ * The WGSL kernel library: sources come from kernels/*.wgsl (read from disk
+ * in Node, bundled by Vite in the browser), pass through a small
+ * preprocessor, and become cached compute pipelines.
+ *
+ * Preprocessor: `#include "name"` pastes kernels/name.wgsl; `#if FLAG`,
+ * `#else`, `#endif` keep lines when FLAG is truthy in the defines; and
+ * `{{NAME}}` is replaced by the define's value (for constants WGSL needs at
+ * compile time, such as private array sizes).
+ */
+export type KernelSources = Record<string, string>;
+export type Defines = Record<string, string | number | boolean>;
+
+export function preprocess(name: string, sources: KernelSources, defines: Defines, depth = 0): string {
+  const src = sources[name];
+  if (src === undefined) throw new Error(`No WGSL kernel named "${name}"`);
+  if (depth > 4) throw new Error(`#include nesting too deep at "${name}"`);
+  const out: string[] = [];
+  const stack: { active: boolean; taken: boolean }[] = [];
+  const active = () => stack.every((s) => s.active);
+  for (const line of src.split('\n')) {
+    const d = line.trim();
+    if (d.startsWith('#if ')) {
+      const flag = d.slice(4).trim();
+      const on = Boolean(defines[flag]);
+      stack.push({ active: on, taken: on });
+    } else if (d === '#else') {
+      const top = stack[stack.length - 1];
+      if (!top) throw new Error(`${name}: #else without #if`);
+      top.active = !top.taken;
+      top.taken = true;
+    } else if (d === '#endif') {
+      if (!stack.pop()) throw new Error(`${name}: #endif without #if`);
+    } else if (!active()) {
+      continue;
+    } else if (d.startsWith('#include ')) {
+      const inc = /^#include\s+"([\w-]+)"$/.exec(d);
+      if (!inc) throw new Error(`${name}: malformed ${d}`);
+      out.push(preprocess(inc[1], sources, defines, depth + 1));
+    } else {
+      out.push(
+        line.replace(/\{\{(\w+)\}\}/g, (_, key: string) => {
+          if (!(key in defines)) throw new Error(`${name}: define {{${key}}} is not set`);
+          return String(defines[key]);
+        }),
+      );
+    }
+  }
+  if (stack.length) throw new Error(`${name}: unterminated #if`);
+  return out.join('\n');
+}
+
+export class KernelLibrary {
+  private pipelines = new Map<string, GPUComputePipeline>();
+
+  constructor(
+    private device: GPUDevice,
+    private sources: KernelSources,
+  ) {}
+
+  pipeline(name: string, defines: Defines = {}): GPUComputePipeline {
+    const key = name + JSON.stringify(Object.entries(defines).sort());
+    let pipe = this.pipelines.get(key);
+    if (!pipe) {
+      const code = preprocess(name, this.sources, defines);
+      const module = this.device.createShaderModule({ code, label: name });
+      pipe = this.device.createComputePipeline({ layout: 'auto', compute: { module, entryPoint: 'main' }, label: key });
+      this.pipelines.set(key, pipe);
+    }
+    return pipe;
+  }
+
+  /** Compilation messages for a kernel (used by tests to surface WGSL errors). */
+  async check(name: string, defines: Defines = {}): Promise<string[]> {
+    const module = this.device.createShaderModule({ code: preprocess(name, this.sources, defines) });
+    const info = await module.getCompilationInfo();
+    return info.messages.filter((m) => m.type === 'error').map((m) => `${name}:${m.lineNum}: ${m.message}`);
+  }
+}

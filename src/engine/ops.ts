@@ -1,0 +1,122 @@
+/**
+ * Typed launchers for the WGSL kernels in kernels/, one method per op.
+ * Every op has a plain TypeScript twin in reference.ts with the same
+ * argument names; tests/engine/kernels.test.ts holds them to each other.
+ * Sizes are in elements; buffers are f32 unless a dtype says packed f16.
+ */
+import type { Dispatcher } from './gpu/dispatcher';
+import type { KernelLibrary } from './gpu/kernels';
+
+export type StoreDType = 'f32' | 'f16';
+const u = (v: number) => ({ u32: v });
+const f = (v: number) => ({ f32: v });
+
+export interface MatmulArgs {
+  x: GPUBuffer; w: GPUBuffer; wDtype: StoreDType; y: GPUBuffer;
+  T: number; N: number; K: number; bias?: GPUBuffer; residual?: GPUBuffer;
+}
+export interface RmsNormArgs {
+  x: GPUBuffer; w: GPUBuffer; T: number; D: number; eps: number; plusOne: boolean;
+  /** Heads per row (q/k norm), their row stride and start offset in x. */
+  G?: number; stride?: number; offset?: number;
+  /** Output (dense [T, G*D]); omitted means in place. */
+  y?: GPUBuffer; residual?: GPUBuffer;
+}
+export interface RopeArgs {
+  x: GPUBuffer; cs: GPUBuffer; T: number; H: number; HD: number; stride: number; offset: number; interleaved: boolean;
+}
+export interface AttentionArgs {
+  q: GPUBuffer; qStride: number; qOffset: number; k: GPUBuffer; v: GPUBuffer; kvDtype: StoreDType;
+  qpos: GPUBuffer; kpos: GPUBuffer; out: GPUBuffer;
+  T: number; n: number; H: number; NKV: number; HD: number; window: number; scale: number;
+}
+export interface ScoresArgs extends Omit<AttentionArgs, 'v' | 'out' | 'T'> {
+  rows: GPUBuffer; R: number; head: number; out: GPUBuffer;
+}
+export interface ScatterArgs {
+  src: GPUBuffer; stride: number; offset: number; idx: GPUBuffer; dst: GPUBuffer; dstDtype: StoreDType; T: number; W: number;
+}
+export interface EmbedArgs {
+  tokens: GPUBuffer; table: GPUBuffer; dtype: StoreDType; x: GPUBuffer; T: number; D: number; V: number; scale: number;
+}
+export interface GluArgs { gu: GPUBuffer; out: GPUBuffer; T: number; I: number; act: 'silu' | 'gelu_tanh' }
+
+/** attn_scores.wgsl marks hidden keys with this; see unmaskScores. */
+export const MASKED_SCORE = -3.0e38;
+
+/** Maps the kernel's masked marker to -Infinity, in place. */
+export function unmaskScores(s: Float32Array): Float32Array {
+  for (let i = 0; i < s.length; i++) if (s[i] <= MASKED_SCORE) s[i] = -Infinity;
+  return s;
+}
+
+export class Ops {
+  constructor(
+    readonly lib: KernelLibrary,
+    readonly d: Dispatcher,
+  ) {}
+
+  matmul(a: MatmulArgs) {
+    if (a.K % 4 !== 0) throw new Error(`matmul needs K % 4 == 0, got K=${a.K}`);
+    const TM = a.T >= 4 ? 4 : 1;
+    const pipe = this.lib.pipeline('matmul', { TM, W_F16: a.wDtype === 'f16', BIAS: !!a.bias, RESIDUAL: !!a.residual });
+    const b: Record<number, GPUBuffer> = { 1: a.x, 2: a.w, 3: a.y };
+    if (a.bias) b[4] = a.bias;
+    if (a.residual) b[5] = a.residual;
+    this.d.run(pipe, [u(a.T), u(a.N), u(a.K / 4), u(0)], b, [Math.ceil(a.N / 4 / 64), Math.ceil(a.T / TM), 1]);
+  }
+
+  rmsnorm(a: RmsNormArgs) {
+    const G = a.G ?? 1;
+    const inPlace = !a.y;
+    const pipe = this.lib.pipeline('rmsnorm', { IN_PLACE: inPlace, ADD_RESIDUAL: !!a.residual });
+    const b: Record<number, GPUBuffer> = { 1: a.x, 2: a.w };
+    if (a.y) b[3] = a.y;
+    if (a.residual) b[4] = a.residual;
+    const params = [u(a.T), u(G), u(a.D), u(a.stride ?? G * a.D), u(a.offset ?? 0), f(a.eps), u(a.plusOne ? 1 : 0), u(G * a.D)];
+    this.d.run1d(pipe, params, b, a.T * G);
+  }
+
+  rope(a: RopeArgs) {
+    const pipe = this.lib.pipeline('rope', { INTERLEAVED: a.interleaved });
+    const params = [u(a.T), u(a.H), u(a.HD), u(a.stride), u(a.offset), u(0), u(0), u(0)];
+    this.d.run1d(pipe, params, { 1: a.x, 2: a.cs }, (a.T * a.H * a.HD) / 2);
+  }
+
+  attention(a: AttentionArgs) {
+    checkAligned(a.qStride, a.qOffset, a.HD);
+    const pipe = this.lib.pipeline('attention', { HD4: a.HD / 4, KV_F16: a.kvDtype === 'f16' });
+    const params = [u(a.T), u(a.n), u(a.H), u(a.NKV), u(a.qStride), u(a.qOffset), u(a.window), f(a.scale)];
+    this.d.run1d(pipe, params, { 1: a.q, 2: a.k, 3: a.v, 4: a.qpos, 5: a.kpos, 6: a.out }, a.T * a.H);
+  }
+
+  attnScores(a: ScoresArgs) {
+    checkAligned(a.qStride, a.qOffset, a.HD);
+    const pipe = this.lib.pipeline('attn_scores', { HD4: a.HD / 4, KV_F16: a.kvDtype === 'f16' });
+    const params = [
+      u(a.R), u(a.n), u(a.H), u(a.NKV), u(a.qStride), u(a.qOffset), u(a.window), f(a.scale), u(a.head), u(0), u(0), u(0),
+    ];
+    this.d.run1d(pipe, params, { 1: a.q, 2: a.k, 3: a.rows, 4: a.qpos, 5: a.kpos, 6: a.out }, a.R * a.n);
+  }
+
+  scatter(a: ScatterArgs) {
+    checkAligned(a.stride, a.offset, a.W);
+    const pipe = this.lib.pipeline('kv_scatter', { DST_F16: a.dstDtype === 'f16' });
+    this.d.run1d(pipe, [u(a.T), u(a.W / 4), u(a.stride), u(a.offset)], { 1: a.src, 2: a.idx, 3: a.dst }, (a.T * a.W) / 4);
+  }
+
+  embed(a: EmbedArgs) {
+    if (a.D % 4 !== 0) throw new Error(`embed needs D % 4 == 0, got ${a.D}`);
+    const pipe = this.lib.pipeline('embed', { E_F16: a.dtype === 'f16' });
+    this.d.run1d(pipe, [u(a.T), u(a.D / 4), u(a.V), f(a.scale)], { 1: a.tokens, 2: a.table, 3: a.x }, (a.T * a.D) / 4);
+  }
+
+  glu(a: GluArgs) {
+    const pipe = this.lib.pipeline('glu', { GELU_TANH: a.act === 'gelu_tanh' });
+    this.d.run1d(pipe, [u(a.T), u(a.I), u(0), u(0)], { 1: a.gu, 2: a.out }, a.T * a.I);
+  }
+}
+
+function checkAligned(...vals: number[]) {
+  for (const v of vals) if (v % 4 !== 0) throw new Error(`kernel needs multiples of 4, got ${vals.join(', ')}`);
+}

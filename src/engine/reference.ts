@@ -1,0 +1,145 @@
+/**
+ * Plain TypeScript twins of the WGSL kernels (see ops.ts for the argument
+ * meanings). They are slow and obvious on purpose: the parity tests compare
+ * every kernel against them, and the reference forward pass in
+ * tests/engine/reference-model.ts is built from them.
+ */
+export function matmul(x: Float32Array, w: Float32Array, T: number, N: number, K: number, bias?: Float32Array, residual?: Float32Array) {
+  const y = new Float32Array(T * N);
+  for (let t = 0; t < T; t++) {
+    for (let n = 0; n < N; n++) {
+      let s = 0;
+      for (let k = 0; k < K; k++) s += x[t * K + k] * w[n * K + k];
+      y[t * N + n] = s + (bias ? bias[n] : 0) + (residual ? residual[t * N + n] : 0);
+    }
+  }
+  return y;
+}
+
+/** Returns the normalised rows densely as [T, G*D] (the non-in-place form). */
+export function rmsnorm(
+  x: Float32Array, w: Float32Array, T: number, D: number, eps: number, plusOne: boolean,
+  G = 1, stride = G * D, offset = 0, residual?: Float32Array,
+) {
+  const y = new Float32Array(T * G * D);
+  for (let t = 0; t < T; t++) {
+    for (let g = 0; g < G; g++) {
+      const base = t * stride + offset + g * D;
+      let ss = 0;
+      for (let i = 0; i < D; i++) ss += x[base + i] ** 2;
+      const inv = 1 / Math.sqrt(ss / D + eps);
+      for (let i = 0; i < D; i++) {
+        const o = (t * G + g) * D + i;
+        y[o] = x[base + i] * inv * (w[i] + (plusOne ? 1 : 0)) + (residual ? residual[o] : 0);
+      }
+    }
+  }
+  return y;
+}
+
+/** In place on a copy; cs holds (cos, sin) pairs per row and frequency. */
+export function rope(
+  x: Float32Array, cs: Float32Array, T: number, H: number, HD: number, stride: number, offset: number, interleaved: boolean,
+) {
+  const y = x.slice();
+  const half = HD / 2;
+  for (let t = 0; t < T; t++) {
+    for (let h = 0; h < H; h++) {
+      const base = t * stride + offset + h * HD;
+      for (let i = 0; i < half; i++) {
+        const ia = interleaved ? base + 2 * i : base + i;
+        const ib = interleaved ? ia + 1 : ia + half;
+        const c = cs[2 * (t * half + i)];
+        const s = cs[2 * (t * half + i) + 1];
+        const a = x[ia];
+        const b = x[ib];
+        y[ia] = a * c - b * s;
+        y[ib] = a * s + b * c;
+      }
+    }
+  }
+  return y;
+}
+
+export function visible(qp: number, kp: number, window: number) {
+  return kp <= qp && (window <= 0 || qp - kp < window);
+}
+
+export interface RefAttention {
+  q: Float32Array; qStride: number; qOffset: number; k: Float32Array; v: Float32Array;
+  qpos: Int32Array; kpos: Int32Array; T: number; n: number; H: number; NKV: number; HD: number; window: number; scale: number;
+}
+
+/** Raw scores (masked entries -Infinity) for query row t, head h. */
+export function scores(a: RefAttention, t: number, h: number): Float64Array {
+  const kvh = Math.floor(h / (a.H / a.NKV));
+  const s = new Float64Array(a.n);
+  for (let j = 0; j < a.n; j++) {
+    if (!visible(a.qpos[t], a.kpos[j], a.window)) {
+      s[j] = -Infinity;
+      continue;
+    }
+    let d = 0;
+    for (let i = 0; i < a.HD; i++) {
+      d += a.q[t * a.qStride + a.qOffset + h * a.HD + i] * a.k[(j * a.NKV + kvh) * a.HD + i];
+    }
+    s[j] = d * a.scale;
+  }
+  return s;
+}
+
+export function softmax(s: ArrayLike<number>): Float64Array {
+  let m = -Infinity;
+  for (let i = 0; i < s.length; i++) m = Math.max(m, s[i]);
+  const p = new Float64Array(s.length);
+  let l = 0;
+  for (let i = 0; i < s.length; i++) l += p[i] = s[i] === -Infinity ? 0 : Math.exp(s[i] - m);
+  for (let i = 0; i < s.length; i++) p[i] /= l;
+  return p;
+}
+
+export function attention(a: RefAttention) {
+  const out = new Float32Array(a.T * a.H * a.HD);
+  for (let t = 0; t < a.T; t++) {
+    for (let h = 0; h < a.H; h++) {
+      const p = softmax(scores(a, t, h));
+      const kvh = Math.floor(h / (a.H / a.NKV));
+      for (let i = 0; i < a.HD; i++) {
+        let acc = 0;
+        for (let j = 0; j < a.n; j++) if (p[j]) acc += p[j] * a.v[(j * a.NKV + kvh) * a.HD + i];
+        out[(t * a.H + h) * a.HD + i] = acc;
+      }
+    }
+  }
+  return out;
+}
+
+/** Returns the destination after writing T source rows into rows idx[t]. */
+export function scatter(src: Float32Array, stride: number, offset: number, idx: Uint32Array, dst: Float32Array, T: number, W: number) {
+  const out = dst.slice();
+  for (let t = 0; t < T; t++) for (let c = 0; c < W; c++) out[idx[t] * W + c] = src[t * stride + offset + c];
+  return out;
+}
+
+export function embed(tokens: Uint32Array, table: Float32Array, T: number, D: number, V: number, scale: number) {
+  const x = new Float32Array(T * D);
+  for (let t = 0; t < T; t++) {
+    const tok = Math.min(tokens[t], V - 1);
+    for (let d = 0; d < D; d++) x[t * D + d] = table[tok * D + d] * scale;
+  }
+  return x;
+}
+
+export function gelu_tanh(x: number) {
+  return 0.5 * x * (1 + Math.tanh(Math.sqrt(2 / Math.PI) * (x + 0.044715 * x ** 3)));
+}
+export function silu(x: number) {
+  return x / (1 + Math.exp(-x));
+}
+
+export function glu(gu: Float32Array, T: number, I: number, act: 'silu' | 'gelu_tanh') {
+  const fn = act === 'silu' ? silu : gelu_tanh;
+  const out = new Float32Array(T * I);
+  for (let t = 0; t < T; t++) for (let i = 0; i < I; i++) out[t * I + i] = fn(gu[t * 2 * I + i]) * gu[t * 2 * I + I + i];
+  return out;
+}

@@ -1,0 +1,94 @@
+/** Shared set-up for tests that run kernels in Node on the `webgpu` package. */
+import { after } from 'node:test';
+import assert from 'node:assert/strict';
+import { createNodeGpu, loadKernelSources, type NodeGpu } from '../../src/node/gpu';
+import { KernelLibrary } from '../../src/engine/gpu/kernels';
+import { Dispatcher } from '../../src/engine/gpu/dispatcher';
+import { Ops } from '../../src/engine/ops';
+
+export interface Harness {
+  gpu: NodeGpu;
+  ops: Ops;
+  upload(data: ArrayBufferView, extraUsage?: number): GPUBuffer;
+  empty(bytes: number): GPUBuffer;
+  readF32(buf: GPUBuffer, count: number): Promise<Float32Array>;
+}
+
+let shared: Promise<Harness> | null = null;
+
+// Registered at import (file level): a hook registered inside a test would run when that test ends.
+after(async () => {
+  if (shared) (await shared).gpu.release();
+});
+
+/** One device per test file, released when the file's tests end. */
+export function harness(): Promise<Harness> {
+  if (!shared) {
+    shared = (async () => {
+      const gpu = await createNodeGpu();
+      const errors: string[] = [];
+      gpu.device.addEventListener('uncapturederror', (e) => errors.push((e as GPUUncapturedErrorEvent).error.message));
+      const ops = new Ops(new KernelLibrary(gpu.device, loadKernelSources()), new Dispatcher(gpu.device));
+      const usage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST;
+      const h: Harness = {
+        gpu,
+        ops,
+        upload(data, extra = 0) {
+          const size = Math.max(16, Math.ceil(data.byteLength / 16) * 16);
+          const b = gpu.device.createBuffer({ size, usage: usage | extra, mappedAtCreation: true });
+          new Uint8Array(b.getMappedRange()).set(new Uint8Array(data.buffer, data.byteOffset, data.byteLength));
+          b.unmap();
+          return b;
+        },
+        empty(bytes) {
+          return gpu.device.createBuffer({ size: Math.max(16, Math.ceil(bytes / 16) * 16), usage });
+        },
+        async readF32(buf, count) {
+          assert.deepEqual(errors.splice(0), [], 'WebGPU validation errors');
+          return new Float32Array(await ops.d.read(buf, 0, count * 4));
+        },
+      };
+      return h;
+    })();
+  }
+  return shared;
+}
+
+/** Deterministic uniform values in [-scale, scale). */
+export function rand(n: number, seed: number, scale = 1): Float32Array {
+  let s = seed >>> 0 || 1;
+  const out = new Float32Array(n);
+  for (let i = 0; i < n; i++) {
+    s ^= s << 13; s >>>= 0;
+    s ^= s >>> 17;
+    s ^= s << 5; s >>>= 0;
+    out[i] = ((s / 4294967296) * 2 - 1) * scale;
+  }
+  return out;
+}
+
+/** Asserts max |a - b| <= atol + rtol * max|b|, and reports the worst element. */
+export function assertClose(actual: ArrayLike<number>, expected: ArrayLike<number>, atol: number, rtol = 0, what = '') {
+  assert.equal(actual.length, expected.length, `${what}: length`);
+  let maxRef = 0;
+  for (let i = 0; i < expected.length; i++) if (Number.isFinite(expected[i])) maxRef = Math.max(maxRef, Math.abs(expected[i]));
+  const tol = atol + rtol * maxRef;
+  let worst = 0;
+  let at = -1;
+  for (let i = 0; i < expected.length; i++) {
+    const e = expected[i];
+    const a = actual[i];
+    if (e === a) continue;
+    const d = Math.abs(a - e);
+    if (Number.isNaN(d)) {
+      worst = Infinity;
+      at = i;
+      break;
+    }
+    if (d > worst) {
+      worst = d;
+      at = i;
+    }
+  }
+  assert.ok(worst <= tol, `${what}: max |Δ| = ${worst} at ${at} (got ${actual[at]}, want ${expected[at]}) exceeds ${tol}`);
+}
