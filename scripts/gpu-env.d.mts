@@ -1,0 +1,1 @@
+export function gpuEnv(base?: NodeJS.ProcessEnv): NodeJS.ProcessEnv;

@@ -1,0 +1,79 @@
+/**
+ * npm run generate -- --model <file or folder> --prompt "<text>" --steps <n> --temperature 0
+ *
+ * Runs the same engine and WGSL kernels as the app, in Node. Prints the
+ * prompt followed by the generated text on stdout and timing on stderr. For
+ * llama2.c checkpoints it behaves like `run <model> -z <tok> -t 0 -n <steps>
+ * -i <prompt>`: --steps counts positions including the prompt, output stops
+ * when the model emits BOS, and pieces print exactly as run.c prints them.
+ */
+import { writeFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { openModel } from '../node/session';
+import { rng, sample } from '../engine/sampling';
+import { Llama2cTokenizer } from '../engine/tokenizer/llama2c';
+
+const { values: a } = parseArgs({
+  options: {
+    model: { type: 'string' }, prompt: { type: 'string', default: '' }, steps: { type: 'string', default: '256' },
+    temperature: { type: 'string', default: '0' }, 'top-p': { type: 'string', default: '0.9' }, seed: { type: 'string', default: '42' },
+    tokenizer: { type: 'string' }, 'dump-logits': { type: 'string' }, positions: { type: 'string' },
+    dtype: { type: 'string', default: 'f32' }, 'kv-dtype': { type: 'string', default: 'f32' }, chat: { type: 'boolean', default: false },
+  },
+});
+if (!a.model) {
+  console.error('usage: npm run generate -- --model <file or folder> --prompt "<text>" [--steps 256] [--temperature 0]');
+  process.exit(2);
+}
+const dtype = a.dtype === 'f16' ? 'f16' : 'f32';
+const t0 = performance.now();
+const s = await openModel(a.model, { tokenizer: a.tokenizer, weightDtype: dtype, kvDtype: a['kv-dtype'] === 'f16' ? 'f16' : 'f32' });
+const t1 = performance.now();
+const { engine, model } = s;
+const tok = model.tokenizer;
+const text = a.chat && tok.applyChatTemplate ? tok.applyChatTemplate([{ role: 'user', content: a.prompt! }], { addGenerationPrompt: true }) : a.prompt!;
+const prompt = tok.encode(text, { addBos: true });
+let steps = Number(a.steps);
+if (!(steps > 0) || steps > model.config.maxPositions) steps = model.config.maxPositions;
+const positions = a.positions ? a.positions.split(',').map(Number) : undefined;
+if (positions && positions.length !== prompt.length) {
+  console.error(`--positions has ${positions.length} ids but the prompt has ${prompt.length} tokens`);
+  process.exit(2);
+}
+
+const out = (bytes: Uint8Array | string) => process.stdout.write(bytes);
+const llama2c = tok instanceof Llama2cTokenizer ? tok : null;
+// The prompt first, as run.c echoes it.
+if (llama2c) for (let i = 1; i < prompt.length; i++) out(llama2c.pieceBytes(prompt[i - 1], prompt[i]));
+else out(text);
+
+const cache = engine.newCache(Math.min(steps + 8, 4096));
+const pre = await engine.prefill(cache, prompt, positions, { logits: a['dump-logits'] ? 'all' : 'last' });
+const t2 = performance.now();
+const V = model.config.vocabSize;
+if (a['dump-logits']) {
+  const rows = Array.from({ length: prompt.length }, (_, i) => Array.from(pre.logits.subarray(i * V, (i + 1) * V)));
+  writeFileSync(a['dump-logits'], JSON.stringify({ tokens: prompt, positions: Array.from(cache.positions.subarray(0, prompt.length)), logits: rows }));
+}
+let logits = pre.logits.subarray(pre.logits.length - V);
+const sampling = { temperature: Number(a.temperature), topP: Number(a['top-p']), seed: Number(a.seed) };
+const random = rng(sampling.seed);
+const generated: number[] = [];
+let prev = prompt[prompt.length - 1];
+const budget = steps - prompt.length + 1;
+for (let i = 0; i < budget; i++) {
+  const next = sample(logits, sampling, random);
+  if (model.config.eosIds.includes(next)) break;
+  generated.push(next);
+  if (llama2c) out(llama2c.pieceBytes(prev, next));
+  else out(tok.decode(generated).slice(tok.decode(generated.slice(0, -1)).length));
+  prev = next;
+  if (i + 1 < budget) logits = await engine.decode(cache, next);
+}
+out('\n');
+const t3 = performance.now();
+console.error(
+  `[${s.gpu.adapter.description}] load ${(t1 - t0).toFixed(0)} ms, prefill ${prompt.length} tokens ${(t2 - t1).toFixed(0)} ms, ` +
+    `decode ${generated.length} tokens ${(t3 - t2).toFixed(0)} ms (${((generated.length / (t3 - t2)) * 1000).toFixed(1)} tok/s)`,
+);
+s.close();

@@ -1,0 +1,156 @@
+/**
+ * The engine's public face: a model on a WebGPU device and the operations
+ * the linker needs, none of which know about chunks or documents.
+ *
+ *  - prefill: append tokens at explicit position ids, computing them;
+ *  - recompute: re-run every layer for chosen rows already in the cache
+ *    (selective recompute: their K/V are rewritten in place, each row attends
+ *    by position id to every row of the cache);
+ *  - pass: the layer-by-layer stepper, for algorithms that change the row
+ *    set between layers;
+ *  - decode: one token at a time.
+ *
+ * Keys are cached after RoPE for attention; `capturePreRopeK` returns them
+ * before RoPE, the position-free form KVCompile stores (see docs/ARCHITECTURE.md).
+ */
+import type { GpuContext } from './gpu/device';
+import { Dispatcher } from './gpu/dispatcher';
+import { KernelLibrary, type KernelSources } from './gpu/kernels';
+import type { ModelConfig } from './model/config';
+import { validateConfig } from './model/config';
+import { ForwardPass, type ScoresRequest, type ScoresResult } from './model/forward';
+import { GpuModel } from './model/gpu-model';
+import { KVCache } from './model/kv-cache';
+import { Scratch } from './model/scratch';
+import type { HostWeights } from './model/weights';
+import { Ops, type StoreDType } from './ops';
+
+export interface LoadOptions {
+  weightDtype?: StoreDType;
+  kvDtype?: StoreDType;
+}
+
+export interface PassOptions {
+  /** Which computed rows get logits: the last, all of them, or none. */
+  logits?: 'last' | 'all' | 'none';
+  scores?: ScoresRequest;
+  capturePreRopeK?: boolean;
+}
+
+export interface PassResult {
+  /** [R, vocab] for the requested rows. */
+  logits: Float32Array;
+  scores: ScoresResult[];
+  /** Per layer, the pass rows' keys before RoPE, [T, kvDim] f32 (when captured). */
+  preRopeK?: GPUBuffer[];
+}
+
+/** Rows computed in one pass of a plain prefill; longer prompts go in blocks. */
+const PREFILL_BLOCK = 1024;
+
+export class Engine {
+  readonly ops: Ops;
+  private scratch: Scratch;
+  model: GpuModel | null = null;
+  kvDtype: StoreDType = 'f32';
+
+  private constructor(readonly gpu: GpuContext, sources: KernelSources) {
+    const d = new Dispatcher(gpu.device);
+    this.ops = new Ops(new KernelLibrary(gpu.device, sources), d);
+    this.scratch = new Scratch(gpu.device, () => d.flush());
+  }
+
+  static create(gpu: GpuContext, sources: KernelSources): Engine {
+    return new Engine(gpu, sources);
+  }
+
+  get config(): ModelConfig {
+    if (!this.model) throw new Error('no model loaded');
+    return this.model.config;
+  }
+
+  async load(config: ModelConfig, weights: HostWeights, opts: LoadOptions = {}): Promise<GpuModel> {
+    validateConfig(config);
+    this.model?.destroy();
+    this.model = null;
+    this.model = await GpuModel.upload(this.gpu.device, config, weights, opts.weightDtype ?? 'f32');
+    this.kvDtype = opts.kvDtype ?? 'f32';
+    return this.model;
+  }
+
+  newCache(capacity = 256): KVCache {
+    const m = this.requireModel();
+    return new KVCache(this.gpu.device, m.config.nLayers, m.kvDim, this.kvDtype, capacity);
+  }
+
+  /** The layer-by-layer stepper over `cache`. */
+  pass(cache: KVCache): ForwardPass {
+    return new ForwardPass(this.ops, this.requireModel(), cache, this.scratch);
+  }
+
+  /** Appends `tokens` at `positions` (default: continuing after the last row) and computes them. */
+  async prefill(cache: KVCache, tokens: ArrayLike<number>, positions?: ArrayLike<number>, opts: PassOptions = {}): Promise<PassResult> {
+    const start = cache.length;
+    const next = start ? cache.positions[start - 1] + 1 : 0;
+    const pos = positions ? Int32Array.from(positions) : Int32Array.from({ length: tokens.length }, (_, i) => next + i);
+    if (pos.length !== tokens.length) throw new Error(`prefill: ${tokens.length} tokens but ${pos.length} positions`);
+    if (tokens.length === 0) throw new Error('prefill: no tokens');
+    // Blocks keep activations bounded; they are exact only when positions never decrease.
+    const monotone = pos.every((p, i) => i === 0 || p >= pos[i - 1]);
+    const block = monotone && !opts.capturePreRopeK && !opts.scores ? PREFILL_BLOCK : tokens.length;
+    const logits: Float32Array[] = [];
+    let last: PassResult | null = null;
+    for (let b = 0; b < tokens.length; b += block) {
+      const e = Math.min(tokens.length, b + block);
+      cache.setPositions(start + b, pos.subarray(b, e));
+      const rows = Array.from({ length: e - b }, (_, i) => start + b + i);
+      const want = opts.logits === 'all' || (opts.logits !== 'none' && e === tokens.length) ? opts.logits ?? 'last' : 'none';
+      last = await this.run(cache, Array.from(tokens).slice(b, e), rows, { ...opts, logits: want });
+      logits.push(last.logits);
+    }
+    return { ...last!, logits: concat(logits) };
+  }
+
+  /** Recomputes rows already in the cache (their positions set), rewriting their K/V in every layer. */
+  recompute(cache: KVCache, rows: ArrayLike<number>, tokens: ArrayLike<number>, opts: PassOptions = {}): Promise<PassResult> {
+    return this.run(cache, Array.from(tokens), Array.from(rows), opts);
+  }
+
+  /** One decode step: appends `token` after the last row (or at `position`) and returns its logits. */
+  async decode(cache: KVCache, token: number, position?: number, opts: Omit<PassOptions, 'logits'> = {}): Promise<Float32Array> {
+    const r = await this.prefill(cache, [token], position === undefined ? undefined : [position], { ...opts, logits: 'last' });
+    return r.logits;
+  }
+
+  private async run(cache: KVCache, tokens: number[], rows: number[], opts: PassOptions): Promise<PassResult> {
+    const pass = this.pass(cache);
+    pass.begin(tokens, rows);
+    for (let l = 0; l < this.config.nLayers; l++) pass.layer(l, opts);
+    const which = opts.logits === 'all' ? rows.map((_, i) => i) : opts.logits === 'none' ? [] : [rows.length - 1];
+    const logits = which.length ? await pass.logits(which) : new Float32Array();
+    this.ops.d.flush();
+    return { logits, scores: await pass.scores(), preRopeK: opts.capturePreRopeK ? pass.preRopeK : undefined };
+  }
+
+  private requireModel(): GpuModel {
+    if (!this.model) throw new Error('no model loaded');
+    return this.model;
+  }
+
+  destroy() {
+    this.model?.destroy();
+    this.scratch.destroy();
+    this.ops.d.destroy();
+  }
+}
+
+function concat(parts: Float32Array[]): Float32Array {
+  if (parts.length === 1) return parts[0];
+  const out = new Float32Array(parts.reduce((a, p) => a + p.length, 0));
+  let o = 0;
+  for (const p of parts) {
+    out.set(p, o);
+    o += p.length;
+  }
+  return out;
+}

@@ -1,0 +1,197 @@
+/**
+ * One forward pass over a set of rows of a KVCache, a layer at a time.
+ *
+ * The rows may be any subset of the cache (a prompt, one decode token, or
+ * the scattered tokens of a selective recompute). For each layer the pass
+ * computes those rows' q, k and v, writes k (rotated) and v into the cache at
+ * the rows' indices, and lets each row's query attend to every cache row
+ * whose position id is at or before its own. Rows not in the pass keep
+ * whatever K/V the cache holds for them. Layer by layer so a caller can
+ * inspect or change the row set between layers (CacheBlend), and capture
+ * pre-RoPE keys (KVCompile) or attention scores (the sink maps).
+ *
+ * Data layout per pass of T rows: x [T, D]; qkv [T, qDim + 2 kvDim] with q
+ * heads first, then k heads, then v heads; att [T, qDim]; gu [T, 2I].
+ */
+import type { GpuModel } from './gpu-model';
+import type { KVCache } from './kv-cache';
+import { inverseFrequencies, ropeTable } from './rope';
+import { Scratch } from './scratch';
+import { unmaskScores, type Ops } from '../ops';
+
+export interface ScoresRequest {
+  layer: number;
+  heads: number[];
+  /** Indices into the pass's rows whose scores are wanted. */
+  rows: number[];
+}
+export interface ScoresResult {
+  layer: number;
+  head: number;
+  /** Cache rows of the queries. */
+  rows: number[];
+  /** Raw scaled scores q·k, [rows, keys], -Infinity where masked. */
+  scores: Float32Array;
+  keys: number;
+}
+
+export class ForwardPass {
+  T = 0;
+  rows: Uint32Array = new Uint32Array();
+  private x: GPUBuffer | null = null;
+  private other: GPUBuffer | null = null;
+  private invFreq: { global: Float32Array; local: Float32Array };
+  private pendingScores: Promise<ScoresResult>[] = [];
+  preRopeK: GPUBuffer[] = [];
+
+  constructor(
+    private ops: Ops,
+    private m: GpuModel,
+    private cache: KVCache,
+    private scratch: Scratch,
+  ) {
+    this.invFreq = { global: inverseFrequencies(m.config, 'global'), local: inverseFrequencies(m.config, 'local') };
+  }
+
+  private get c() {
+    return this.m.config;
+  }
+
+  /** Embeds `tokens` as the pass's rows, placed at cache rows `rows`. Positions come from the cache. */
+  begin(tokens: ArrayLike<number>, rows: ArrayLike<number>) {
+    if (tokens.length !== rows.length) throw new Error('begin: tokens and rows differ in length');
+    for (const r of Array.from(rows)) if (r >= this.cache.length) throw new Error(`begin: row ${r} is outside the cache (${this.cache.length})`);
+    this.ops.d.flush();
+    this.cache.syncPositions();
+    this.setRows(Uint32Array.from(rows));
+    const D = this.c.hidden;
+    const tok = this.scratch.put('tokens', Uint32Array.from(tokens));
+    this.x = this.scratch.get('x0', this.T * D * 4);
+    this.other = this.scratch.get('x1', this.T * D * 4);
+    this.ops.embed({ tokens: tok, table: this.m.embed, dtype: this.m.dtype, x: this.x, T: this.T, D, V: this.c.vocabSize, scale: this.c.embedScale });
+  }
+
+  private setRows(rows: Uint32Array) {
+    this.rows = rows;
+    this.T = rows.length;
+    const pos = Int32Array.from(rows, (r) => this.cache.positions[r]);
+    this.scratch.put('rows', rows);
+    this.scratch.put('qpos', pos);
+    this.scratch.put('cs.global', ropeTable(this.invFreq.global, pos));
+    if (this.c.layerKinds.includes('local')) this.scratch.put('cs.local', ropeTable(this.invFreq.local, pos));
+  }
+
+  /** Keeps only the pass rows at `keep` (indices into the current rows), in that order. */
+  select(keep: number[]) {
+    const D = this.c.hidden;
+    const enc = this.ops.d.commandEncoder();
+    const next = this.scratch.get(this.x === this.scratch.get('x0', 0) ? 'x1' : 'x0', Math.max(1, keep.length) * D * 4);
+    keep.forEach((k, i) => enc.copyBufferToBuffer(this.x!, k * D * 4, next, i * D * 4, D * 4));
+    this.other = this.x;
+    this.x = next;
+    this.setRows(Uint32Array.from(keep, (k) => this.rows[k]));
+  }
+
+  /** Runs layer `l` for the pass's rows. */
+  layer(l: number, opts: { scores?: ScoresRequest; capturePreRopeK?: boolean } = {}) {
+    const { ops, c, T } = this;
+    const Lw = this.m.layers[l];
+    const D = c.hidden, HD = c.headDim, qDim = this.m.qDim, kvDim = this.m.kvDim, I = c.intermediate;
+    const W = qDim + 2 * kvDim;
+    const eps = c.rmsEps, plusOne = c.normPlusOne;
+    const xn = this.scratch.get('xn', T * D * 4);
+    const qkv = this.scratch.get('qkv', T * W * 4);
+    const att = this.scratch.get('att', T * qDim * 4);
+    const rowsBuf = this.scratch.get('rows', 0);
+    const kind = c.layerKinds[l];
+
+    ops.rmsnorm({ x: this.x!, w: Lw.attnNorm, y: xn, T, D, eps, plusOne });
+    ops.matmul({ x: xn, w: Lw.wqkv, wDtype: this.m.dtype, y: qkv, T, N: W, K: D, bias: Lw.bqkv });
+    if (Lw.qNorm && Lw.kNorm) {
+      ops.rmsnorm({ x: qkv, w: Lw.qNorm, T, D: HD, G: c.nHeads, stride: W, offset: 0, eps, plusOne });
+      ops.rmsnorm({ x: qkv, w: Lw.kNorm, T, D: HD, G: c.nKvHeads, stride: W, offset: qDim, eps, plusOne });
+    }
+    if (opts.capturePreRopeK) {
+      const dst = this.scratch.get(`prek${l}`, T * kvDim * 4);
+      const ident = this.scratch.put('ident', Uint32Array.from({ length: T }, (_, i) => i));
+      ops.scatter({ src: qkv, stride: W, offset: qDim, idx: ident, dst, dstDtype: 'f32', T, W: kvDim });
+      this.preRopeK[l] = dst;
+    }
+    const cs = this.scratch.get(`cs.${kind}`, 0);
+    const interleaved = c.ropeStyle === 'interleaved';
+    ops.rope({ x: qkv, cs, T, H: c.nHeads, HD, stride: W, offset: 0, interleaved });
+    ops.rope({ x: qkv, cs, T, H: c.nKvHeads, HD, stride: W, offset: qDim, interleaved });
+    const kv = this.cache.dtype;
+    ops.scatter({ src: qkv, stride: W, offset: qDim, idx: rowsBuf, dst: this.cache.k[l], dstDtype: kv, T, W: kvDim });
+    ops.scatter({ src: qkv, stride: W, offset: qDim + kvDim, idx: rowsBuf, dst: this.cache.v[l], dstDtype: kv, T, W: kvDim });
+    const window = kind === 'local' ? c.slidingWindow : 0;
+    const common = {
+      q: qkv, qStride: W, qOffset: 0, k: this.cache.k[l], kvDtype: kv, qpos: this.scratch.get('qpos', 0), kpos: this.cache.kpos,
+      n: this.cache.length, H: c.nHeads, NKV: c.nKvHeads, HD, window, scale: c.attnScale,
+    };
+    ops.attention({ ...common, v: this.cache.v[l], out: att, T });
+    if (opts.scores && opts.scores.layer === l) this.requestScores(opts.scores, common);
+
+    this.residual(att, Lw.wo, qDim, Lw.postAttnNorm);
+    ops.rmsnorm({ x: this.x!, w: Lw.ffnNorm, y: xn, T, D, eps, plusOne });
+    const gu = this.scratch.get('gu', T * 2 * I * 4);
+    const act = this.scratch.get('act', T * I * 4);
+    ops.matmul({ x: xn, w: Lw.wGateUp, wDtype: this.m.dtype, y: gu, T, N: 2 * I, K: D });
+    ops.glu({ gu, out: act, T, I, act: c.activation });
+    this.residual(act, Lw.wDown, I, Lw.postFfnNorm);
+  }
+
+  /** x ← x + (norm?)(a · Wᵀ), ping-ponging between the two x buffers. */
+  private residual(a: GPUBuffer, w: GPUBuffer, K: number, postNorm?: GPUBuffer) {
+    const { T, c } = this;
+    const D = c.hidden;
+    if (postNorm) {
+      const tmp = this.scratch.get('tmp', T * D * 4);
+      this.ops.matmul({ x: a, w, wDtype: this.m.dtype, y: tmp, T, N: D, K });
+      this.ops.rmsnorm({ x: tmp, w: postNorm, y: this.other!, T, D, eps: c.rmsEps, plusOne: c.normPlusOne, residual: this.x! });
+    } else {
+      this.ops.matmul({ x: a, w, wDtype: this.m.dtype, y: this.other!, T, N: D, K, residual: this.x! });
+    }
+    [this.x, this.other] = [this.other, this.x];
+  }
+
+  private requestScores(req: ScoresRequest, common: Parameters<Ops['attnScores']>[0] extends infer A ? Omit<A, 'rows' | 'R' | 'head' | 'out'> : never) {
+    const R = req.rows.length;
+    const n = this.cache.length;
+    const rowsBuf = this.scratch.put(`probe.rows`, Uint32Array.from(req.rows));
+    for (const head of req.heads) {
+      const out = this.scratch.get(`probe.${head}`, R * n * 4);
+      this.ops.attnScores({ ...common, rows: rowsBuf, R, head, out });
+      const cacheRows = req.rows.map((r) => this.rows[r]);
+      this.pendingScores.push(
+        this.ops.d.read(out, 0, R * n * 4).then((b) => ({
+          layer: req.layer, head, rows: cacheRows, scores: unmaskScores(new Float32Array(b)), keys: n,
+        })),
+      );
+    }
+  }
+
+  /** Scores requested during the pass (resolved after the work is submitted). */
+  async scores(): Promise<ScoresResult[]> {
+    const all = await Promise.all(this.pendingScores);
+    this.pendingScores = [];
+    return all;
+  }
+
+  /** Logits [R, V] for pass rows `which` (indices into the current rows). */
+  async logits(which: number[]): Promise<Float32Array> {
+    const { c } = this;
+    const D = c.hidden, V = c.vocabSize, R = which.length;
+    let src = this.x!;
+    if (!(R === this.T && which.every((w, i) => w === i))) {
+      src = this.scratch.get('xsel', R * D * 4);
+      const enc = this.ops.d.commandEncoder();
+      which.forEach((w, i) => enc.copyBufferToBuffer(this.x!, w * D * 4, src, i * D * 4, D * 4));
+    }
+    const xn = this.scratch.get('xn', R * D * 4);
+    this.ops.rmsnorm({ x: src, w: this.m.finalNorm, y: xn, T: R, D, eps: c.rmsEps, plusOne: c.normPlusOne });
+    const out = this.scratch.get('logits', R * V * 4);
+    this.ops.matmul({ x: xn, w: this.m.lmHead, wDtype: this.m.dtype, y: out, T: R, N: V, K: D });
+    return new Float32Array(await this.ops.d.read(out, 0, R * V * 4));
+  }
+}

@@ -1,0 +1,144 @@
+/**
+ * A model's weights on the GPU, in the layout the forward pass wants:
+ * q/k/v fused into one [qDim + 2 kvDim, D] matrix (one matmul per layer),
+ * gate and up fused into [2I, D], matrices f32 or packed f16, norms and
+ * biases f32.
+ */
+import type { ModelConfig } from './config';
+import type { HostTensor, HostWeights, LayerTensorName } from './weights';
+import { layerName } from './weights';
+import { floatToHalf, halfToFloat } from '../f16';
+import type { StoreDType } from '../ops';
+
+export interface GpuLayer {
+  attnNorm: GPUBuffer; wqkv: GPUBuffer; bqkv?: GPUBuffer; qNorm?: GPUBuffer; kNorm?: GPUBuffer;
+  wo: GPUBuffer; postAttnNorm?: GPUBuffer; ffnNorm: GPUBuffer; wGateUp: GPUBuffer; wDown: GPUBuffer; postFfnNorm?: GPUBuffer;
+}
+
+export class OutOfGpuMemoryError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'OutOfGpuMemoryError';
+  }
+}
+
+export class GpuModel {
+  bytes = 0;
+  embed!: GPUBuffer;
+  finalNorm!: GPUBuffer;
+  lmHead!: GPUBuffer;
+  layers: GpuLayer[] = [];
+  private buffers: GPUBuffer[] = [];
+
+  private constructor(
+    readonly device: GPUDevice,
+    readonly config: ModelConfig,
+    readonly dtype: StoreDType,
+  ) {}
+
+  get qDim() {
+    return this.config.nHeads * this.config.headDim;
+  }
+  get kvDim() {
+    return this.config.nKvHeads * this.config.headDim;
+  }
+
+  static async upload(device: GPUDevice, config: ModelConfig, w: HostWeights, dtype: StoreDType): Promise<GpuModel> {
+    const m = new GpuModel(device, config, dtype);
+    device.pushErrorScope('out-of-memory');
+    try {
+      const get = (name: string): HostTensor => {
+        const t = w.get(name);
+        if (!t) throw new Error(`model ${config.name} has no tensor ${name}`);
+        return t;
+      };
+      const L = (i: number, n: LayerTensorName) => get(layerName(i, n));
+      m.embed = m.matrix('embed', [get('embed')]);
+      m.finalNorm = m.vector('final_norm', [get('final_norm')]);
+      m.lmHead = config.tiedEmbeddings ? m.embed : m.matrix('lm_head', [get('lm_head')]);
+      for (let i = 0; i < config.nLayers; i++) {
+        const bias = config.qkvBias ? [L(i, 'bq'), L(i, 'bk'), L(i, 'bv')] : undefined;
+        m.layers.push({
+          attnNorm: m.vector(`${i}.attn_norm`, [L(i, 'attn_norm')]),
+          wqkv: m.matrix(`${i}.wqkv`, [L(i, 'wq'), L(i, 'wk'), L(i, 'wv')]),
+          bqkv: bias && m.vector(`${i}.bqkv`, bias),
+          qNorm: config.qkNorm ? m.vector(`${i}.q_norm`, [L(i, 'q_norm')]) : undefined,
+          kNorm: config.qkNorm ? m.vector(`${i}.k_norm`, [L(i, 'k_norm')]) : undefined,
+          wo: m.matrix(`${i}.wo`, [L(i, 'wo')]),
+          postAttnNorm: config.postNorms ? m.vector(`${i}.post_attn_norm`, [L(i, 'post_attn_norm')]) : undefined,
+          ffnNorm: m.vector(`${i}.ffn_norm`, [L(i, 'ffn_norm')]),
+          wGateUp: m.matrix(`${i}.w_gate_up`, [L(i, 'w_gate'), L(i, 'w_up')]),
+          wDown: m.matrix(`${i}.w_down`, [L(i, 'w_down')]),
+          postFfnNorm: config.postNorms ? m.vector(`${i}.post_ffn_norm`, [L(i, 'post_ffn_norm')]) : undefined,
+        });
+      }
+    } finally {
+      const err = await device.popErrorScope();
+      if (err) {
+        m.destroy();
+        throw new OutOfGpuMemoryError(`Not enough GPU memory for ${config.name} (${(m.bytes / 2 ** 20).toFixed(0)} MiB so far): ${err.message}`);
+      }
+    }
+    return m;
+  }
+
+  private alloc(label: string, bytes: number): GPUBuffer {
+    const max = this.device.limits.maxStorageBufferBindingSize;
+    if (bytes > max) {
+      throw new OutOfGpuMemoryError(
+        `Tensor ${label} of ${this.config.name} needs ${(bytes / 2 ** 20).toFixed(1)} MiB in one buffer; this adapter allows ` +
+          `${(max / 2 ** 20).toFixed(0)} MiB${this.dtype === 'f32' ? ' (try f16 weights)' : ''}.`,
+      );
+    }
+    const b = this.device.createBuffer({ label, size: Math.max(16, Math.ceil(bytes / 16) * 16), usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC });
+    this.buffers.push(b);
+    this.bytes += b.size;
+    return b;
+  }
+
+  /** Row-concatenation of [out_i, in] matrices, stored in the model's dtype. */
+  private matrix(label: string, parts: HostTensor[]): GPUBuffer {
+    const n = parts.reduce((a, p) => a + p.data.length, 0);
+    const buf = this.alloc(label, n * (this.dtype === 'f16' ? 2 : 4));
+    let off = 0;
+    for (const p of parts) {
+      const data = this.dtype === 'f16' ? toHalves(p) : toFloats(p);
+      this.device.queue.writeBuffer(buf, off, data.buffer, data.byteOffset, data.byteLength);
+      off += data.byteLength;
+    }
+    return buf;
+  }
+
+  private vector(label: string, parts: HostTensor[]): GPUBuffer {
+    const n = parts.reduce((a, p) => a + p.data.length, 0);
+    const buf = this.alloc(label, n * 4);
+    let off = 0;
+    for (const p of parts) {
+      const data = toFloats(p);
+      this.device.queue.writeBuffer(buf, off, data.buffer, data.byteOffset, data.byteLength);
+      off += data.byteLength;
+    }
+    return buf;
+  }
+
+  destroy() {
+    for (const b of this.buffers) b.destroy();
+    this.buffers = [];
+  }
+}
+
+function toFloats(t: HostTensor): Float32Array {
+  if (t.dtype === 'f32') return t.data as Float32Array;
+  const h = t.data as Uint16Array;
+  const out = new Float32Array(h.length);
+  for (let i = 0; i < h.length; i++) out[i] = halfToFloat(h[i]);
+  return out;
+}
+
+function toHalves(t: HostTensor): Uint16Array {
+  if (t.dtype === 'f16') return t.data as Uint16Array;
+  const a = t.data as Float32Array;
+  const out = new Uint16Array(a.length + (a.length & 1));
+  for (let i = 0; i < a.length; i++) out[i] = floatToHalf(a[i]);
+  return out;
+}

@@ -1,0 +1,49 @@
+/**
+ * Rotary embedding angles, computed on the host in the same f32 steps as the
+ * references (llama2.c's `pos * freq`, Hugging Face's `inv_freq @ position_ids`),
+ * then cos/sin taken in f64 so no GPU trig error enters. Each row gets the
+ * angles of its own position id, which is what lets a cached chunk be placed
+ * anywhere.
+ */
+import type { LayerKind, ModelConfig } from './config';
+
+const fr = Math.fround;
+
+export function inverseFrequencies(c: ModelConfig, kind: LayerKind): Float32Array {
+  const half = c.headDim / 2;
+  const theta = kind === 'local' ? (c.ropeLocalTheta ?? c.ropeTheta) : c.ropeTheta;
+  const inv = new Float32Array(half);
+  for (let i = 0; i < half; i++) inv[i] = fr(1 / fr(theta ** fr((2 * i) / c.headDim)));
+  const s = kind === 'global' ? c.ropeScaling : undefined;
+  if (s?.type === 'linear') {
+    for (let i = 0; i < half; i++) inv[i] = fr(inv[i] / s.factor);
+  } else if (s?.type === 'llama3') {
+    // Llama 3.1: long wavelengths slow down by `factor`, short ones stay, a smooth band between.
+    const lowWavelen = s.originalMaxPositionEmbeddings / s.lowFreqFactor;
+    const highWavelen = s.originalMaxPositionEmbeddings / s.highFreqFactor;
+    for (let i = 0; i < half; i++) {
+      const f = inv[i];
+      const wavelen = (2 * Math.PI) / f;
+      if (wavelen > lowWavelen) inv[i] = fr(f / s.factor);
+      else if (wavelen >= highWavelen) {
+        const smooth = (s.originalMaxPositionEmbeddings / wavelen - s.lowFreqFactor) / (s.highFreqFactor - s.lowFreqFactor);
+        inv[i] = fr((1 - smooth) * (f / s.factor) + smooth * f);
+      }
+    }
+  }
+  return inv;
+}
+
+/** (cos, sin) for every (row, frequency): [T, HD/2, 2]. Negative `sign` rotates backwards. */
+export function ropeTable(inv: Float32Array, positions: ArrayLike<number>, sign = 1): Float32Array {
+  const half = inv.length;
+  const cs = new Float32Array(positions.length * half * 2);
+  for (let t = 0; t < positions.length; t++) {
+    for (let i = 0; i < half; i++) {
+      const ang = fr(positions[t] * inv[i]);
+      cs[2 * (t * half + i)] = Math.cos(ang);
+      cs[2 * (t * half + i) + 1] = sign * Math.sin(ang);
+    }
+  }
+  return cs;
+}

@@ -1,0 +1,40 @@
+/**
+ * Activation buffers of a forward pass, sized for a number of rows and grown
+ * by doubling, so repeated decode steps reuse the same buffers (and the
+ * dispatcher's cached bind groups).
+ */
+
+export class Scratch {
+  private bufs = new Map<string, { buf: GPUBuffer; bytes: number }>();
+
+  /** `beforeWrite` submits recorded work first, so pending dispatches see the old contents. */
+  constructor(
+    private device: GPUDevice,
+    private beforeWrite: () => void = () => {},
+  ) {}
+
+  /** A buffer of at least `bytes` bytes under `name`, reallocated (contents lost) when too small. */
+  get(name: string, bytes: number): GPUBuffer {
+    const have = this.bufs.get(name);
+    if (have && have.bytes >= bytes) return have.buf;
+    let size = 256;
+    while (size < bytes) size *= 2;
+    have?.buf.destroy();
+    const buf = this.device.createBuffer({ label: name, size, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST });
+    this.bufs.set(name, { buf, bytes: size });
+    return buf;
+  }
+
+  /** Uploads typed data into the named buffer. */
+  put(name: string, data: ArrayBufferView & { byteLength: number }): GPUBuffer {
+    this.beforeWrite();
+    const buf = this.get(name, Math.max(4, data.byteLength));
+    if (data.byteLength) this.device.queue.writeBuffer(buf, 0, data.buffer, data.byteOffset, data.byteLength);
+    return buf;
+  }
+
+  destroy() {
+    for (const { buf } of this.bufs.values()) buf.destroy();
+    this.bufs.clear();
+  }
+}

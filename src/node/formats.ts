@@ -1,0 +1,2 @@
+/** Registers the format loaders that live in their own modules. */
+export {};
