@@ -1,53 +1,68 @@
 /** Model files on the local file system, for the CLI, benchmarks and tests. */
-import { closeSync, openSync, readSync, readdirSync, statSync } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
+import { readdirSync, statSync } from 'node:fs';
+import { open, stat } from 'node:fs/promises';
+import { basename, dirname, isAbsolute, join, normalize, sep } from 'node:path';
 import { ModelFormatError, type ByteSource } from '../engine/formats/source';
 import type { ModelFiles } from '../engine/formats/load';
 
-export function fileSource(path: string): ByteSource {
-  const size = statSync(path).size;
+/** A ByteSource reading ranges of a file with positioned reads (the file is opened per read). */
+export async function nodeFileSource(path: string, name = basename(path)): Promise<ByteSource> {
+  const { size } = await stat(path);
   return {
-    name: basename(path),
+    name,
     size,
     async read(offset, length) {
-      if (offset < 0 || offset + length > size) {
-        throw new ModelFormatError(`${basename(path)} is truncated: needed bytes ${offset}..${offset + length} of a ${size}-byte file`);
+      if (offset < 0 || length < 0 || offset + length > size) {
+        throw new ModelFormatError(`${name} is truncated: needed bytes ${offset}..${offset + length} of a ${size}-byte file`);
       }
       const out = new Uint8Array(length);
-      const fd = openSync(path, 'r');
+      const fh = await open(path, 'r');
       try {
         let done = 0;
         while (done < length) {
-          const n = readSync(fd, out, done, length - done, offset + done);
-          if (n <= 0) throw new ModelFormatError(`${basename(path)}: unexpected end of file`);
-          done += n;
+          const { bytesRead } = await fh.read(out, done, length - done, offset + done);
+          if (bytesRead === 0) throw new ModelFormatError(`${name} ended early at byte ${offset + done}`);
+          done += bytesRead;
         }
       } finally {
-        closeSync(fd);
+        await fh.close();
       }
       return out;
     },
   };
 }
 
-/** A folder's files, or one file (plus an explicitly named tokenizer) as a model. */
-export function nodeModelFiles(path: string, tokenizer?: string): ModelFiles {
-  const isDir = statSync(path).isDirectory();
-  const map = new Map<string, string>();
-  if (isDir) {
-    for (const f of readdirSync(path)) if (statSync(join(path, f)).isFile()) map.set(f, join(path, f));
-  } else {
-    map.set(basename(path), path);
-    if (tokenizer) map.set(basename(tokenizer), tokenizer);
-    else if (path.endsWith('.bin')) {
-      // llama2.c keeps its tokenizer next to the model: tok*.bin or tokenizer.bin.
-      for (const f of readdirSync(dirname(path))) {
-        if (f !== basename(path) && /^(tok.*|tokenizer)\.bin$/.test(f)) map.set(f, join(dirname(path), f));
+/** The files of a directory by relative name (nested names such as shards are allowed, `..` is not). */
+export function nodeFolderFiles(dir: string): ModelFiles {
+  return {
+    names: () => readdirSync(dir).filter((f) => statSync(join(dir, f)).isFile()),
+    async get(name) {
+      const rel = normalize(name);
+      if (isAbsolute(rel) || rel === '..' || rel.startsWith('..' + sep)) return undefined;
+      const path = join(dir, rel);
+      try {
+        if (!(await stat(path)).isFile()) return undefined;
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+        throw e;
       }
+      return nodeFileSource(path, name);
+    },
+  };
+}
+
+/** A folder, or one file (plus its tokenizer: named, or llama2.c's tok*.bin beside it), as a model. */
+export function nodeModelFiles(path: string, tokenizer?: string): ModelFiles {
+  if (statSync(path).isDirectory()) return nodeFolderFiles(path);
+  const map = new Map<string, string>([[basename(path), path]]);
+  if (tokenizer) map.set(basename(tokenizer), tokenizer);
+  else if (path.endsWith('.bin')) {
+    for (const f of readdirSync(dirname(path))) {
+      if (f !== basename(path) && /^(tok.*|tokenizer)\.bin$/.test(f)) map.set(f, join(dirname(path), f));
     }
   }
   return {
     names: () => [...map.keys()],
-    get: async (n) => (map.has(n) ? fileSource(map.get(n)!) : undefined),
+    get: async (n) => (map.has(n) ? nodeFileSource(map.get(n)!, n) : undefined),
   };
 }

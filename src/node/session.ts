@@ -4,7 +4,7 @@ import { loadModelFiles, type LoadedModel } from '../engine/formats/load';
 import { createNodeGpu, loadKernelSources, type NodeGpu } from './gpu';
 import { nodeModelFiles } from './files';
 import { basename } from 'node:path';
-import './formats';
+import '../engine/formats/all';
 
 export interface NodeSession {
   gpu: NodeGpu;

@@ -1,2 +1,0 @@
-/** Registers the format loaders that live in their own modules. */
-export {};

@@ -1,0 +1,68 @@
+/**
+ * Whole-model parity with Hugging Face transformers: tiny random-weight
+ * Llama (llama3 RoPE scaling, BF16, sharded), Qwen2 (q/k/v bias, untied, F32)
+ * and Gemma 3 (sandwich norms, q/k norm, GeGLU, sliding window with two RoPE
+ * bases, query_pre_attn_scalar, F16), with logits recorded by transformers
+ * in f32 (scripts/fixtures/make_hf_fixtures.py). Cases cover contiguous and
+ * non-contiguous position ids and, for Gemma 3, a sequence longer than its
+ * sliding window. Tolerance: max |Δlogit| ≤ 1e-3 of the reference logits'
+ * range (1e-2 with f16 KV storage, which rounds K and V to 11 bits).
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Engine } from '../../src/engine/engine';
+import { loadHfFolder } from '../../src/engine/formats/hf';
+import { nodeFolderFiles } from '../../src/node/files';
+import { loadKernelSources } from '../../src/node/gpu';
+import { referenceForward } from '../helpers/reference-model';
+import { harness } from '../helpers/gpu';
+
+const FIX = join(import.meta.dirname, '../fixtures/hf');
+
+interface Case { name: string; tokens: number[]; positions: number[]; logits: string; shape: [number, number] }
+
+function maxDiffOverRange(got: Float32Array, want: Float32Array) {
+  let lo = Infinity, hi = -Infinity, d = 0;
+  for (let i = 0; i < want.length; i++) {
+    lo = Math.min(lo, want[i]);
+    hi = Math.max(hi, want[i]);
+    d = Math.max(d, Math.abs(got[i] - want[i]));
+  }
+  return { d, range: hi - lo };
+}
+
+for (const name of ['llama3-smollm', 'qwen2', 'gemma3']) {
+  const dir = join(FIX, name);
+  const ref = JSON.parse(readFileSync(join(dir, 'reference.json'), 'utf8')) as { cases: Case[] };
+  for (const kvDtype of ['f32', 'f16'] as const) {
+    test(`${name}: logits match transformers (${kvDtype} KV)`, async () => {
+      const h = await harness();
+      const m = await loadHfFolder(nodeFolderFiles(dir), { name });
+      const engine = Engine.create(h.gpu, loadKernelSources());
+      await engine.load(m.config, m.weights, { weightDtype: 'f32', kvDtype });
+      try {
+        for (const c of ref.cases) {
+          const want = new Float32Array(readFileSync(join(dir, c.logits)).buffer.slice(0));
+          assert.equal(want.length, c.shape[0] * c.shape[1]);
+          const cache = engine.newCache(8);
+          const got = (await engine.prefill(cache, c.tokens, c.positions, { logits: 'all' })).logits;
+          cache.destroy();
+          const { d, range } = maxDiffOverRange(got, want);
+          const tol = (kvDtype === 'f32' ? 1e-3 : 1e-2) * range;
+          assert.ok(d <= tol, `${name}/${c.name}: max |Δlogit| ${d.toExponential(2)} > ${tol.toExponential(2)} (range ${range.toFixed(2)})`);
+        }
+      } finally {
+        engine.destroy();
+      }
+    });
+  }
+  test(`${name}: the host reference model agrees with transformers too`, async () => {
+    const m = await loadHfFolder(nodeFolderFiles(dir), { name });
+    const c = ref.cases[ref.cases.length - 1];
+    const want = new Float32Array(readFileSync(join(dir, c.logits)).buffer.slice(0));
+    const { d, range } = maxDiffOverRange(referenceForward(m.config, m.weights, c.tokens, c.positions), want);
+    assert.ok(d <= 1e-3 * range, `reference ${name}/${c.name}: ${d}`);
+  });
+}
