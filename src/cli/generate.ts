@@ -10,7 +10,7 @@
 import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { openModel } from '../node/session';
-import { rng, sample } from '../engine/sampling';
+import { rng, sample } from '../generate/sampling';
 import { Llama2cTokenizer } from '../engine/tokenizer/llama2c';
 
 const { values: a } = parseArgs({

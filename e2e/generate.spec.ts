@@ -1,0 +1,38 @@
+/**
+ * The first page in real headless Chromium on WebGPU (SwiftShader): the
+ * bundled stories260K loads in the worker and a greedy completion typed into
+ * the page equals llama2.c's own output.
+ */
+import { test, expect, chromium } from '@playwright/test';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+const fixture = JSON.parse(readFileSync(join(import.meta.dirname, '../tests/fixtures/llama2c/stories260K-greedy.json'), 'utf8'));
+
+test('bundled model streams a greedy completion equal to llama2.c', async ({ page }) => {
+  await page.goto('/');
+  await expect(page.getByTestId('adapter')).toContainText('Adapter:');
+  await expect(page.getByTestId('model-ready')).toBeVisible();
+  const c = fixture.cases.find((x: { prompt: string; steps: number }) => x.prompt === 'Lily and Tom went to the' && x.steps === 200);
+  await page.getByLabel('Prompt').fill(c.prompt);
+  await page.getByLabel('Steps').fill(String(c.steps));
+  await page.getByRole('button', { name: 'Generate' }).click();
+  await expect(page.getByTestId('stats')).toBeVisible();
+  // The page shows prompt + completion as text; run.c prints the same plus a final newline.
+  const shown = await page.getByTestId('output').textContent();
+  const expected = Buffer.from(c.stdout, 'latin1').toString('utf8').slice(c.prompt.length).replace(/\n$/, '');
+  expect(shown).toBe(expected);
+  await page.screenshot({ path: 'test-results/screens/generate.png', fullPage: true });
+});
+
+test('without WebGPU the page says so and how to enable it', async () => {
+  const browser = await chromium.launch({
+    executablePath: process.env.LEGOKV_CHROMIUM ?? '/usr/bin/chromium',
+    args: ['--disable-features=WebGPU', '--disable-webgpu'],
+  });
+  const page = await browser.newPage();
+  await page.goto(`http://127.0.0.1:${process.env.LEGOKV_E2E_PORT ?? 5199}/`);
+  await expect(page.getByTestId('no-webgpu')).toContainText('enable-unsafe-webgpu');
+  await page.screenshot({ path: 'test-results/screens/no-webgpu.png' });
+  await browser.close();
+});

@@ -1,0 +1,31 @@
+import { defineConfig } from '@playwright/test';
+
+const PORT = Number(process.env.LEGOKV_E2E_PORT ?? 5199);
+
+export default defineConfig({
+  testDir: 'e2e',
+  timeout: 180_000,
+  expect: { timeout: 60_000 },
+  workers: 1,
+  retries: 0,
+  reporter: [['list']],
+  outputDir: 'test-results',
+  use: {
+    baseURL: `http://127.0.0.1:${PORT}/`,
+    browserName: 'chromium',
+    viewport: { width: 1280, height: 900 },
+    launchOptions: {
+      executablePath: process.env.LEGOKV_CHROMIUM ?? '/usr/bin/chromium',
+      args: [
+        '--enable-unsafe-webgpu', '--disable-background-networking', '--disable-component-update', '--disable-sync',
+        '--no-first-run', '--disable-quic',
+      ],
+    },
+  },
+  webServer: {
+    command: `npx vite --port ${PORT} --strictPort --host 127.0.0.1`,
+    url: `http://127.0.0.1:${PORT}/`,
+    reuseExistingServer: false,
+    timeout: 120_000,
+  },
+});

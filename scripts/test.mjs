@@ -1,0 +1,80 @@
+#!/usr/bin/env node
+// `npm test`: installs what the tests need when it is missing (npm packages;
+// Debian's chromium, as root), then runs every unit test in Node on WebGPU
+// and every Playwright test in headless Chromium, and prints one summary.
+import { spawnSync } from 'node:child_process';
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { gpuEnv } from './gpu-env.mjs';
+
+const root = new URL('..', import.meta.url).pathname;
+const run = (cmd, args, opts = {}) => spawnSync(cmd, args, { stdio: 'inherit', cwd: root, ...opts });
+
+function ensureNodeModules() {
+  if (existsSync(join(root, 'node_modules/.package-lock.json')) && existsSync(join(root, 'node_modules/webgpu'))) return;
+  console.log('[test] installing npm packages (npm ci)');
+  const r = run('npm', ['ci', '--no-audit', '--no-fund']);
+  if (r.status !== 0) process.exit(r.status ?? 1);
+}
+
+function ensureChromium() {
+  if (existsSync('/usr/bin/chromium') && existsSync('/usr/lib/chromium/libvk_swiftshader.so')) return;
+  if (process.getuid?.() !== 0) {
+    console.error('[test] Chromium is missing: install Debian\'s chromium (apt-get install chromium) or run npm test as root.');
+    process.exit(1);
+  }
+  console.log('[test] installing chromium from apt');
+  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+  if (run('apt-get', ['update', '-qq'], { env }).status !== 0 || run('apt-get', ['install', '-y', '-qq', 'chromium'], { env }).status !== 0) {
+    console.error('[test] apt-get install chromium failed');
+    process.exit(1);
+  }
+}
+
+function testFiles(dir) {
+  const out = [];
+  for (const f of readdirSync(dir)) {
+    const p = join(dir, f);
+    if (statSync(p).isDirectory()) out.push(...testFiles(p));
+    else if (f.endsWith('.test.ts')) out.push(p);
+  }
+  return out.sort();
+}
+
+ensureNodeModules();
+ensureChromium();
+
+const counts = { passed: 0, failed: 0, skipped: 0 };
+function tally(text, re) {
+  for (const m of text.matchAll(re.pass)) counts.passed += Number(m[1]);
+  for (const m of text.matchAll(re.fail)) counts.failed += Number(m[1]);
+  for (const m of text.matchAll(re.skip)) counts.skipped += Number(m[1]);
+}
+
+// Unit and integration tests: Node's runner, one file at a time (2 cores, one GPU device each).
+const unit = spawnSync(
+  process.execPath,
+  ['--import', 'tsx', '--test', '--test-concurrency=1', '--test-reporter=spec', ...testFiles(join(root, 'tests'))],
+  { cwd: root, env: gpuEnv(), encoding: 'utf8', maxBuffer: 1 << 28 },
+);
+process.stdout.write(unit.stdout);
+process.stderr.write(unit.stderr);
+tally(unit.stdout, { pass: /^ℹ pass (\d+)$/gm, fail: /^ℹ fail (\d+)$/gm, skip: /^ℹ skipped (\d+)$/gm });
+if (unit.status !== 0 && counts.failed === 0) counts.failed++;
+
+// End-to-end tests in headless Chromium.
+if (existsSync(join(root, 'e2e')) && !process.env.LEGOKV_SKIP_E2E) {
+  const e2e = spawnSync(process.execPath, [join(root, 'node_modules/@playwright/test/cli.js'), 'test'], {
+    cwd: root, env: gpuEnv(), encoding: 'utf8', maxBuffer: 1 << 28,
+  });
+  process.stdout.write(e2e.stdout);
+  process.stderr.write(e2e.stderr);
+  const before = counts.failed;
+  tally(e2e.stdout, { pass: /^\s*(\d+) passed/gm, fail: /^\s*(\d+) failed/gm, skip: /^\s*(\d+) skipped/gm });
+  if (e2e.status !== 0 && counts.failed === before) counts.failed++;
+} else if (process.env.LEGOKV_SKIP_E2E) {
+  console.log('[test] LEGOKV_SKIP_E2E is set: end-to-end tests not run');
+}
+
+console.log(`\n${counts.passed} passed, ${counts.failed} failed, ${counts.skipped} skipped`);
+process.exit(counts.failed > 0 ? 1 : 0);

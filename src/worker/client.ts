@@ -1,0 +1,70 @@
+/** The page's side of the worker: promise-returning calls with streamed events. */
+import type { Event, GenerateRequest, GenerateResult, InitResult, LoadResult, Request, BundledModelRef } from './protocol';
+
+type Pending = { resolve: (v: unknown) => void; reject: (e: Error) => void; onEvent?: (e: Event) => void };
+
+export class WorkerError extends Error {
+  constructor(name: string, message: string) {
+    super(message);
+    this.name = name;
+  }
+}
+
+export class EngineClient {
+  private worker: Worker;
+  private next = 1;
+  private pending = new Map<number, Pending>();
+  onDeviceLost: (message: string) => void = () => {};
+
+  constructor() {
+    this.worker = new Worker(new URL('./engine.worker.ts', import.meta.url), { type: 'module' });
+    this.worker.onmessage = (ev: MessageEvent<Event>) => {
+      const e = ev.data;
+      if (e.type === 'device-lost') return this.onDeviceLost(e.message);
+      const p = this.pending.get(e.id);
+      if (!p) return;
+      if (e.type === 'done') {
+        this.pending.delete(e.id);
+        p.resolve(e.result);
+      } else if (e.type === 'error') {
+        this.pending.delete(e.id);
+        p.reject(new WorkerError(e.name, e.message));
+      } else p.onEvent?.(e);
+    };
+    // A worker that fails to start or crashes must not leave calls waiting forever.
+    this.worker.onerror = (ev) => {
+      const err = new WorkerError('WorkerError', `The inference worker failed: ${ev.message || 'it could not start'}`);
+      for (const p of this.pending.values()) p.reject(err);
+      this.pending.clear();
+    };
+  }
+
+  private call<T>(req: Omit<Request, 'id'> & { type: Request['type'] }, onEvent?: (e: Event) => void): { id: number; result: Promise<T> } {
+    const id = this.next++;
+    const result = new Promise<T>((resolve, reject) => {
+      this.pending.set(id, { resolve: resolve as (v: unknown) => void, reject, onEvent });
+      this.worker.postMessage({ ...req, id } as Request);
+    });
+    return { id, result };
+  }
+
+  init() {
+    return this.call<InitResult>({ type: 'init' }).result;
+  }
+
+  load(model: BundledModelRef, onProgress: (stage: string, loaded: number, total: number) => void) {
+    return this.call<LoadResult>({ type: 'load', model } as Omit<Request, 'id'>, (e) => {
+      if (e.type === 'progress') onProgress(e.stage, e.loaded, e.total);
+    });
+  }
+
+  generate(req: GenerateRequest, onText: (t: string) => void) {
+    return this.call<GenerateResult>({ type: 'generate', req } as Omit<Request, 'id'>, (e) => {
+      if (e.type === 'token') onText(e.text);
+    });
+  }
+
+  cancel(target: number) {
+    this.worker.postMessage({ id: 0, type: 'cancel', target } as Request);
+  }
+}

@@ -1,0 +1,112 @@
+/**
+ * The inference worker: owns the WebGPU device, the engine and the loaded
+ * model, so the page never blocks. Requests and events are in protocol.ts.
+ */
+import { createGpuContext, type GpuContext } from '../engine/gpu/device';
+import { Engine } from '../engine/engine';
+import { kernelSources } from '../engine/kernel-sources';
+import { loadModelFiles, type LoadedModel } from '../engine/formats/load';
+import '../engine/formats/all';
+import { fetchModelFiles } from './fetch-files';
+import { decodeTokens, TextStream } from '../generate/generate';
+import type { Event, GenerateRequest, InitResult, LoadResult, Request, GenerateResult, BundledModelRef } from './protocol';
+
+let gpu: GpuContext | null = null;
+let engine: Engine | null = null;
+let model: LoadedModel | null = null;
+let modelRef: { ref: BundledModelRef; weightDtype: 'f32' | 'f16' } | null = null;
+const aborts = new Map<number, AbortController>();
+
+const post = (e: Event) => (self as unknown as Worker).postMessage(e);
+
+async function init(): Promise<InitResult> {
+  if (!gpu) {
+    gpu = await createGpuContext(navigator.gpu);
+    engine = Engine.create(gpu, kernelSources);
+    const ctx = gpu;
+    void ctx.lost.then(async (message) => {
+      if (gpu !== ctx) return;
+      // Lost device: tell the page, then rebuild device, engine and model so work can go on without a reload.
+      gpu = null;
+      engine = null;
+      post({ id: -1, type: 'device-lost', message });
+    });
+  }
+  return { adapter: gpu.adapter };
+}
+
+async function load(id: number, ref: BundledModelRef, weightDtype: 'f32' | 'f16'): Promise<LoadResult> {
+  await init();
+  const ac = new AbortController();
+  aborts.set(id, ac);
+  const files = await fetchModelFiles(ref, ac.signal, (loaded, total) => post({ id, type: 'progress', stage: 'download', loaded, total }));
+  const m = await loadModelFiles(files, ref.id);
+  post({ id, type: 'progress', stage: 'upload', loaded: 0, total: 1 });
+  const gm = await engine!.load(m.config, m.weights, { weightDtype });
+  model = m;
+  modelRef = { ref, weightDtype };
+  const c = m.config;
+  let params = 0;
+  for (const t of m.weights.values()) params += t.data.length;
+  return {
+    id: ref.id, arch: c.arch, params, layers: c.nLayers, hidden: c.hidden, vocab: c.vocabSize, gpuBytes: gm.bytes,
+    hasChatTemplate: !!m.tokenizer.applyChatTemplate,
+  };
+}
+
+async function generate(id: number, req: GenerateRequest): Promise<GenerateResult> {
+  if (!engine && modelRef) await load(id, modelRef.ref, modelRef.weightDtype);
+  if (!engine || !model) throw new Error('No model is loaded');
+  const ac = new AbortController();
+  aborts.set(id, ac);
+  const tok = model.tokenizer;
+  const text = req.chat && tok.applyChatTemplate ? tok.applyChatTemplate([{ role: 'user', content: req.prompt }], { addGenerationPrompt: true }) : req.prompt;
+  const prompt = tok.encode(text, { addBos: true });
+  const steps = Math.min(req.steps, model.config.maxPositions);
+  if (prompt.length >= steps) throw new Error(`The prompt has ${prompt.length} tokens; steps (${steps}) must be larger`);
+  const cache = engine.newCache(steps + 8);
+  try {
+    const t0 = performance.now();
+    const { logits } = await engine.prefill(cache, prompt);
+    const ttft = performance.now() - t0;
+    const stream = new TextStream(tok, prompt);
+    let n = 0;
+    const t1 = performance.now();
+    const gen = decodeTokens(engine, cache, logits, {
+      maxNewTokens: steps - prompt.length + 1, sampling: { temperature: req.temperature, topP: req.topP },
+      stopIds: model.config.eosIds, signal: ac.signal,
+    });
+    for await (const t of gen) {
+      n++;
+      const delta = stream.push(t);
+      if (delta) post({ id, type: 'token', text: delta });
+    }
+    const dt = performance.now() - t1;
+    return {
+      text: stream.text, cancelled: ac.signal.aborted,
+      stats: { promptTokens: prompt.length, generatedTokens: n, ttftMs: ttft, decodeTokensPerS: n > 1 ? (n / dt) * 1000 : 0 },
+    };
+  } finally {
+    cache.destroy();
+  }
+}
+
+self.onmessage = async (ev: MessageEvent<Request>) => {
+  const r = ev.data;
+  if (r.type === 'cancel') {
+    aborts.get(r.target)?.abort();
+    return;
+  }
+  try {
+    let result: unknown;
+    if (r.type === 'init') result = await init();
+    else if (r.type === 'load') result = await load(r.id, r.model, r.weightDtype ?? 'f32');
+    else result = await generate(r.id, r.req);
+    post({ id: r.id, type: 'done', result });
+  } catch (e) {
+    const err = e as Error;
+    post({ id: r.id, type: 'error', name: err.name ?? 'Error', message: err.message ?? String(e) });
+  } finally {
+    aborts.delete(r.id);
+  }
+};
