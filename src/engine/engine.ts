@@ -21,6 +21,7 @@ import { validateConfig } from './model/config';
 import { ForwardPass, type ScoresRequest, type ScoresResult } from './model/forward';
 import { GpuModel } from './model/gpu-model';
 import { KVCache } from './model/kv-cache';
+import { readRows, writeRows, type LayerRows } from './model/kv-io';
 import { Scratch } from './model/scratch';
 import type { HostWeights } from './model/weights';
 import { Ops, type StoreDType } from './ops';
@@ -120,6 +121,31 @@ export class Engine {
   async decode(cache: KVCache, token: number, position?: number, opts: Omit<PassOptions, 'logits'> = {}): Promise<Float32Array> {
     const r = await this.prefill(cache, [token], position === undefined ? undefined : [position], { ...opts, logits: 'last' });
     return r.logits;
+  }
+
+  /**
+   * Places cached rows (keys before RoPE, values) into `cache` at rows
+   * [start, start + positions.length) with those position ids, rotating keys.
+   */
+  writeRows(cache: KVCache, start: number, positions: ArrayLike<number>, layers: LayerRows[]) {
+    writeRows(this.ops, this.requireModel(), cache, this.scratch, start, positions, layers);
+  }
+
+  /** Cache rows of one layer as f32 (keys after RoPE). */
+  readRows(cache: KVCache, layer: number, start: number, count: number): Promise<LayerRows> {
+    return readRows(this.ops, cache, layer, start, count);
+  }
+
+  /** The pre-RoPE keys a pass captured, with the cache's values for the same rows: what KVCompile stores. */
+  async exportRows(cache: KVCache, result: PassResult, start: number, count: number): Promise<LayerRows[]> {
+    if (!result.preRopeK) throw new Error('exportRows: the pass did not capture pre-RoPE keys');
+    const kvDim = this.requireModel().kvDim;
+    const out: LayerRows[] = [];
+    for (let l = 0; l < result.preRopeK.length; l++) {
+      const k = new Float32Array(await this.ops.d.read(result.preRopeK[l], 0, count * kvDim * 4));
+      out.push({ k, v: (await this.readRows(cache, l, start, count)).v });
+    }
+    return out;
   }
 
   private async run(cache: KVCache, tokens: number[], rows: number[], opts: PassOptions): Promise<PassResult> {

@@ -1,0 +1,103 @@
+/**
+ * The engine operations the linker builds on, on stories260K (interleaved
+ * RoPE) and the Gemma 3 fixture (half-split RoPE, sliding window, two bases):
+ *  - selective recompute of chosen rows against a full-length cache;
+ *  - pre-RoPE keys placed at new positions equal keys computed there fresh;
+ *  - attention scores and probabilities for chosen layer, head and rows;
+ *  - decode steps equal one prefill.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { Engine } from '../../src/engine/engine';
+import { loadModelFiles } from '../../src/engine/formats/load';
+import { loadHfFolder } from '../../src/engine/formats/hf';
+import { nodeFolderFiles, nodeModelFiles } from '../../src/node/files';
+import { loadKernelSources } from '../../src/node/gpu';
+import { softmax } from '../../src/engine/reference';
+import { assertClose, harness } from '../helpers/gpu';
+
+const STORIES = join(import.meta.dirname, '../../public/models/stories260K/stories260K.bin');
+const GEMMA = join(import.meta.dirname, '../fixtures/hf/gemma3');
+
+async function engineFor(which: 'stories' | 'gemma', kvDtype: 'f32' | 'f16' = 'f32') {
+  const h = await harness();
+  const m = which === 'stories' ? await loadModelFiles(nodeModelFiles(STORIES), 'stories260K') : await loadHfFolder(nodeFolderFiles(GEMMA), { name: 'gemma3' });
+  const e = Engine.create(h.gpu, loadKernelSources());
+  await e.load(m.config, m.weights, { kvDtype });
+  return e;
+}
+
+const seq = (n: number, seed: number, V: number) => Array.from({ length: n }, (_, i) => (i * 37 + seed * 11 + 5) % V);
+
+for (const which of ['stories', 'gemma'] as const) {
+  test(`${which}: recomputing rows that held wrong tokens restores the exact logits`, async () => {
+    const e = await engineFor(which);
+    const V = e.config.vocabSize;
+    const tokens = seq(20, 1, V);
+    const a = e.newCache();
+    const want = (await e.prefill(a, tokens)).logits;
+    // Rows 12..19 first computed from other tokens, then recomputed with the right ones.
+    const wrong = [...tokens.slice(0, 12), ...seq(8, 9, V)];
+    const b = e.newCache();
+    await e.prefill(b, wrong, undefined, { logits: 'none' });
+    const rows = [12, 13, 14, 15, 16, 17, 18, 19];
+    const got = (await e.recompute(b, rows, tokens.slice(12))).logits;
+    assertClose(got, want, 1e-5, 1e-5, 'last-row logits');
+    e.destroy();
+  });
+
+  test(`${which}: pre-RoPE keys moved to new positions equal keys computed there`, async () => {
+    const e = await engineFor(which);
+    const V = e.config.vocabSize;
+    const chunk = seq(10, 2, V);
+    const a = e.newCache();
+    const res = await e.prefill(a, chunk, undefined, { logits: 'none', capturePreRopeK: true });
+    const rows = await e.exportRows(a, res, 0, chunk.length);
+    // The same chunk computed fresh at positions 40..49 (relative positions unchanged).
+    const shifted = Array.from({ length: chunk.length }, (_, i) => 40 + i);
+    const fresh = e.newCache();
+    await e.prefill(fresh, chunk, shifted, { logits: 'none' });
+    const moved = e.newCache();
+    e.writeRows(moved, 0, shifted, rows);
+    for (let l = 0; l < e.config.nLayers; l++) {
+      const f = await e.readRows(fresh, l, 0, chunk.length);
+      const m = await e.readRows(moved, l, 0, chunk.length);
+      assertClose(m.k, f.k, 1e-4, 1e-4, `layer ${l} keys`);
+      assertClose(m.v, f.v, 1e-4, 1e-4, `layer ${l} values`);
+    }
+    e.destroy();
+  });
+}
+
+test('attention scores: masked by position id, probabilities sum to one', async () => {
+  const e = await engineFor('stories');
+  const tokens = seq(12, 3, 512);
+  const c = e.newCache();
+  const r = await e.prefill(c, tokens, undefined, { logits: 'none', scores: { layer: 2, heads: [0, 5], rows: [3, 11] } });
+  assert.equal(r.scores.length, 2);
+  for (const s of r.scores) {
+    assert.equal(s.keys, 12);
+    assert.deepEqual(s.rows, [3, 11]);
+    const row3 = s.scores.subarray(0, 12);
+    assert.ok(row3.slice(0, 4).every(Number.isFinite), 'row 3 sees keys 0..3');
+    assert.ok(row3.slice(4).every((v) => v === -Infinity), 'row 3 does not see keys 4..11');
+    const p = softmax(s.scores.subarray(12, 24));
+    assert.ok(Math.abs(p.reduce((a, b) => a + b, 0) - 1) < 1e-9);
+  }
+  e.destroy();
+});
+
+test('decode steps equal one prefill (f16 KV)', async () => {
+  const e = await engineFor('stories', 'f16');
+  const tokens = seq(24, 4, 512);
+  const one = e.newCache();
+  const all = (await e.prefill(one, tokens, undefined, { logits: 'all' })).logits;
+  const step = e.newCache();
+  await e.prefill(step, tokens.slice(0, 16), undefined, { logits: 'none' });
+  for (let i = 16; i < 24; i++) {
+    const l = await e.decode(step, tokens[i]);
+    assertClose(l, all.subarray(i * 512, (i + 1) * 512), 1e-4, 1e-4, `decode ${i}`);
+  }
+  e.destroy();
+});
