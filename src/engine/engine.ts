@@ -58,6 +58,8 @@ export class Engine {
   private constructor(readonly gpu: GpuContext, sources: KernelSources) {
     const d = new Dispatcher(gpu.device);
     this.ops = new Ops(new KernelLibrary(gpu.device, sources), d);
+    // CPU adapters punish workgroup barriers; real GPUs reward shared-memory tiles (bench:engine measures both).
+    this.ops.matmulVariant = gpu.profile === 'cpu' ? 'reg' : 'tiled';
     this.scratch = new Scratch(gpu.device, () => d.flush());
   }
 

@@ -11,9 +11,15 @@ export type StoreDType = 'f32' | 'f16';
 const u = (v: number) => ({ u32: v });
 const f = (v: number) => ({ f32: v });
 
+/**
+ * Matmul kernels: 'reg' (matmul.wgsl, register tiles, no barriers; what CPU
+ * adapters want) and 'tiled' (matmul_tiled.wgsl, workgroup-memory tiles; what
+ * real GPUs want).
+ */
+export type MatmulVariant = 'reg' | 'tiled';
 export interface MatmulArgs {
   x: GPUBuffer; w: GPUBuffer; wDtype: StoreDType; y: GPUBuffer;
-  T: number; N: number; K: number; bias?: GPUBuffer; residual?: GPUBuffer;
+  T: number; N: number; K: number; bias?: GPUBuffer; residual?: GPUBuffer; variant?: MatmulVariant;
 }
 export interface RmsNormArgs {
   x: GPUBuffer; w: GPUBuffer; T: number; D: number; eps: number; plusOne: boolean;
@@ -51,19 +57,37 @@ export function unmaskScores(s: Float32Array): Float32Array {
 }
 
 export class Ops {
+  /** The matmul used when a call names none; chosen per adapter (see Engine). */
+  matmulVariant: MatmulVariant = 'reg';
+
   constructor(
     readonly lib: KernelLibrary,
     readonly d: Dispatcher,
   ) {}
 
+  matmulVariants(): MatmulVariant[] {
+    return ['reg', 'tiled'];
+  }
+
   matmul(a: MatmulArgs) {
     if (a.K % 4 !== 0) throw new Error(`matmul needs K % 4 == 0, got K=${a.K}`);
+    // Matrix-vector products (decode) stay on the register kernel: a 64-row tile would idle.
+    const variant = a.T < 16 ? 'reg' : (a.variant ?? this.matmulVariant);
+    if (variant === 'tiled') return this.matmulTiled(a);
     const TM = a.T >= 4 ? 4 : 1;
     const pipe = this.lib.pipeline('matmul', { TM, W_F16: a.wDtype === 'f16', BIAS: !!a.bias, RESIDUAL: !!a.residual });
     const b: Record<number, GPUBuffer> = { 1: a.x, 2: a.w, 3: a.y };
     if (a.bias) b[4] = a.bias;
     if (a.residual) b[5] = a.residual;
     this.d.run(pipe, [u(a.T), u(a.N), u(a.K / 4), u(0)], b, [Math.ceil(a.N / 4 / 64), Math.ceil(a.T / TM), 1]);
+  }
+
+  private matmulTiled(a: MatmulArgs) {
+    const pipe = this.lib.pipeline('matmul_tiled', { W_F16: a.wDtype === 'f16', BIAS: !!a.bias, RESIDUAL: !!a.residual });
+    const b: Record<number, GPUBuffer> = { 1: a.x, 2: a.w, 3: a.y };
+    if (a.bias) b[4] = a.bias;
+    if (a.residual) b[5] = a.residual;
+    this.d.run(pipe, [u(a.T), u(a.N), u(a.K / 4), u(0)], b, [Math.ceil(a.N / 64), Math.ceil(a.T / 64), 1]);
   }
 
   rmsnorm(a: RmsNormArgs) {

@@ -14,9 +14,15 @@ import { assertClose, harness, rand } from '../helpers/gpu';
 
 const RT = 2e-5;
 
+const MATMUL_SHAPES: [number, number, number, 'reg' | 'tiled'][] = [
+  [1, 36, 64, 'reg'], [5, 172, 64, 'reg'], [9, 10, 172, 'reg'],
+  // matmul_tiled: ragged tiles in every dimension, K not a multiple of 16.
+  [70, 130, 36, 'tiled'], [16, 64, 64, 'tiled'], [33, 10, 172, 'tiled'],
+];
+
 for (const wDtype of ['f32', 'f16'] as const) {
-  for (const [T, N, K] of [[1, 36, 64], [5, 172, 64], [9, 10, 172]]) {
-    test(`matmul ${wDtype} T=${T} N=${N} K=${K}, with bias and residual`, async () => {
+  for (const [T, N, K, variant] of MATMUL_SHAPES) {
+    test(`${variant === 'tiled' ? 'matmul_tiled' : 'matmul'} ${wDtype} T=${T} N=${N} K=${K}, with bias and residual`, async () => {
       const h = await harness();
       const x = rand(T * K, 1);
       let w = rand(N * K, 2);
@@ -25,9 +31,9 @@ for (const wDtype of ['f32', 'f16'] as const) {
       const res = rand(T * N, 4);
       const y = h.empty(T * N * 4);
       const wbuf = h.upload(wDtype === 'f16' ? floatsToHalves(w) : w);
-      h.ops.matmul({ x: h.upload(x), w: wbuf, wDtype, y, T, N, K });
+      h.ops.matmul({ x: h.upload(x), w: wbuf, wDtype, y, T, N, K, variant });
       assertClose(await h.readF32(y, T * N), ref.matmul(x, w, T, N, K), 0, RT, 'plain');
-      h.ops.matmul({ x: h.upload(x), w: wbuf, wDtype, y, T, N, K, bias: h.upload(bias), residual: h.upload(res) });
+      h.ops.matmul({ x: h.upload(x), w: wbuf, wDtype, y, T, N, K, variant, bias: h.upload(bias), residual: h.upload(res) });
       assertClose(await h.readF32(y, T * N), ref.matmul(x, w, T, N, K, bias, res), 0, RT, 'bias+residual');
     });
   }

@@ -1,0 +1,80 @@
+// y[t, n] = sum_k x[t, k] * w[n, k]  (+ b[n])  (+ r[t, n]), as matmul.wgsl,
+// for real GPUs: a 16x16 workgroup computes a 64x64 output tile, staging
+// 16-deep slices of x and w in workgroup memory (w decoded from packed f16
+// on the way in), each invocation accumulating a 4x4 block in registers.
+#include "common"
+
+struct Params { T: u32, N: u32, K4: u32, _pad: u32 }
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;
+#if W_F16
+@group(0) @binding(2) var<storage, read> w: array<vec2<u32>>;
+fn load_w(i: u32) -> vec4<f32> { return unpack4h(w[i]); }
+#else
+@group(0) @binding(2) var<storage, read> w: array<vec4<f32>>;
+fn load_w(i: u32) -> vec4<f32> { return w[i]; }
+#endif
+@group(0) @binding(3) var<storage, read_write> y: array<f32>;
+#if BIAS
+@group(0) @binding(4) var<storage, read> b: array<f32>;
+#endif
+#if RESIDUAL
+@group(0) @binding(5) var<storage, read> r: array<f32>;
+#endif
+
+// xs[k][q] holds rows 4q..4q+3 of the tile at depth k; ws likewise for columns.
+var<workgroup> xs: array<array<vec4<f32>, 16>, 16>;
+var<workgroup> ws: array<array<vec4<f32>, 16>, 16>;
+
+@compute @workgroup_size(16, 16, 1)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+  let row0 = wid.y * 64u;
+  let col0 = wid.x * 64u;
+  let tid = lid.y * 16u + lid.x;
+  // Loader role: one row (or column) of the tile and one vec4 of depth.
+  let lr = tid / 4u;
+  let lk = tid % 4u;
+  let xrow = min(row0 + lr, p.T - 1u) * p.K4;
+  let wrow = min(col0 + lr, p.N - 1u) * p.K4;
+  var acc: array<vec4<f32>, 4>;
+  for (var k0 = 0u; k0 < p.K4; k0 += 4u) {
+    let kq = k0 + lk;
+    var xv = vec4<f32>(0.0);
+    var wv = vec4<f32>(0.0);
+    if (kq < p.K4) {
+      xv = x[xrow + kq];
+      wv = load_w(wrow + kq);
+    }
+    for (var c = 0u; c < 4u; c++) {
+      xs[lk * 4u + c][lr / 4u][lr % 4u] = xv[c];
+      ws[lk * 4u + c][lr / 4u][lr % 4u] = wv[c];
+    }
+    workgroupBarrier();
+    for (var kk = 0u; kk < 16u; kk++) {
+      let a = xs[kk][lid.y];
+      let bw = ws[kk][lid.x];
+      acc[0] += a.x * bw;
+      acc[1] += a.y * bw;
+      acc[2] += a.z * bw;
+      acc[3] += a.w * bw;
+    }
+    workgroupBarrier();
+  }
+  for (var i = 0u; i < 4u; i++) {
+    let t = row0 + lid.y * 4u + i;
+    if (t >= p.T) { break; }
+    for (var j = 0u; j < 4u; j++) {
+      let n = col0 + lid.x * 4u + j;
+      if (n >= p.N) { break; }
+      var v = acc[i][j];
+#if BIAS
+      v += b[n];
+#endif
+#if RESIDUAL
+      v += r[t * p.N + n];
+#endif
+      y[t * p.N + n] = v;
+    }
+  }
+}
