@@ -1,8 +1,51 @@
-import { defineConfig } from 'vite';
+import { createReadStream, existsSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { defineConfig, type Plugin } from 'vite';
 import react from '@vitejs/plugin-react';
 
+const root = import.meta.dirname;
+const localModels = join(root, '.cache/models');
+
+/**
+ * Offers models fetched by `npm start` into .cache/models (git-ignored) next
+ * to the bundled ones: /models/index.json gains their entries and
+ * /local-models/<file> serves them.
+ */
+function localModelsPlugin(): Plugin {
+  const gemma = 'gemma-3-270m-q4_k_m.gguf';
+  return {
+    name: 'legokv-local-models',
+    configureServer(server) {
+      server.middlewares.use((req, res, next) => {
+        const url = (req.url ?? '').split('?')[0];
+        if (url === '/models/index.json') {
+          const index = JSON.parse(readFileSync(join(root, 'public/models/index.json'), 'utf8'));
+          if (existsSync(join(localModels, gemma))) {
+            index.models.push({
+              id: 'gemma-3-270m', label: 'Gemma 3 270M (base, Q4_K_M GGUF, 253 MB)', base: 'local-models/', files: [gemma],
+              licence: 'Gemma terms of use',
+            });
+          }
+          res.setHeader('content-type', 'application/json');
+          res.end(JSON.stringify(index));
+          return;
+        }
+        const m = /^\/local-models\/([\w.-]+)$/.exec(url);
+        if (m && existsSync(join(localModels, m[1])) && !m[1].endsWith('.json')) {
+          const path = join(localModels, m[1]);
+          res.setHeader('content-type', 'application/octet-stream');
+          res.setHeader('content-length', String(statSync(path).size));
+          createReadStream(path).pipe(res);
+          return;
+        }
+        next();
+      });
+    },
+  };
+}
+
 export default defineConfig({
-  plugins: [react()],
+  plugins: [react(), localModelsPlugin()],
   worker: { format: 'es' },
   server: { host: '127.0.0.1', port: 5173, strictPort: false },
   preview: { host: '127.0.0.1', port: 4173 },
