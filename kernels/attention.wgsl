@@ -5,12 +5,21 @@
 // qpos[t] - kpos[j] < window. Keys are any rows of the cache, so the same
 // kernel serves prefill, decode and selective recompute of scattered rows.
 // GQA: query head h reads kv head h / (H / NKV).
-// One invocation per (t, h) with an online softmax; out: [T, H * HD].
+// bounds[t] = [first, last) cache rows that can be visible to query t (the
+// host narrows it when cache positions are sorted; the mask still decides).
+//
+// One invocation per (group of TQ consecutive query rows, head), walking the
+// keys four at a time; the online-softmax state (max, sum) of the TQ rows
+// sits in the lanes of a vec4. Base-2 exponentials.
+// out: [T, H * HD].
 #include "common"
 
 struct Params { T: u32, n: u32, H: u32, NKV: u32, q_stride: u32, q_offset: u32, window: u32, scale: f32 }
 
 const HD4: u32 = {{HD4}}u;
+const TQ: u32 = {{TQ}}u;
+const LOG2E: f32 = 1.4426950408889634;
+const NEG: f32 = -1.0e30;
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> q: array<vec4<f32>>;
@@ -28,39 +37,89 @@ fn load_v(i: u32) -> vec4<f32> { return vc[i]; }
 @group(0) @binding(4) var<storage, read> qpos: array<i32>;
 @group(0) @binding(5) var<storage, read> kpos: array<i32>;
 @group(0) @binding(6) var<storage, read_write> out: array<vec4<f32>>;
+@group(0) @binding(7) var<storage, read> bounds: array<vec2<u32>>;
 
 @compute @workgroup_size(64, 1, 1)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
   let id = flat_id(gid, nwg, 64u);
-  if (id >= p.T * p.H) { return; }
-  let t = id / p.H;
+  let groups = (p.T + TQ - 1u) / TQ;
+  if (id >= groups * p.H) { return; }
+  let t0 = (id / p.H) * TQ;
   let h = id % p.H;
   let kvh = h / (p.H / p.NKV);
-  let qbase = (t * p.q_stride + p.q_offset) / 4u + h * HD4;
-  var qv: array<vec4<f32>, HD4>;
-  for (var i = 0u; i < HD4; i++) { qv[i] = q[qbase + i] * p.scale; }
-  var acc: array<vec4<f32>, HD4>;
-  var m = -3.0e38;
-  var l = 0.0;
-  let qp = qpos[t];
-  let kstride = p.NKV * HD4;
-  for (var j = 0u; j < p.n; j++) {
-    let kp = kpos[j];
-    if (kp > qp || (p.window > 0u && u32(qp - kp) >= p.window)) { continue; }
-    let kb = j * kstride + kvh * HD4;
-    var s = 0.0;
-    for (var i = 0u; i < HD4; i++) { s += dot(qv[i], load_k(kb + i)); }
-    if (s > m) {
-      let corr = exp(m - s);
-      l *= corr;
-      for (var i = 0u; i < HD4; i++) { acc[i] *= corr; }
-      m = s;
-    }
-    let e = exp(s - m);
-    l += e;
-    for (var i = 0u; i < HD4; i++) { acc[i] += e * load_v(kb + i); }
+
+  var qv: array<vec4<f32>, TQ * HD4>;
+  var qp = vec4<i32>(qpos[t0]);
+  var live = vec4<bool>(false);
+  var first = 0xffffffffu;
+  var last = 0u;
+  for (var r = 0u; r < TQ; r++) {
+    let t = min(t0 + r, p.T - 1u);
+    live[r] = t0 + r < p.T;
+    qp[r] = qpos[t];
+    let b = bounds[t];
+    first = min(first, b.x);
+    last = max(last, b.y);
+    let qbase = (t * p.q_stride + p.q_offset) / 4u + h * HD4;
+    for (var i = 0u; i < HD4; i++) { qv[r * HD4 + i] = q[qbase + i] * (p.scale * LOG2E); }
   }
-  let inv = select(0.0, 1.0 / l, l > 0.0);
-  let ob = (t * p.H + h) * HD4;
-  for (var i = 0u; i < HD4; i++) { out[ob + i] = acc[i] * inv; }
+  last = min(last, p.n);
+
+  var acc: array<vec4<f32>, TQ * HD4>;
+  var m = vec4<f32>(NEG);
+  var l = vec4<f32>(0.0);
+  let win = vec4<i32>(i32(p.window));
+  let kstride = p.NKV * HD4;
+  // Blocks of 4 keys x TQ queries: one max, one rescale and a vec4 exp2 per
+  // row per block, like a register tile of a matmul.
+  for (var j0 = first; j0 < last; j0 += 4u) {
+    var kb: array<u32, 4>;
+    var kp = vec4<i32>(0);
+    for (var c = 0u; c < 4u; c++) {
+      let j = min(j0 + c, last - 1u);
+      kb[c] = j * kstride + kvh * HD4;
+      kp[c] = kpos[j];
+    }
+    let inb = vec4<u32>(j0) + vec4<u32>(0u, 1u, 2u, 3u) < vec4<u32>(last);
+    // Skip blocks no row can see (before the window, or after every query).
+    let qlo = min(min(qp.x, qp.y), min(qp.z, qp.w));
+    let qhi = max(max(qp.x, qp.y), max(qp.z, qp.w));
+    let klo = min(min(kp.x, kp.y), min(kp.z, kp.w));
+    let khi = max(max(kp.x, kp.y), max(kp.z, kp.w));
+    if (klo > qhi || (p.window > 0u && qlo - khi >= win.x)) { continue; }
+    var e: array<vec4<f32>, TQ>;
+    var corr = vec4<f32>(1.0);
+    for (var r = 0u; r < TQ; r++) {
+      let qr = vec4<i32>(qp[r]);
+      var seen = inb & (kp <= qr) & vec4<bool>(live[r]);
+      if (p.window > 0u) { seen = seen & (qr - kp < win); }
+      var s = vec4<f32>(0.0);
+      for (var i = 0u; i < HD4; i++) {
+        let qi = qv[r * HD4 + i];
+        s += vec4<f32>(dot(qi, load_k(kb[0] + i)), dot(qi, load_k(kb[1] + i)), dot(qi, load_k(kb[2] + i)), dot(qi, load_k(kb[3] + i)));
+      }
+      s = select(vec4<f32>(NEG), s, seen);
+      let mx = max(m[r], max(max(s.x, s.y), max(s.z, s.w)));
+      corr[r] = exp2(m[r] - mx);
+      e[r] = select(vec4<f32>(0.0), exp2(s - vec4<f32>(mx)), seen);
+      l[r] = l[r] * corr[r] + (e[r].x + e[r].y) + (e[r].z + e[r].w);
+      m[r] = mx;
+    }
+    for (var i = 0u; i < HD4; i++) {
+      let v0 = load_v(kb[0] + i);
+      let v1 = load_v(kb[1] + i);
+      let v2 = load_v(kb[2] + i);
+      let v3 = load_v(kb[3] + i);
+      for (var r = 0u; r < TQ; r++) {
+        let er = e[r];
+        acc[r * HD4 + i] = acc[r * HD4 + i] * corr[r] + er.x * v0 + er.y * v1 + er.z * v2 + er.w * v3;
+      }
+    }
+  }
+  for (var r = 0u; r < TQ; r++) {
+    if (!live[r]) { break; }
+    let inv = select(0.0, 1.0 / l[r], l[r] > 0.0);
+    let ob = ((t0 + r) * p.H + h) * HD4;
+    for (var i = 0u; i < HD4; i++) { out[ob + i] = acc[r * HD4 + i] * inv; }
+  }
 }

@@ -35,8 +35,10 @@ export interface AttentionArgs {
   q: GPUBuffer; qStride: number; qOffset: number; k: GPUBuffer; v: GPUBuffer; kvDtype: StoreDType;
   qpos: GPUBuffer; kpos: GPUBuffer; out: GPUBuffer;
   T: number; n: number; H: number; NKV: number; HD: number; window: number; scale: number;
+  /** Per query row, [first, last) cache rows worth scanning (see keyBounds). */
+  bounds: GPUBuffer;
 }
-export interface ScoresArgs extends Omit<AttentionArgs, 'v' | 'out' | 'T'> {
+export interface ScoresArgs extends Omit<AttentionArgs, 'v' | 'out' | 'T' | 'bounds'> {
   rows: GPUBuffer; R: number; head: number; out: GPUBuffer;
 }
 export interface ScatterArgs {
@@ -109,9 +111,11 @@ export class Ops {
 
   attention(a: AttentionArgs) {
     checkAligned(a.qStride, a.qOffset, a.HD);
-    const pipe = this.lib.pipeline('attention', { HD4: a.HD / 4, KV_F16: a.kvDtype === 'f16' });
+    // Several query rows per invocation share key loads; large heads keep one row to spare registers.
+    const TQ = a.T >= 4 && a.HD <= 64 ? 4 : 1;
+    const pipe = this.lib.pipeline('attention', { HD4: a.HD / 4, TQ, KV_F16: a.kvDtype === 'f16' });
     const params = [u(a.T), u(a.n), u(a.H), u(a.NKV), u(a.qStride), u(a.qOffset), u(a.window), f(a.scale)];
-    this.d.run1d(pipe, params, { 1: a.q, 2: a.k, 3: a.v, 4: a.qpos, 5: a.kpos, 6: a.out }, a.T * a.H);
+    this.d.run1d(pipe, params, { 1: a.q, 2: a.k, 3: a.v, 4: a.qpos, 5: a.kpos, 6: a.out, 7: a.bounds }, Math.ceil(a.T / TQ) * a.H);
   }
 
   attnScores(a: ScoresArgs) {
@@ -139,6 +143,33 @@ export class Ops {
     const pipe = this.lib.pipeline('glu', { GELU_TANH: a.act === 'gelu_tanh' });
     this.d.run1d(pipe, [u(a.T), u(a.I), u(0), u(0)], { 1: a.gu, 2: a.out }, a.T * a.I);
   }
+}
+
+/**
+ * The cache rows each query needs to scan, as [first, last) pairs. When the
+ * cache's positions never decrease, keys after the last position <= q (and,
+ * with a window, before the first position > q - window) are skipped;
+ * otherwise every row is scanned and the mask alone decides.
+ */
+export function keyBounds(kpos: Int32Array, n: number, qpos: ArrayLike<number>, window: number): Uint32Array {
+  const out = new Uint32Array(2 * qpos.length);
+  let sorted = true;
+  for (let j = 1; j < n && sorted; j++) sorted = kpos[j] >= kpos[j - 1];
+  // First index in [0, n) whose position is > v.
+  const upper = (v: number) => {
+    let lo = 0, hi = n;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (kpos[mid] <= v) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  };
+  for (let t = 0; t < qpos.length; t++) {
+    out[2 * t] = sorted && window > 0 ? upper(qpos[t] - window) : 0;
+    out[2 * t + 1] = sorted ? upper(qpos[t]) : n;
+  }
+  return out;
 }
 
 function checkAligned(...vals: number[]) {

@@ -8,7 +8,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as ref from '../../src/engine/reference';
-import { unmaskScores } from '../../src/engine/ops';
+import { keyBounds, unmaskScores } from '../../src/engine/ops';
 import { floatsToHalves, roundToHalf } from '../../src/engine/f16';
 import { assertClose, harness, rand } from '../helpers/gpu';
 
@@ -101,8 +101,14 @@ for (const kvDtype of ['f32', 'f16'] as const) {
       const out = h.empty(a.T * a.H * a.HD * 4);
       const common = { q: h.upload(a.q), qStride: a.qStride, qOffset: a.qOffset, k: kv(a.k), kvDtype,
         qpos: h.upload(a.qpos), kpos: h.upload(a.kpos), n: a.n, H: a.H, NKV: a.NKV, HD: a.HD, window, scale: a.scale };
-      h.ops.attention({ ...common, v: kv(a.v), out, T: a.T });
-      assertClose(await h.readF32(out, a.T * a.H * a.HD), ref.attention(a), 0, RT, 'attention');
+      // Narrowed key ranges (sorted positions) and the full range must both give the reference.
+      const narrow = keyBounds(a.kpos, a.n, a.qpos, window);
+      assert.ok(narrow.some((v, i) => (i % 2 ? v < a.n : v > 0)), 'bounds actually narrow');
+      const full = Uint32Array.from({ length: 2 * a.T }, (_, i) => (i % 2 ? a.n : 0));
+      for (const bounds of [narrow, full]) {
+        h.ops.attention({ ...common, v: kv(a.v), out, T: a.T, bounds: h.upload(bounds) });
+        assertClose(await h.readF32(out, a.T * a.H * a.HD), ref.attention(a), 0, RT, 'attention');
+      }
       const rows = Uint32Array.from([0, 3, 4]);
       const head = 3;
       const sbuf = h.empty(rows.length * a.n * 4);
@@ -158,3 +164,12 @@ for (const act of ['silu', 'gelu_tanh'] as const) {
     assertClose(await h.readF32(out, T * I), ref.glu(gu, T, I, act), 1e-6, RT);
   });
 }
+
+test('keyBounds: sorted positions narrow the scan, unsorted ones scan every row', () => {
+  const sorted = Int32Array.from([0, 1, 2, 5, 6, 9]);
+  assert.deepEqual([...keyBounds(sorted, 6, [2, 6, 9], 0)], [0, 3, 0, 5, 0, 6]);
+  // Window 3: query at 6 sees positions 4..6, i.e. rows 3..4.
+  assert.deepEqual([...keyBounds(sorted, 6, [6], 3)], [3, 5]);
+  const unsorted = Int32Array.from([0, 1, 7, 2, 3]);
+  assert.deepEqual([...keyBounds(unsorted, 5, [2], 0)], [0, 5]);
+});

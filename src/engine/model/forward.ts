@@ -17,7 +17,7 @@ import type { GpuModel } from './gpu-model';
 import type { KVCache } from './kv-cache';
 import { inverseFrequencies, ropeTable } from './rope';
 import { Scratch } from './scratch';
-import { unmaskScores, type Ops } from '../ops';
+import { keyBounds, unmaskScores, type Ops } from '../ops';
 
 export interface ScoresRequest {
   layer: number;
@@ -78,7 +78,12 @@ export class ForwardPass {
     this.scratch.put('rows', rows);
     this.scratch.put('qpos', pos);
     this.scratch.put('cs.global', ropeTable(this.invFreq.global, pos));
-    if (this.c.layerKinds.includes('local')) this.scratch.put('cs.local', ropeTable(this.invFreq.local, pos));
+    const n = this.cache.length;
+    this.scratch.put('bounds.global', keyBounds(this.cache.positions, n, pos, 0));
+    if (this.c.layerKinds.includes('local')) {
+      this.scratch.put('cs.local', ropeTable(this.invFreq.local, pos));
+      this.scratch.put('bounds.local', keyBounds(this.cache.positions, n, pos, this.c.slidingWindow));
+    }
   }
 
   /** Keeps only the pass rows at `keep` (indices into the current rows), in that order. */
@@ -129,7 +134,7 @@ export class ForwardPass {
       q: qkv, qStride: W, qOffset: 0, k: this.cache.k[l], kvDtype: kv, qpos: this.scratch.get('qpos', 0), kpos: this.cache.kpos,
       n: this.cache.length, H: c.nHeads, NKV: c.nKvHeads, HD, window, scale: c.attnScale,
     };
-    ops.attention({ ...common, v: this.cache.v[l], out: att, T });
+    ops.attention({ ...common, v: this.cache.v[l], out: att, T, bounds: this.scratch.get(`bounds.${kind}`, 0) });
     if (opts.scores && opts.scores.layer === l) this.requestScores(opts.scores, common);
 
     this.residual(att, Lw.wo, qDim, Lw.postAttnNorm);
