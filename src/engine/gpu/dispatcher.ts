@@ -9,6 +9,14 @@ export type Param = { u32: number } | { i32: number } | { f32: number };
 export type Binding = GPUBuffer | { buffer: GPUBuffer; offset?: number; size?: number };
 
 const SLOT = 256;
+
+/** The device is gone (driver reset, GPU removed, or destroyed); a new one must be created. */
+export class DeviceLostError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'DeviceLostError';
+  }
+}
 const MAX_WG = 65535;
 
 export class Dispatcher {
@@ -119,7 +127,12 @@ export class Dispatcher {
     const staging = this.device.createBuffer({ size, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
     this.commandEncoder().copyBufferToBuffer(src, offset, staging, 0, size);
     this.flush();
-    await staging.mapAsync(GPUMapMode.READ);
+    try {
+      await staging.mapAsync(GPUMapMode.READ);
+    } catch (e) {
+      staging.destroy();
+      throw new DeviceLostError(`The GPU device was lost while reading results back (${(e as Error).message}).`);
+    }
     const out = staging.getMappedRange().slice(0);
     staging.destroy();
     return out;

@@ -72,12 +72,15 @@ export class GpuModel {
           postFfnNorm: config.postNorms ? m.vector(`${i}.post_ffn_norm`, [L(i, 'post_ffn_norm')]) : undefined,
         });
       }
-    } finally {
-      const err = await device.popErrorScope();
-      if (err) {
-        m.destroy();
-        throw new OutOfGpuMemoryError(`Not enough GPU memory for ${config.name} (${(m.bytes / 2 ** 20).toFixed(0)} MiB so far): ${err.message}`);
-      }
+    } catch (e) {
+      await device.popErrorScope();
+      m.destroy();
+      throw e;
+    }
+    const err = await device.popErrorScope();
+    if (err) {
+      m.destroy();
+      throw new OutOfGpuMemoryError(`Not enough GPU memory for ${config.name} (${(m.bytes / 2 ** 20).toFixed(0)} MiB so far): ${err.message}`);
     }
     return m;
   }

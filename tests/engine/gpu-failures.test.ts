@@ -1,0 +1,55 @@
+/**
+ * GPU failure paths: a model that cannot fit gives a clear error and leaves
+ * nothing allocated; a lost device makes calls fail with DeviceLostError
+ * instead of hanging, and a new device can run the model again.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { createNodeGpu, loadKernelSources } from '../../src/node/gpu';
+import { Engine } from '../../src/engine/engine';
+import { GpuModel, OutOfGpuMemoryError } from '../../src/engine/model/gpu-model';
+import { DeviceLostError } from '../../src/engine/gpu/dispatcher';
+import { loadModelFiles } from '../../src/engine/formats/load';
+import { nodeModelFiles } from '../../src/node/files';
+
+const STORIES = join(import.meta.dirname, '../../public/models/stories260K/stories260K.bin');
+
+test('a tensor larger than the adapter allows in one buffer is named in the error', async () => {
+  const gpu = await createNodeGpu();
+  try {
+    const m = await loadModelFiles(nodeModelFiles(STORIES), 'stories260K');
+    const max = gpu.device.limits.maxStorageBufferBindingSize;
+    const vocab = Math.ceil(max / 4 / m.config.hidden) + 1;
+    const config = { ...m.config, vocabSize: vocab, name: 'too-big' };
+    const weights = new Map(m.weights);
+    weights.set('embed', { shape: [vocab, m.config.hidden], dtype: 'f32', data: new Float32Array(vocab * m.config.hidden) });
+    await assert.rejects(GpuModel.upload(gpu.device, config, weights, 'f32'), (e: Error) => {
+      assert.ok(e instanceof OutOfGpuMemoryError);
+      assert.match(e.message, /Tensor embed of too-big needs .* MiB in one buffer; this adapter allows .* \(try f16 weights\)/);
+      return true;
+    });
+  } finally {
+    gpu.release();
+  }
+});
+
+test('a lost device fails calls with DeviceLostError, and a new device works', async () => {
+  const m = await loadModelFiles(nodeModelFiles(STORIES), 'stories260K');
+  const gpu = await createNodeGpu();
+  const engine = Engine.create(gpu, loadKernelSources());
+  await engine.load(m.config, m.weights);
+  const cache = engine.newCache();
+  const before = (await engine.prefill(cache, [1, 403, 407])).logits;
+  gpu.device.destroy();
+  assert.match(await gpu.lost, /destroyed/);
+  await assert.rejects(engine.prefill(cache, [261]), DeviceLostError);
+  gpu.release();
+  const again = await createNodeGpu();
+  const e2 = Engine.create(again, loadKernelSources());
+  await e2.load(m.config, m.weights);
+  const after = (await e2.prefill(e2.newCache(), [1, 403, 407])).logits;
+  assert.deepEqual(after, before);
+  e2.destroy();
+  again.release();
+});
