@@ -160,6 +160,28 @@ export class Engine {
     return { logits, scores: await pass.scores(), preRopeK: opts.capturePreRopeK ? pass.preRopeK : undefined };
   }
 
+  /**
+   * Runs `fn` after every earlier exclusive call has finished. Engine calls
+   * share scratch buffers and one command stream, so work that spans several
+   * awaits (compiling a chunk, linking a prompt) must not interleave with
+   * other work; callers of several steps wrap them in this.
+   */
+  exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.queue.then(fn, fn);
+    this.queue = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    return run;
+  }
+  private queue: Promise<void> = Promise.resolve();
+
+  /** Submits recorded work and waits until the GPU has finished it (for timing). */
+  async sync(): Promise<void> {
+    this.ops.d.flush();
+    await this.gpu.device.queue.onSubmittedWorkDone();
+  }
+
   private requireModel(): GpuModel {
     if (!this.model) throw new Error('no model loaded');
     return this.model;

@@ -1,0 +1,81 @@
+/**
+ * The linking algorithms and which cached rows each recomputes.
+ *
+ * | spec | recomputes | from |
+ * | --- | --- | --- |
+ * | naive | uncached tokens only | EPIC baseline |
+ * | full | every token (no reuse) | EPIC baseline |
+ * | cacheblend:r | layer 0 and the check layer fully, then the r of cached tokens with the largest squared V deviation at the check layer, plus uncached | CacheBlend §4 |
+ * | legolink:k | first k tokens of every chunk but the first, plus uncached | EPIC §4 |
+ * | attnlink:k | k/2 tokens each side of every chunk boundary, plus uncached | Epic (earlier) |
+ * | legolink0 | uncached only, on caches compiled with 4 sink tokens dropped | EPIC §4 |
+ * | promptcache | uncached only; modules stay at their schema positions | Prompt Cache §3 |
+ */
+import type { LinkLayout } from './layout';
+
+export type LinkAlgorithm =
+  | { kind: 'naive' }
+  | { kind: 'full' }
+  | { kind: 'cacheblend'; r: number; checkLayer: number; gradual: boolean }
+  | { kind: 'legolink'; k: number }
+  | { kind: 'attnlink'; k: number }
+  | { kind: 'legolink0' }
+  | { kind: 'promptcache' };
+
+export const DEFAULT_ALGORITHMS = ['full', 'naive', 'cacheblend:0.15', 'legolink:16', 'legolink0'];
+
+/** Parses "cacheblend:0.15", "legolink:16", "cacheblend:0.15:gradual" and the plain names. */
+export function parseAlgorithm(spec: string): LinkAlgorithm {
+  const [name, arg, extra] = spec.trim().toLowerCase().split(':');
+  const num = (d: number) => {
+    const v = arg === undefined || arg === '' ? d : Number(arg);
+    if (!Number.isFinite(v) || v < 0) throw new Error(`Bad parameter in "${spec}"`);
+    return v;
+  };
+  switch (name) {
+    case 'naive':
+    case 'full':
+    case 'legolink0':
+    case 'promptcache':
+      return { kind: name };
+    case 'cacheblend': {
+      const r = num(0.15);
+      if (r > 1) throw new Error(`cacheblend ratio must be in [0, 1], got ${r}`);
+      return { kind: 'cacheblend', r, checkLayer: 1, gradual: extra === 'gradual' };
+    }
+    case 'legolink':
+    case 'attnlink':
+      return { kind: name, k: Math.round(num(16)) };
+    default:
+      throw new Error(`Unknown linking algorithm "${spec}" (known: naive, full, cacheblend:r, legolink:k, attnlink:k, legolink0, promptcache)`);
+  }
+}
+
+export function formatAlgorithm(a: LinkAlgorithm): string {
+  if (a.kind === 'cacheblend') return `cacheblend:${a.r}${a.gradual ? ':gradual' : ''}`;
+  if (a.kind === 'legolink' || a.kind === 'attnlink') return `${a.kind}:${a.k}`;
+  return a.kind;
+}
+
+/**
+ * Rows recomputed by the static algorithms (all but cacheblend, which decides
+ * per layer). Always includes the uncached rows and the last row, whose
+ * logits give the first token.
+ */
+export function staticRecomputeRows(layout: LinkLayout, a: LinkAlgorithm): number[] {
+  const set = new Set<number>(layout.uncached);
+  set.add(layout.tokens.length - 1);
+  const chunks = layout.segments;
+  if (a.kind === 'full') return layout.tokens.map((_, i) => i);
+  if (a.kind === 'legolink') {
+    for (const s of chunks.slice(1)) for (let i = 0; i < Math.min(a.k, s.length); i++) set.add(s.start + i);
+  } else if (a.kind === 'attnlink') {
+    const half = Math.floor(a.k / 2);
+    for (const s of chunks.slice(1)) {
+      for (let i = Math.max(0, s.start - half); i < s.start + Math.min(half, s.length); i++) set.add(i);
+    }
+  } else if (a.kind === 'cacheblend') {
+    throw new Error('cacheblend chooses its rows per layer');
+  }
+  return [...set].sort((x, y) => x - y);
+}

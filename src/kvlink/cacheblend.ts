@@ -1,0 +1,68 @@
+/**
+ * CacheBlend's selective recompute (EuroSys '25, §4; Appendix A for RoPE).
+ *
+ * Layers before and at the check layer (1 by default) are recomputed for
+ * every token. At the check layer each cached token's KV deviation is
+ * measured as the squared L2 distance between its cached and fresh V (the
+ * measure the authors' code uses), and the fraction r of cached tokens with
+ * the largest deviation is kept, together with every uncached token; later
+ * layers recompute only those. With `gradual`, the check layer keeps 2r and
+ * the next layer narrows to r by the same measure there (the paper's
+ * gradual filtering, which the authors' code does not implement).
+ */
+import type { Engine } from '../engine/engine';
+import type { KVCache } from '../engine/model/kv-cache';
+import type { LinkAlgorithm } from './algorithms';
+import type { LinkLayout } from './layout';
+
+type CacheBlend = Extract<LinkAlgorithm, { kind: 'cacheblend' }>;
+
+/** Squared V deviation per cached row at `layer`: fresh (in the cache now) against the chunk's stored V. */
+async function deviations(engine: Engine, cache: KVCache, layout: LinkLayout, layer: number): Promise<Map<number, number>> {
+  const N = layout.tokens.length;
+  const fresh = (await engine.readRows(cache, layer, 0, N)).v;
+  const kvDim = fresh.length / N;
+  const dev = new Map<number, number>();
+  for (const s of layout.segments) {
+    const stored = s.chunk.layers[layer].v;
+    for (let i = 0; i < s.length; i++) {
+      let d = 0;
+      for (let c = 0; c < kvDim; c++) d += (fresh[(s.start + i) * kvDim + c] - stored[i * kvDim + c]) ** 2;
+      dev.set(s.start + i, d);
+    }
+  }
+  return dev;
+}
+
+/** The `ratio` of `candidates` with the largest deviation (ties to the earlier row), sorted. */
+function topRows(dev: Map<number, number>, candidates: number[], ratio: number, total: number): number[] {
+  const n = Math.min(candidates.length, Math.ceil(ratio * total - 1e-9));
+  return [...candidates].sort((a, b) => dev.get(b)! - dev.get(a)! || a - b).slice(0, n).sort((a, b) => a - b);
+}
+
+export async function cacheBlendPass(engine: Engine, cache: KVCache, layout: LinkLayout, a: CacheBlend) {
+  const N = layout.tokens.length;
+  const L = engine.config.nLayers;
+  const check = Math.min(a.checkLayer, L - 1);
+  const all = layout.tokens.map((_, i) => i);
+  const always = new Set([...layout.uncached, N - 1]);
+  const cachedRows = all.filter((i) => !always.has(i));
+  const pass = engine.pass(cache);
+  pass.begin(layout.tokens, all);
+  for (let l = 0; l <= check; l++) pass.layer(l);
+  let chosen = cachedRows;
+  const steps = a.gradual && check + 1 < L ? [Math.min(1, 2 * a.r), a.r] : [a.r];
+  for (let s = 0; s < steps.length; s++) {
+    const layer = check + s;
+    const dev = await deviations(engine, cache, layout, layer);
+    chosen = topRows(dev, chosen, steps[s], cachedRows.length);
+    const keepRows = [...new Set([...chosen, ...always])].sort((x, y) => x - y);
+    pass.select(keepRows.map((r) => Array.from(pass.rows).indexOf(r)));
+    if (s + 1 < steps.length) pass.layer(layer + 1);
+  }
+  for (let l = check + steps.length; l < L; l++) pass.layer(l);
+  await engine.sync();
+  const recomputedAt = performance.now();
+  const rows = Array.from(pass.rows);
+  return { rows, recomputedAt, logits: () => pass.logits([rows.length - 1]) };
+}

@@ -1,0 +1,130 @@
+/**
+ * KVLink invariants, on stories260K (llama2.c) and the random-weight
+ * Qwen2 and Gemma 3 fixtures:
+ *  - full equals a plain prefill of the concatenated tokens;
+ *  - legolink:k with k at least the chunk length equals full;
+ *  - cacheblend:1.0 equals full;
+ *  - naive with a single chunk equals a plain prefill;
+ *  - any order of the chunks, repeats included, links (and full/legolink
+ *    agree for each order), while naive differs from full once there are
+ *    several chunks (the point of the papers);
+ *  - the recomputed rows of each algorithm are the ones the papers name.
+ * Tolerance: 1e-4 absolute plus relative on logits (the same f32 math in a
+ * different grouping of rows).
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { Engine } from '../../src/engine/engine';
+import { loadModelFiles } from '../../src/engine/formats/load';
+import { loadHfFolder } from '../../src/engine/formats/hf';
+import { nodeFolderFiles, nodeModelFiles } from '../../src/node/files';
+import { loadKernelSources } from '../../src/node/gpu';
+import { compileChunk, type CompileContext } from '../../src/kvcompile/compile';
+import { link } from '../../src/kvlink/link';
+import { parseAlgorithm, staticRecomputeRows } from '../../src/kvlink/algorithms';
+import { layoutParts, type LinkPart } from '../../src/kvlink/layout';
+import { assertClose, harness } from '../helpers/gpu';
+
+const MODELS = {
+  stories: async () => loadModelFiles(nodeModelFiles(join(import.meta.dirname, '../../public/models/stories260K/stories260K.bin')), 'stories260K'),
+  qwen2: async () => loadHfFolder(nodeFolderFiles(join(import.meta.dirname, '../fixtures/hf/qwen2')), { name: 'qwen2' }),
+  gemma3: async () => loadHfFolder(nodeFolderFiles(join(import.meta.dirname, '../fixtures/hf/gemma3')), { name: 'gemma3' }),
+};
+
+async function setup(name: keyof typeof MODELS) {
+  const h = await harness();
+  const m = await MODELS[name]();
+  const engine = Engine.create(h.gpu, loadKernelSources());
+  await engine.load(m.config, m.weights);
+  // The Qwen2 fixture has no BOS; give the chunks one so every model exercises the same layout.
+  const bosId = m.config.bosId ?? 1;
+  const ctx: CompileContext = { engine, modelId: name, tokenizerId: name, bosId };
+  return { engine, ctx, bosId, V: m.config.vocabSize };
+}
+
+const toks = (n: number, seed: number, V: number) => Array.from({ length: n }, (_, i) => 3 + ((i * 29 + seed * 17) % (V - 3)));
+
+async function plainLast(engine: Engine, tokens: number[], positions: number[]) {
+  const c = engine.newCache();
+  const l = (await engine.prefill(c, tokens, positions)).logits;
+  c.destroy();
+  return l;
+}
+
+for (const name of ['stories', 'qwen2', 'gemma3'] as const) {
+  test(`${name}: full, legolink:k>=len and cacheblend:1.0 equal a plain prefill, for every chunk order`, async () => {
+    const { engine, ctx, bosId, V } = await setup(name);
+    const chunks = await Promise.all([toks(7, 1, V), toks(5, 2, V), toks(9, 3, V)].map((t) => compileChunk(ctx, t)));
+    const question = toks(4, 9, V);
+    for (const order of [[0, 1, 2], [2, 0, 1], [1, 1, 2]]) {
+      const parts: LinkPart[] = [...order.map((i) => ({ kind: 'cache' as const, chunk: chunks[i] })), { kind: 'text', tokens: question }];
+      const layout = layoutParts(parts, bosId);
+      const want = await plainLast(engine, layout.tokens, layout.positions);
+      for (const spec of ['full', 'legolink:16', 'cacheblend:1.0']) {
+        const r = await link(engine, parts, parseAlgorithm(spec), { bosId });
+        assertClose(r.logits, want, 1e-4, 1e-4, `${name} ${spec} order ${order}`);
+        r.cache.destroy();
+      }
+      const naive = await link(engine, parts, parseAlgorithm('naive'), { bosId });
+      let diff = 0;
+      for (let i = 0; i < want.length; i++) diff = Math.max(diff, Math.abs(naive.logits[i] - want[i]));
+      assert.ok(diff > 1e-3, `${name}: naive should differ from full with several chunks (max diff ${diff})`);
+      naive.cache.destroy();
+    }
+    engine.destroy();
+  });
+
+  test(`${name}: naive with a single chunk equals a plain prefill`, async () => {
+    const { engine, ctx, bosId, V } = await setup(name);
+    const chunk = await compileChunk(ctx, toks(11, 4, V));
+    const parts: LinkPart[] = [{ kind: 'cache', chunk }, { kind: 'text', tokens: toks(3, 5, V) }];
+    const layout = layoutParts(parts, bosId);
+    const r = await link(engine, parts, parseAlgorithm('naive'), { bosId });
+    assert.equal(r.recomputed, 3);
+    assertClose(r.logits, await plainLast(engine, layout.tokens, layout.positions), 1e-4, 1e-4, 'naive single chunk');
+    r.cache.destroy();
+    engine.destroy();
+  });
+}
+
+test('recomputed rows: legolink, attnlink, naive and cacheblend pick what the papers say', async () => {
+  const { engine, ctx, bosId, V } = await setup('stories');
+  const a = await compileChunk(ctx, toks(9, 1, V)); // rows 0..9 (BOS + 9)
+  const b = await compileChunk(ctx, toks(9, 2, V)); // rows 10..19
+  const c = await compileChunk(ctx, toks(9, 3, V)); // rows 20..29
+  const parts: LinkPart[] = [{ kind: 'cache', chunk: a }, { kind: 'cache', chunk: b }, { kind: 'cache', chunk: c }, { kind: 'text', tokens: [5, 6] }];
+  const layout = layoutParts(parts, bosId);
+  assert.deepEqual(layout.uncached, [30, 31]);
+  assert.deepEqual(staticRecomputeRows(layout, parseAlgorithm('naive')), [30, 31]);
+  assert.deepEqual(staticRecomputeRows(layout, parseAlgorithm('legolink:2')), [10, 11, 20, 21, 30, 31]);
+  assert.deepEqual(staticRecomputeRows(layout, parseAlgorithm('attnlink:4')), [8, 9, 10, 11, 18, 19, 20, 21, 30, 31]);
+  const cb = await link(engine, parts, parseAlgorithm('cacheblend:0.2'), { bosId });
+  // 20% of the 30 cached rows, plus the two uncached ones.
+  assert.equal(cb.recomputed, 6 + 2);
+  assert.ok(cb.ttft.recomputeMs > 0 && cb.ttft.totalMs >= cb.ttft.recomputeMs);
+  cb.cache.destroy();
+  const gradual = await link(engine, parts, parseAlgorithm('cacheblend:0.2:gradual'), { bosId });
+  assert.equal(gradual.recomputed, 8);
+  gradual.cache.destroy();
+  assert.throws(() => parseAlgorithm('cacheblend:2'), /ratio/);
+  assert.throws(() => parseAlgorithm('bogus'), /Unknown linking algorithm/);
+  engine.destroy();
+});
+
+test('legolink0: sink tokens are dropped from the cache, and only uncached rows are recomputed', async () => {
+  const { engine, ctx, bosId, V } = await setup('stories');
+  const t = toks(6, 7, V);
+  const c = await compileChunk(ctx, t, { kind: 'legolink0' });
+  assert.deepEqual(c.tokens, t);
+  assert.equal(c.layers[0].k.length, t.length * (engine.model!.kvDim));
+  const plain = await compileChunk(ctx, t);
+  assert.notEqual(c.id, plain.id, 'variant is part of the cache id');
+  assert.equal((await compileChunk(ctx, t)).id, plain.id, 'same chunk, same id');
+  const parts: LinkPart[] = [{ kind: 'cache', chunk: c }, { kind: 'cache', chunk: c }, { kind: 'text', tokens: [7] }];
+  const r = await link(engine, parts, parseAlgorithm('legolink0'), { bosId });
+  assert.equal(r.layout.tokens[0], bosId);
+  assert.equal(r.recomputed, 2, 'the leading BOS and the question');
+  r.cache.destroy();
+  engine.destroy();
+});
