@@ -47,6 +47,9 @@ function localModelsPlugin(): Plugin {
 export default defineConfig({
   plugins: [react(), localModelsPlugin()],
   worker: { format: 'es' },
+  // Imported only from the worker, which the dependency scan does not reach: pre-bundle it at start so a first
+  // load of a Hugging Face model does not make Vite re-optimize and reload the page.
+  optimizeDeps: { include: ['@huggingface/transformers'] },
   server: { host: '127.0.0.1', port: 5173, strictPort: false },
   preview: { host: '127.0.0.1', port: 4173 },
   build: { target: 'es2022', chunkSizeWarningLimit: 4096 },

@@ -1,5 +1,9 @@
 /** The page's side of the worker: promise-returning calls with streamed events. */
-import type { Event, GenerateRequest, GenerateResult, InitResult, LoadResult, Request, BundledModelRef } from './protocol';
+import type {
+  Event, GenerateRequest, GenerateResult, InitResult, ListCachedResult, LoadResult, LoadStage, ModelSource, Request,
+} from './protocol';
+
+export type LoadProgressFn = (stage: LoadStage, loaded: number, total: number, file?: string) => void;
 
 type Pending = { resolve: (v: unknown) => void; reject: (e: Error) => void; onEvent?: (e: Event) => void };
 
@@ -52,10 +56,19 @@ export class EngineClient {
     return this.call<InitResult>({ type: 'init' }).result;
   }
 
-  load(model: BundledModelRef, onProgress: (stage: string, loaded: number, total: number) => void) {
+  /** Loads a model from any source; File objects in a `files` source are cloned to the worker, not copied. */
+  load(model: ModelSource, onProgress: LoadProgressFn) {
     return this.call<LoadResult>({ type: 'load', model } as Omit<Request, 'id'>, (e) => {
-      if (e.type === 'progress') onProgress(e.stage, e.loaded, e.total);
+      if (e.type === 'progress') onProgress(e.stage, e.loaded, e.total, e.file);
     });
+  }
+
+  listCached() {
+    return this.call<ListCachedResult>({ type: 'list-cached' }).result;
+  }
+
+  deleteCached(key: string) {
+    return this.call<boolean>({ type: 'delete-cached', key } as Omit<Request, 'id'>).result;
   }
 
   generate(req: GenerateRequest, onText: (t: string) => void) {

@@ -5,16 +5,18 @@
 import { createGpuContext, type GpuContext } from '../engine/gpu/device';
 import { Engine } from '../engine/engine';
 import { kernelSources } from '../engine/kernel-sources';
-import { loadModelFiles, type LoadedModel } from '../engine/formats/load';
+import type { LoadedModel } from '../engine/formats/load';
 import '../engine/formats/all';
-import { fetchModelFiles } from './fetch-files';
 import { decodeTokens, TextStream } from '../generate/generate';
-import type { Event, GenerateRequest, InitResult, LoadResult, Request, GenerateResult, BundledModelRef } from './protocol';
+import { parseModel, resolveSource } from './sources';
+import { deleteCachedModel, listCachedModels, opfsRoot } from './opfs-cache';
+import type { Event, GenerateRequest, InitResult, LoadResult, Request, GenerateResult, ModelSource } from './protocol';
 
 let gpu: GpuContext | null = null;
 let engine: Engine | null = null;
 let model: LoadedModel | null = null;
-let modelRef: { ref: BundledModelRef; weightDtype: 'f32' | 'f16' } | null = null;
+/** What the loaded model was loaded from, to load it again after a lost device. */
+let modelRef: { ref: ModelSource; weightDtype: 'f32' | 'f16' } | null = null;
 const aborts = new Map<number, AbortController>();
 
 const post = (e: Event) => (self as unknown as Worker).postMessage(e);
@@ -35,22 +37,39 @@ async function init(): Promise<InitResult> {
   return { adapter: gpu.adapter };
 }
 
-async function load(id: number, ref: BundledModelRef, weightDtype: 'f32' | 'f16'): Promise<LoadResult> {
+async function load(id: number, ref: ModelSource, weightDtype: 'f32' | 'f16'): Promise<LoadResult> {
   await init();
   const ac = new AbortController();
   aborts.set(id, ac);
-  const files = await fetchModelFiles(ref, ac.signal, (loaded, total) => post({ id, type: 'progress', stage: 'download', loaded, total }));
-  const m = await loadModelFiles(files, ref.id);
-  post({ id, type: 'progress', stage: 'upload', loaded: 0, total: 1 });
-  const gm = await engine!.load(m.config, m.weights, { weightDtype });
+  const { signal } = ac;
+  const resolved = await resolveSource(ref, signal, (stage, loaded, total, file) =>
+    post({ id, type: 'progress', stage, loaded, total, file }),
+  );
+  signal.throwIfAborted();
+  post({ id, type: 'progress', stage: 'parse', loaded: 0, total: 0 });
+  const m = await parseModel(resolved);
+  signal.throwIfAborted();
+  post({ id, type: 'progress', stage: 'upload', loaded: 0, total: 0 });
+  let gm: Awaited<ReturnType<Engine['load']>>;
+  try {
+    gm = await engine!.load(m.config, m.weights, { weightDtype });
+  } catch (e) {
+    // The engine dropped the previous model before the upload: nothing is loaded now.
+    model = null;
+    modelRef = null;
+    const err = new Error(`Uploading ${resolved.name} to the GPU failed: ${(e as Error).message}`);
+    err.name = 'ModelUploadError';
+    throw err;
+  }
   model = m;
-  modelRef = { ref, weightDtype };
+  // Files from disk stay readable; a Hub model comes back from the cache (or the network) after a lost device.
+  modelRef = { ref: resolved.cacheKey && ref.kind === 'files' ? { kind: 'cached', key: resolved.cacheKey } : ref, weightDtype };
   const c = m.config;
   let params = 0;
   for (const t of m.weights.values()) params += t.data.length;
   return {
-    id: ref.id, arch: c.arch, params, layers: c.nLayers, hidden: c.hidden, vocab: c.vocabSize, gpuBytes: gm.bytes,
-    hasChatTemplate: !!m.tokenizer.applyChatTemplate,
+    id: resolved.name, source: resolved.source, arch: c.arch, params, layers: c.nLayers, hidden: c.hidden,
+    vocab: c.vocabSize, gpuBytes: gm.bytes, hasChatTemplate: !!m.tokenizer.applyChatTemplate,
   };
 }
 
@@ -101,6 +120,8 @@ self.onmessage = async (ev: MessageEvent<Request>) => {
     let result: unknown;
     if (r.type === 'init') result = await init();
     else if (r.type === 'load') result = await load(r.id, r.model, r.weightDtype ?? 'f32');
+    else if (r.type === 'list-cached') result = await listCachedModels(await opfsRoot());
+    else if (r.type === 'delete-cached') result = await deleteCachedModel(await opfsRoot(), r.key);
     else result = await generate(r.id, r.req);
     post({ id: r.id, type: 'done', result });
   } catch (e) {
