@@ -36,3 +36,17 @@ test('without WebGPU the page says so and how to enable it', async () => {
   await page.screenshot({ path: 'test-results/screens/no-webgpu.png' });
   await browser.close();
 });
+
+test('a lost GPU device is reported and the next request recovers without a reload', async ({ page }) => {
+  await page.goto('/?debug');
+  await expect(page.getByTestId('model-ready')).toBeVisible();
+  await page.evaluate(() => (globalThis as unknown as { legokv: { simulateDeviceLoss(): Promise<void> } }).legokv.simulateDeviceLoss());
+  await expect(page.getByRole('alert').filter({ hasText: 'GPU device was lost' })).toBeVisible();
+  const c = fixture.cases.find((x: { prompt: string; steps: number }) => x.prompt === 'The little dog');
+  await page.getByLabel('Prompt').fill(c.prompt);
+  await page.getByLabel('Steps').fill(String(c.steps));
+  await page.getByRole('button', { name: 'Generate' }).click();
+  await expect(page.getByTestId('stats')).toBeVisible();
+  const expected = Buffer.from(c.stdout, 'latin1').toString('utf8').slice(c.prompt.length).replace(/\n$/, '');
+  expect(await page.getByTestId('output').textContent()).toBe(expected);
+});

@@ -33,6 +33,11 @@ export async function startEngine(): Promise<void> {
     return;
   }
   client = new EngineClient();
+  // ?debug exposes a device-loss switch, so recovery can be shown and tested.
+  if (new URLSearchParams(location.search).has('debug')) {
+    const c = client;
+    (globalThis as unknown as { legokv: object }).legokv = { simulateDeviceLoss: () => c.simulateDeviceLoss() };
+  }
   client.onDeviceLost = (message) => {
     state().set({ notice: `The GPU device was lost (${message}). It is re-created on the next request.` });
   };

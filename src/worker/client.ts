@@ -63,6 +63,11 @@ export class EngineClient {
     });
   }
 
+  /** Destroys the worker's GPU device, as a driver reset would; the next request recovers. */
+  simulateDeviceLoss() {
+    return this.call<void>({ type: 'simulate-device-loss' }).result;
+  }
+
   listCached() {
     return this.call<ListCachedResult>({ type: 'list-cached' }).result;
   }

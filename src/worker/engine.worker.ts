@@ -37,7 +37,7 @@ async function init(): Promise<InitResult> {
   return { adapter: gpu.adapter };
 }
 
-async function load(id: number, ref: ModelSource, weightDtype: 'f32' | 'f16'): Promise<LoadResult> {
+async function load(id: number, ref: ModelSource, requested?: 'f32' | 'f16'): Promise<LoadResult> {
   await init();
   const ac = new AbortController();
   aborts.set(id, ac);
@@ -50,6 +50,10 @@ async function load(id: number, ref: ModelSource, weightDtype: 'f32' | 'f16'): P
   const m = await parseModel(resolved);
   signal.throwIfAborted();
   post({ id, type: 'progress', stage: 'upload', loaded: 0, total: 0 });
+  let params = 0;
+  for (const t of m.weights.values()) params += t.data.length;
+  // Small models keep f32 weights (exact); larger ones are stored as packed f16 to halve GPU memory.
+  const weightDtype = requested ?? (params > 50e6 ? 'f16' : 'f32');
   let gm: Awaited<ReturnType<Engine['load']>>;
   try {
     gm = await engine!.load(m.config, m.weights, { weightDtype });
@@ -65,8 +69,6 @@ async function load(id: number, ref: ModelSource, weightDtype: 'f32' | 'f16'): P
   // Files from disk stay readable; a Hub model comes back from the cache (or the network) after a lost device.
   modelRef = { ref: resolved.cacheKey && ref.kind === 'files' ? { kind: 'cached', key: resolved.cacheKey } : ref, weightDtype };
   const c = m.config;
-  let params = 0;
-  for (const t of m.weights.values()) params += t.data.length;
   return {
     id: resolved.name, source: resolved.source, arch: c.arch, params, layers: c.nLayers, hidden: c.hidden,
     vocab: c.vocabSize, gpuBytes: gm.bytes, hasChatTemplate: !!m.tokenizer.applyChatTemplate,
@@ -119,7 +121,8 @@ self.onmessage = async (ev: MessageEvent<Request>) => {
   try {
     let result: unknown;
     if (r.type === 'init') result = await init();
-    else if (r.type === 'load') result = await load(r.id, r.model, r.weightDtype ?? 'f32');
+    else if (r.type === 'load') result = await load(r.id, r.model, r.weightDtype);
+    else if (r.type === 'simulate-device-loss') result = gpu?.device.destroy();
     else if (r.type === 'list-cached') result = await listCachedModels(await opfsRoot());
     else if (r.type === 'delete-cached') result = await deleteCachedModel(await opfsRoot(), r.key);
     else result = await generate(r.id, r.req);

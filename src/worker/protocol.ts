@@ -71,6 +71,8 @@ export interface GenerateRequest {
 export type Request =
   | { id: number; type: 'init' }
   | { id: number; type: 'load'; model: ModelSource; weightDtype?: 'f32' | 'f16' }
+  /** Destroys the GPU device, as a driver reset would (for testing recovery). */
+  | { id: number; type: 'simulate-device-loss' }
   | { id: number; type: 'list-cached' }
   | { id: number; type: 'delete-cached'; key: string }
   | { id: number; type: 'generate'; req: GenerateRequest }
