@@ -48,3 +48,41 @@ test('llama2.c loader: truncated, padded and foreign files give clear errors', a
   assert.equal(config.nKvHeads, 4);
   assert.equal(config.tiedEmbeddings, true);
 });
+
+test('tokenizer: the heap-based merge equals run.c\'s rescan-every-pair rule, and is fast on long text', async () => {
+  const tok = await Llama2cTokenizer.load(bufferSource('tok512.bin', readFileSync(join(STORIES, 'tok512.bin'))), 512);
+  const t = tok as unknown as { pieces: Uint8Array[]; scores: Float32Array; ids: Map<string, number> };
+  const latin1 = (b: Uint8Array) => String.fromCharCode(...b);
+  // run.c's loop, verbatim in spirit: rescan all pairs, merge the best (leftmost on ties), repeat.
+  const slow = (text: string) => {
+    const utf8 = new TextEncoder().encode(text);
+    const toks = [t.ids.get(' ')!];
+    for (let i = 0; i < utf8.length; ) {
+      let j = i + 1;
+      while (j < utf8.length && (utf8[j] & 0xc0) === 0x80 && j - i < 4) j++;
+      const id = t.ids.get(latin1(utf8.subarray(i, j)));
+      if (id !== undefined) toks.push(id);
+      else for (let b = i; b < j; b++) toks.push(utf8[b] + 3);
+      i = j;
+    }
+    for (;;) {
+      let best = -1e10, at = -1, bestId = -1;
+      for (let i = 0; i + 1 < toks.length; i++) {
+        const id = t.ids.get(latin1(t.pieces[toks[i]]) + latin1(t.pieces[toks[i + 1]]));
+        if (id !== undefined && t.scores[id] > best) [best, at, bestId] = [t.scores[id], i, id];
+      }
+      if (at < 0) return [1, ...toks];
+      toks.splice(at, 2, bestId);
+    }
+  };
+  const texts = [
+    'Lily and Tom went to the park. They saw a big dog!',
+    'aaaaaaaaaaaaaaaaaaaaaaaa bbbbbbbb   the the the thethe',
+    'Zoë’s café — 3.14 × 2 = 6.28; naïve “quotes” 🎉',
+  ];
+  for (const s of texts) assert.deepEqual(tok.encode(s), slow(s), s);
+  const long = 'Once upon a time, there was a little girl named Lily. '.repeat(400);
+  const t0 = performance.now();
+  tok.encode(long);
+  assert.ok(performance.now() - t0 < 2000, 'encoding 21K characters takes under 2 s');
+});

@@ -65,23 +65,71 @@ export class Llama2cTokenizer implements Tokenizer {
       else for (let b = i; b < j; b++) toks.push(utf8[b] + 3);
       i = j;
     }
-    for (;;) {
-      let best = -1e10;
-      let at = -1;
-      let bestId = -1;
-      for (let i = 0; i + 1 < toks.length; i++) {
-        const id = this.ids.get(latin1(this.pieces[toks[i]]) + latin1(this.pieces[toks[i + 1]]));
-        if (id !== undefined && this.scores[id] > best) {
-          best = this.scores[id];
-          at = i;
-          bestId = id;
+    for (const t of this.merge(toks)) out.push(t);
+    if (opts.addEos) out.push(2);
+    return out;
+  }
+
+  /**
+   * run.c's merge rule (repeatedly merge the adjacent pair with the best
+   * score, the leftmost on ties) in O(n log n): a linked list of tokens and
+   * a heap of candidate pairs, stale candidates skipped when popped.
+   */
+  private merge(toks: number[]): number[] {
+    const n = toks.length;
+    const id = toks.slice();
+    const next = Array.from({ length: n }, (_, i) => (i + 1 < n ? i + 1 : -1));
+    const prev = Array.from({ length: n }, (_, i) => i - 1);
+    const alive = new Array<boolean>(n).fill(true);
+    type Cand = { score: number; left: number; a: number; b: number; merged: number };
+    const heap: Cand[] = [];
+    const better = (x: Cand, y: Cand) => x.score > y.score || (x.score === y.score && x.left < y.left);
+    const push = (c: Cand) => {
+      heap.push(c);
+      for (let i = heap.length - 1; i > 0; ) {
+        const p = (i - 1) >> 1;
+        if (!better(heap[i], heap[p])) break;
+        [heap[i], heap[p]] = [heap[p], heap[i]];
+        i = p;
+      }
+    };
+    const pop = (): Cand => {
+      const top = heap[0];
+      const last = heap.pop()!;
+      if (heap.length) {
+        heap[0] = last;
+        for (let i = 0; ; ) {
+          const l = 2 * i + 1, r = l + 1;
+          let m = i;
+          if (l < heap.length && better(heap[l], heap[m])) m = l;
+          if (r < heap.length && better(heap[r], heap[m])) m = r;
+          if (m === i) break;
+          [heap[i], heap[m]] = [heap[m], heap[i]];
+          i = m;
         }
       }
-      if (at < 0) break;
-      toks.splice(at, 2, bestId);
+      return top;
+    };
+    const consider = (left: number) => {
+      const right = left >= 0 ? next[left] : -1;
+      if (left < 0 || right < 0) return;
+      const merged = this.ids.get(latin1(this.pieces[id[left]]) + latin1(this.pieces[id[right]]));
+      if (merged !== undefined) push({ score: this.scores[merged], left, a: id[left], b: id[right], merged });
+    };
+    for (let i = 0; i + 1 < n; i++) consider(i);
+    while (heap.length) {
+      const c = pop();
+      const right = next[c.left];
+      if (!alive[c.left] || right < 0 || id[c.left] !== c.a || id[right] !== c.b) continue;
+      id[c.left] = c.merged;
+      alive[right] = false;
+      next[c.left] = next[right];
+      if (next[right] >= 0) prev[next[right]] = c.left;
+      consider(prev[c.left]);
+      consider(c.left);
     }
-    out.push(...toks);
-    if (opts.addEos) out.push(2);
+    const out: number[] = [];
+    for (let i = 0; i >= 0 && i < n; i = next[i]) out.push(id[i]);
     return out;
   }
 
