@@ -1,0 +1,127 @@
+/**
+ * The OPFS blob backend: one file per blob in the `kvstore/` folder of the
+ * origin's private file system. Works in a page and in a worker: writes go
+ * through a sync access handle in a dedicated worker (fast, and the only way
+ * in Safari) and through `createWritable` in a page. Renames use `FileSystemFileHandle.move`
+ * where the browser has it; elsewhere the store writes blobs under their final
+ * names and lets the index record be the commit point. Operations take a Web
+ * Lock shared by every page and worker of the origin.
+ */
+import type { BlobBackend } from './types';
+
+interface Writable {
+  write(data: BufferSource): Promise<void>;
+  close(): Promise<void>;
+  abort(reason?: unknown): Promise<void>;
+}
+interface SyncHandle {
+  truncate(size: number): void;
+  write(data: BufferSource, opts: { at: number }): number;
+  flush(): void;
+  close(): void;
+}
+interface FileHandle {
+  getFile(): Promise<File>;
+  createWritable?(): Promise<Writable>;
+  createSyncAccessHandle?(): Promise<SyncHandle>;
+  move?(name: string): Promise<void>;
+}
+interface DirHandle {
+  getDirectoryHandle(name: string, opts?: { create?: boolean }): Promise<DirHandle>;
+  getFileHandle(name: string, opts?: { create?: boolean }): Promise<FileHandle>;
+  removeEntry(name: string): Promise<void>;
+  keys(): AsyncIterable<string>;
+}
+
+const notFound = (e: unknown) => ['NotFoundError', 'TypeMismatchError'].includes((e as Error)?.name);
+
+export class OpfsBlobBackend implements BlobBackend {
+  private dirP: Promise<DirHandle> | null = null;
+  readonly rename?: (from: string, to: string) => Promise<void>;
+
+  constructor(readonly folder = 'kvstore', readonly lockName = `legokv-${folder}`) {
+    const proto = (globalThis as { FileSystemFileHandle?: { prototype: object } }).FileSystemFileHandle?.prototype;
+    if (proto && 'move' in proto) {
+      this.rename = async (from, to) => {
+        const fh = await (await this.dir()).getFileHandle(from);
+        await fh.move!(to);
+      };
+    }
+  }
+
+  /** Whether this browser has an Origin Private File System. */
+  static supported(): boolean {
+    return typeof navigator !== 'undefined' && typeof navigator.storage?.getDirectory === 'function';
+  }
+
+  private dir(): Promise<DirHandle> {
+    this.dirP ??= (async () => {
+      if (!OpfsBlobBackend.supported()) throw new Error('This browser has no Origin Private File System (navigator.storage.getDirectory)');
+      const root = (await navigator.storage.getDirectory()) as unknown as DirHandle;
+      return root.getDirectoryHandle(this.folder, { create: true });
+    })().catch((e) => {
+      this.dirP = null;
+      throw e;
+    });
+    return this.dirP;
+  }
+
+  async write(name: string, data: Uint8Array): Promise<void> {
+    const fh = await (await this.dir()).getFileHandle(name, { create: true });
+    const bytes = data as Uint8Array<ArrayBuffer>;
+    if (fh.createSyncAccessHandle) {
+      // Dedicated workers: synchronous in-place writes (no swap file; the only writer Safari has).
+      const h = await fh.createSyncAccessHandle();
+      try {
+        h.truncate(0);
+        if (h.write(bytes, { at: 0 }) !== bytes.length) throw new DOMException(`short write of ${name}`, 'QuotaExceededError');
+        h.flush();
+      } finally {
+        h.close();
+      }
+    } else if (fh.createWritable) {
+      const w = await fh.createWritable();
+      try {
+        await w.write(bytes);
+        await w.close();
+      } catch (e) {
+        await w.abort().catch(() => {});
+        throw e;
+      }
+    } else throw new Error('This browser cannot write OPFS files here (no createWritable; use a worker)');
+  }
+
+  async read(name: string): Promise<Uint8Array | null> {
+    try {
+      const file = await (await (await this.dir()).getFileHandle(name)).getFile();
+      return new Uint8Array(await file.arrayBuffer());
+    } catch (e) {
+      if (notFound(e)) return null;
+      throw e;
+    }
+  }
+
+  async delete(name: string): Promise<void> {
+    try {
+      await (await this.dir()).removeEntry(name);
+    } catch (e) {
+      if (!notFound(e)) throw e;
+    }
+  }
+
+  async list(): Promise<string[]> {
+    const out: string[] = [];
+    for await (const k of (await this.dir()).keys()) out.push(k);
+    return out;
+  }
+
+  async available(): Promise<number | null> {
+    const est = await navigator.storage?.estimate?.();
+    return est?.quota !== undefined && est.usage !== undefined ? est.quota - est.usage : null;
+  }
+
+  exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    const locks = (globalThis.navigator as Navigator | undefined)?.locks;
+    return locks ? (locks.request(this.lockName, fn) as Promise<T>) : fn();
+  }
+}

@@ -1,0 +1,81 @@
+/** The KV cache blob format: round trips, f16 rounding, and detection of any damage. */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { roundToHalf } from '../../src/engine/f16';
+import { CorruptBlobError, crc32, decodeBlob, encodeBlob, payloadBytes, readBlobHeader, verifyBlob } from '../../src/kvstore';
+import { fakeLayers } from './helpers';
+
+const meta = { id: 'c0ffee', modelId: 'stories260K', kvDim: 16 };
+
+test('crc32 is CRC-32/IEEE', () => {
+  assert.equal(crc32(new TextEncoder().encode('123456789')), 0xcbf43926);
+  assert.equal(crc32(new Uint8Array()), 0);
+  const b = new TextEncoder().encode('The quick brown fox jumps over the lazy dog');
+  assert.equal(crc32(b), 0x414fa339);
+  assert.equal(crc32(b.subarray(11), crc32(b.subarray(0, 11))), 0x414fa339, 'continues from an earlier value');
+});
+
+test('f32 round trip is exact; header fields', () => {
+  const layers = fakeLayers(3, 5, 16);
+  const blob = encodeBlob(meta, layers, 'f32');
+  const { meta: m, layers: out } = decodeBlob(blob);
+  assert.deepEqual({ ...m, checksum: 0 }, { id: 'c0ffee', modelId: 'stories260K', dtype: 'f32', layers: 3, tokens: 5, kvDim: 16, checksum: 0, bytes: blob.length });
+  assert.equal(blob.length, 60 + payloadBytes(3, 5, 16, 'f32'), '40 bytes + id (6) + model id (11), padded to 60');
+  assert.equal(new TextDecoder().decode(blob.subarray(0, 4)), 'LKVC');
+  out.forEach((l, i) => {
+    assert.deepEqual(l.k, layers[i].k);
+    assert.deepEqual(l.v, layers[i].v);
+  });
+  assert.equal(readBlobHeader(blob).checksum, verifyBlob(blob).checksum);
+});
+
+test('f16 round trip equals rounding to half; odd sizes are padded; unicode ids', () => {
+  for (const [tokens, kvDim] of [[5, 16], [3, 3], [1, 1]]) {
+    const layers = fakeLayers(2, tokens, kvDim, 7);
+    const blob = encodeBlob({ id: 'ünï-😀', modelId: 'модель', kvDim }, layers, 'f16');
+    assert.equal(blob.length % 4, 0);
+    const { meta: m, layers: out } = decodeBlob(blob);
+    assert.equal(m.id, 'ünï-😀');
+    assert.equal(m.modelId, 'модель');
+    assert.equal(m.dtype, 'f16');
+    out.forEach((l, i) => {
+      assert.deepEqual(l.k, roundToHalf(layers[i].k));
+      assert.deepEqual(l.v, roundToHalf(layers[i].v));
+      for (let j = 0; j < l.k.length; j++) {
+        const want = layers[i].k[j];
+        assert.ok(Math.abs(l.k[j] - want) <= Math.max(Math.abs(want) * 2 ** -11, 2 ** -25), `${want} -> ${l.k[j]}`);
+      }
+    });
+  }
+  // Half the payload of f32.
+  assert.equal(payloadBytes(4, 10, 8, 'f16') * 2, payloadBytes(4, 10, 8, 'f32'));
+});
+
+test('every single-byte change, truncation or extension is detected', () => {
+  const blob = encodeBlob(meta, fakeLayers(2, 2, 16, 3), 'f16');
+  for (let i = 0; i < blob.length; i++) {
+    for (const flip of [0x01, 0x80]) {
+      const bad = blob.slice();
+      bad[i] ^= flip;
+      assert.throws(() => decodeBlob(bad), CorruptBlobError, `byte ${i} ^ ${flip}`);
+    }
+  }
+  assert.throws(() => decodeBlob(blob.subarray(0, blob.length - 4)), /blob has \d+ bytes, its header says \d+/);
+  assert.throws(() => decodeBlob(Uint8Array.from([...blob, 0, 0, 0, 0])), CorruptBlobError);
+  assert.throws(() => decodeBlob(blob.subarray(0, 10)), /too short/);
+  assert.throws(() => decodeBlob(new TextEncoder().encode('PK\x03\x04 not a cache blob at all, just some other bytes')), /bad magic/);
+  const payloadFlip = blob.slice();
+  payloadFlip[blob.length - 1] ^= 4;
+  assert.throws(() => decodeBlob(payloadFlip), /payload checksum mismatch/);
+  const v2 = blob.slice();
+  v2[4] = 2;
+  assert.throws(() => decodeBlob(v2), /format version 2 is not supported/);
+});
+
+test('encodeBlob refuses inconsistent input', () => {
+  const layers = fakeLayers(2, 3, 16);
+  assert.throws(() => encodeBlob({ ...meta, kvDim: 5 }, layers, 'f32'), /not whole rows of 5/);
+  assert.throws(() => encodeBlob(meta, [layers[0], { k: layers[1].k, v: layers[1].v.subarray(1) }], 'f32'), /layer 1 has/);
+  assert.throws(() => encodeBlob(meta, [], 'f32'), /no layers/);
+  assert.throws(() => encodeBlob(meta, layers, 'bf16' as 'f32'), /dtype must be f32 or f16/);
+});
