@@ -1,0 +1,159 @@
+/**
+ * LegoKV's explicit context-caching API, after EPIC's:
+ *
+ *   const ids = await lego.compileContext(['chunk one…', 'chunk two…']);
+ *   for await (const ev of lego.chatCompletion({
+ *     messages: [{ role: 'user', content: [{ type: 'cache', id: ids[1] }, { type: 'cache', id: ids[0] },
+ *                                          { type: 'text', text: 'Question: …' }] }],
+ *     algorithm: 'legolink:16', maxTokens: 32 })) { … }
+ *   await lego.expireCache(ids[0]);
+ *
+ * compileContext runs KVCompile for every chunk not already in the KVStore
+ * (the cache id is a content hash, so compiling twice reuses the cache);
+ * chatCompletion resolves the cache parts through the store (recompiling a
+ * chunk whose stored blob turned out corrupt), links them with the chosen
+ * algorithm (KVLink) and streams the answer (generate).
+ */
+import type { Engine } from '../engine/engine';
+import type { ModelConfig } from '../engine/model/config';
+import type { Tokenizer } from '../engine/tokenizer/types';
+import { cacheId, compileChunk, type CompileVariant, type CompiledChunk } from '../kvcompile/compile';
+import type { KVStore } from '../kvstore';
+import { formatAlgorithm, parseAlgorithm } from '../kvlink/algorithms';
+import { link, type TtftBreakdown } from '../kvlink/link';
+import { decodeTokens, TextStream } from '../generate/generate';
+import { buildParts, type ChatMessage } from './messages';
+
+export type { ChatMessage, ContentPart } from './messages';
+
+export interface CompletionRequest {
+  messages: ChatMessage[];
+  /** A KVLink spec: naive, full, cacheblend:0.15, legolink:16, attnlink:16, legolink0, promptcache. */
+  algorithm?: string;
+  maxTokens?: number;
+  temperature?: number;
+  topP?: number;
+  seed?: number;
+  stop?: number[];
+  signal?: AbortSignal;
+}
+
+export type CompletionEvent =
+  | { type: 'first-token'; ttft: TtftBreakdown; recomputed: number; recomputedFraction: number; promptTokens: number }
+  | { type: 'text'; text: string }
+  | { type: 'done'; text: string; tokens: number; decodeTokensPerS: number; cancelled: boolean };
+
+export interface ModelHandle {
+  id: string;
+  config: ModelConfig;
+  tokenizer: Tokenizer;
+  tokenizerId: string;
+}
+
+export class ContextCache {
+  constructor(
+    readonly engine: Engine,
+    readonly model: ModelHandle,
+    readonly store: KVStore,
+  ) {}
+
+  private ctx() {
+    return { engine: this.engine, modelId: this.model.id, tokenizerId: this.model.tokenizerId, bosId: this.model.config.bosId };
+  }
+
+  private variantName(v: CompileVariant) {
+    return v.kind === 'legolink0' ? `legolink0:${v.sinks ?? 4}` : v.kind;
+  }
+
+  /** Compiles every chunk (text or token ids) not yet stored; returns their cache ids in order. */
+  async compileContext(chunks: (string | number[])[], opts: { variant?: CompileVariant; onProgress?: (done: number, total: number) => void } = {}): Promise<string[]> {
+    const variant = opts.variant ?? { kind: 'plain' };
+    const ids: string[] = [];
+    for (const [i, c] of chunks.entries()) {
+      const tokens = typeof c === 'string' ? this.model.tokenizer.encode(c, { addBos: false }) : c;
+      const id = await cacheId(this.ctx(), tokens, variant);
+      if (!(await this.store.has(id))) await this.compileAndStore(tokens, variant, typeof c === 'string' ? c : undefined);
+      ids.push(id);
+      opts.onProgress?.(i + 1, chunks.length);
+    }
+    return ids;
+  }
+
+  private async compileAndStore(tokens: number[], variant: CompileVariant, text?: string): Promise<CompiledChunk> {
+    const chunk = await compileChunk(this.ctx(), tokens, variant);
+    await this.store.put(
+      {
+        id: chunk.id, modelId: this.model.id, dtype: this.engine.kvDtype, kvDim: chunk.layers[0].k.length / chunk.tokens.length,
+        variant: this.variantName(variant),
+        meta: { source: tokens, variant, positions: chunk.positions, storedTokens: chunk.tokens, preview: text?.slice(0, 200) },
+      },
+      chunk.layers,
+    );
+    return chunk;
+  }
+
+  /** Reads a compiled chunk from the store, recompiling it when its blob is corrupt. */
+  private async load(id: string, sources: Map<string, { tokens: number[]; variant: CompileVariant }>) {
+    const r = await this.store.get(id);
+    const t = r.timing;
+    const timing = { lookupMs: t.ms - t.readMs - t.decodeMs, loadMs: t.readMs + t.decodeMs };
+    if (r.status === 'hit') {
+      const m = r.meta.meta as { variant: CompileVariant; positions: number[]; storedTokens: number[] };
+      const chunk: CompiledChunk = { id, variant: m.variant, tokens: m.storedTokens, positions: m.positions, layers: r.layers };
+      return { chunk, ...timing };
+    }
+    const src = sources.get(id);
+    if (!src) throw new Error(`Cache ${id} is ${r.status === 'corrupt' ? `corrupt (${r.reason})` : 'not in the store'}; compile its chunk again`);
+    const t0 = performance.now();
+    const chunk = await this.compileAndStore(src.tokens, src.variant);
+    return { chunk, lookupMs: timing.lookupMs, loadMs: performance.now() - t0 };
+  }
+
+  async *chatCompletion(req: CompletionRequest): AsyncGenerator<CompletionEvent> {
+    const algo = parseAlgorithm(req.algorithm ?? 'legolink:16');
+    const { tokenizer: tok, config } = this.model;
+    // Sources of every stored chunk of this model, so a corrupt blob can be recompiled.
+    const sources = new Map<string, { tokens: number[]; variant: CompileVariant }>();
+    for (const e of await this.store.list()) {
+      const m = e.meta as { source?: number[]; variant?: CompileVariant };
+      if (e.modelId === this.model.id && m.source && m.variant) sources.set(e.id, { tokens: m.source, variant: m.variant });
+    }
+    let lookupMs = 0, hostLoadMs = 0;
+    const parts = await buildParts(req.messages, tok, config.bosId, async (id) => {
+      const r = await this.load(id, sources);
+      lookupMs += r.lookupMs;
+      hostLoadMs += r.loadMs;
+      return r.chunk;
+    });
+    const maxTokens = req.maxTokens ?? 64;
+    const linked = await link(this.engine, parts, algo, { bosId: config.bosId, lookupMs, hostLoadMs, reserve: maxTokens + 1 });
+    try {
+      yield { type: 'first-token', ttft: linked.ttft, recomputed: linked.recomputed, recomputedFraction: linked.recomputedFraction, promptTokens: linked.layout.tokens.length };
+      const stream = new TextStream(tok, linked.layout.tokens);
+      let n = 0;
+      const t0 = performance.now();
+      const tokens = decodeTokens(this.engine, linked.cache, linked.logits, {
+        maxNewTokens: maxTokens, sampling: { temperature: req.temperature ?? 0, topP: req.topP, seed: req.seed },
+        stopIds: req.stop ?? config.eosIds, signal: req.signal,
+      });
+      for await (const id of tokens) {
+        n++;
+        const delta = stream.push(id);
+        if (delta) yield { type: 'text', text: delta };
+      }
+      const dt = performance.now() - t0;
+      yield { type: 'done', text: stream.text, tokens: n, decodeTokensPerS: n > 1 ? (n / dt) * 1000 : 0, cancelled: !!req.signal?.aborted };
+    } finally {
+      linked.cache.destroy();
+    }
+  }
+
+  /** Drops a compiled chunk from every tier. */
+  expireCache(id: string): Promise<boolean> {
+    return this.store.expire(id);
+  }
+
+  static algorithmName(spec: string) {
+    return formatAlgorithm(parseAlgorithm(spec));
+  }
+}

@@ -1,0 +1,46 @@
+/**
+ * Chat messages whose content mixes text and cached chunks become KVLink
+ * parts. With a chat template, the conversation is rendered with a marker
+ * where each cached chunk goes, and the text between markers is tokenized
+ * piece by piece; without one, the contents are concatenated in order.
+ */
+import type { Tokenizer } from '../engine/tokenizer/types';
+import type { CompiledChunk } from '../kvcompile/compile';
+import type { LinkPart } from '../kvlink/layout';
+
+export type ContentPart = { type: 'text'; text: string } | { type: 'cache'; id: string };
+export interface ChatMessage {
+  role: 'system' | 'user' | 'assistant';
+  content: string | ContentPart[];
+}
+
+const MARK = '\u2063LEGOKV:';
+const MARK_RE = /\u2063LEGOKV:(\d+)\u2063/;
+
+export async function buildParts(
+  messages: ChatMessage[], tok: Tokenizer, bosId: number | null, load: (id: string) => Promise<CompiledChunk>,
+): Promise<LinkPart[]> {
+  const caches: string[] = [];
+  const flat = messages.map((m) => ({
+    role: m.role,
+    content: typeof m.content === 'string'
+      ? m.content
+      : m.content.map((p) => (p.type === 'text' ? p.text : `${MARK}${caches.push(p.id) - 1}\u2063`)).join(''),
+  }));
+  const rendered = tok.applyChatTemplate
+    ? tok.applyChatTemplate(flat, { addGenerationPrompt: true })
+    : flat.map((m) => m.content).join('');
+  const pieces = rendered.split(MARK_RE);
+  const parts: LinkPart[] = [];
+  for (let i = 0; i < pieces.length; i++) {
+    if (i % 2 === 1) {
+      parts.push({ kind: 'cache', chunk: await load(caches[Number(pieces[i])]) });
+    } else if (pieces[i]) {
+      let tokens = tok.encode(pieces[i], { addBos: false });
+      // A template that writes BOS itself: the linker puts the one BOS first.
+      if (parts.length === 0 && bosId !== null && tokens[0] === bosId) tokens = tokens.slice(1);
+      if (tokens.length) parts.push({ kind: 'text', tokens });
+    }
+  }
+  return parts;
+}
