@@ -3,28 +3,9 @@
 // Register tiling without barriers: each invocation owns TM rows x 4 columns
 // and walks K four values at a time with vec4 loads. This is the variant CPU
 // adapters (SwiftShader, llvmpipe) like; matmul_tiled.wgsl is for real GPUs.
-#include "common"
-
-struct Params { T: u32, N: u32, K4: u32, _pad: u32 }
+#include "matmul_io"
 
 const TM: u32 = {{TM}}u;
-
-@group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;
-#if W_F16
-@group(0) @binding(2) var<storage, read> w: array<vec2<u32>>;
-fn load_w(i: u32) -> vec4<f32> { return unpack4h(w[i]); }
-#else
-@group(0) @binding(2) var<storage, read> w: array<vec4<f32>>;
-fn load_w(i: u32) -> vec4<f32> { return w[i]; }
-#endif
-@group(0) @binding(3) var<storage, read_write> y: array<f32>;
-#if BIAS
-@group(0) @binding(4) var<storage, read> b: array<f32>;
-#endif
-#if RESIDUAL
-@group(0) @binding(5) var<storage, read> r: array<f32>;
-#endif
 
 @compute @workgroup_size(64, 1, 1)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
@@ -51,14 +32,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     for (var j = 0u; j < 4u; j++) {
       let n = n0 + j;
       if (n >= p.N) { break; }
-      var v = acc[i][j];
-#if BIAS
-      v += b[n];
-#endif
-#if RESIDUAL
-      v += r[t * p.N + n];
-#endif
-      y[t * p.N + n] = v;
+      y[t * p.N + n] = epilogue(t, n, acc[i][j]);
     }
   }
 }

@@ -2,26 +2,7 @@
 // for real GPUs: a 16x16 workgroup computes a 64x64 output tile, staging
 // 16-deep slices of x and w in workgroup memory (w decoded from packed f16
 // on the way in), each invocation accumulating a 4x4 block in registers.
-#include "common"
-
-struct Params { T: u32, N: u32, K4: u32, _pad: u32 }
-
-@group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;
-#if W_F16
-@group(0) @binding(2) var<storage, read> w: array<vec2<u32>>;
-fn load_w(i: u32) -> vec4<f32> { return unpack4h(w[i]); }
-#else
-@group(0) @binding(2) var<storage, read> w: array<vec4<f32>>;
-fn load_w(i: u32) -> vec4<f32> { return w[i]; }
-#endif
-@group(0) @binding(3) var<storage, read_write> y: array<f32>;
-#if BIAS
-@group(0) @binding(4) var<storage, read> b: array<f32>;
-#endif
-#if RESIDUAL
-@group(0) @binding(5) var<storage, read> r: array<f32>;
-#endif
+#include "matmul_io"
 
 // xs[k][q] holds rows 4q..4q+3 of the tile at depth k; ws likewise for columns.
 var<workgroup> xs: array<array<vec4<f32>, 16>, 16>;
@@ -67,14 +48,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     for (var j = 0u; j < 4u; j++) {
       let n = col0 + lid.x * 4u + j;
       if (n >= p.N) { break; }
-      var v = acc[i][j];
-#if BIAS
-      v += b[n];
-#endif
-#if RESIDUAL
-      v += r[t * p.N + n];
-#endif
-      y[t * p.N + n] = v;
+      y[t * p.N + n] = epilogue(t, n, acc[i][j]);
     }
   }
 }

@@ -25,7 +25,7 @@
  * each array zero-padded to a multiple of 4 bytes.
  */
 import type { LayerRows } from '../engine/model/kv-io';
-import { floatToHalf, halfToFloat } from '../engine/f16';
+import { f32ArrayToF16, halvesToFloats } from '../engine/f16';
 import { crc32 } from './crc32';
 import { CorruptBlobError, type KvDtype } from './types';
 
@@ -57,19 +57,6 @@ export function payloadBytes(layers: number, tokens: number, kvDim: number, dtyp
   return layers * 2 * arrayBytes(tokens, kvDim, dtype);
 }
 
-let halfTable: Float32Array | null = null;
-/** f16 bits → f32 through a 64 Ki-entry table (built on first use). */
-function halves(src: Uint16Array): Float32Array {
-  if (!halfTable) {
-    halfTable = new Float32Array(65536);
-    for (let h = 0; h < 65536; h++) halfTable[h] = halfToFloat(h);
-  }
-  const t = halfTable;
-  const out = new Float32Array(src.length);
-  for (let i = 0; i < src.length; i++) out[i] = t[src[i]];
-  return out;
-}
-
 /** The blob of one chunk cache. `layers[l].k` / `.v` are `[tokens, kvDim]` f32. */
 export function encodeBlob(meta: { id: string; modelId: string; kvDim: number }, layers: LayerRows[], dtype: KvDtype): Uint8Array {
   const { kvDim } = meta;
@@ -96,8 +83,7 @@ export function encodeBlob(meta: { id: string; modelId: string; kvDim: number },
     for (const a of [k, v]) {
       if (dtype === 'f32') out.set(new Uint8Array(a.buffer, a.byteOffset, a.byteLength), off);
       else {
-        const h = new Uint16Array(out.buffer, off, n);
-        for (let i = 0; i < n; i++) h[i] = floatToHalf(a[i]);
+        f32ArrayToF16(a, new Uint16Array(out.buffer, off, n));
       }
       off += arr;
     }
@@ -175,7 +161,7 @@ export function decodeBlob(bytes: Uint8Array): { meta: BlobMeta; layers: LayerRo
     const at = bytes.byteOffset + off;
     off += arr;
     if (dtype === 'f16') {
-      return halves(at % 2 ? new Uint16Array(bytes.slice(at - bytes.byteOffset, at - bytes.byteOffset + 2 * n).buffer) : new Uint16Array(bytes.buffer, at, n));
+      return halvesToFloats(at % 2 ? new Uint16Array(bytes.slice(at - bytes.byteOffset, at - bytes.byteOffset + 2 * n).buffer) : new Uint16Array(bytes.buffer, at, n));
     }
     return new Float32Array(bytes.slice(at - bytes.byteOffset, at - bytes.byteOffset + 4 * n).buffer);
   };

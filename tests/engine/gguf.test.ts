@@ -15,7 +15,8 @@ import { fileURLToPath } from 'node:url';
 import {
   parseGguf, plainValue, valueTypeName, type GgufArray, type GgufValue,
 } from '../../src/engine/formats/gguf';
-import { dequantizeF16, dequantizeF32, f32ArrayToF16, f32ToF16Bits, f16ToF32Table } from '../../src/engine/formats/gguf-quants';
+import { dequantizeF16, dequantizeF32 } from '../../src/engine/formats/gguf-quants';
+import { f32ArrayToF16, floatToHalf as f32ToF16Bits, f16ToF32Table } from '../../src/engine/f16';
 import { loadGguf } from '../../src/engine/formats/gguf-model';
 import { bufferSource, ModelFormatError, type ByteSource } from '../../src/engine/formats/source';
 import { UnsupportedModelError } from '../../src/engine/model/config';

@@ -1,5 +1,7 @@
 /**
- * Parity of every WGSL kernel in kernels/ with its TypeScript twin in
+ * Parity of every WGSL kernel in kernels/ (matmul, matmul_tiled with their
+ * shared matmul_io, rmsnorm, rope, attention, attn_scores, kv_scatter, embed,
+ * glu; common holds shared helpers) with its TypeScript twin in
  * src/engine/reference.ts, on SwiftShader through the `webgpu` package.
  * Tolerances: f32 paths within 2e-5 of the largest reference magnitude
  * (f32 summation order differs); packed-f16 paths are compared with a
@@ -93,7 +95,7 @@ function attnCase(window: number, gapped: boolean) {
 
 for (const kvDtype of ['f32', 'f16'] as const) {
   for (const [window, gapped] of [[0, false], [0, true], [3, false]] as const) {
-    test(`attention ${kvDtype} window=${window} gapped=${gapped}, and raw scores`, async () => {
+    test(`attention ${kvDtype} window=${window} gapped=${gapped}, and raw scores (attn_scores)`, async () => {
       const h = await harness();
       const a = attnCase(window, gapped);
       if (kvDtype === 'f16') { a.k = roundToHalf(a.k); a.v = roundToHalf(a.v); }

@@ -14,71 +14,9 @@ export const GgmlType = {
   F32: 0, F16: 1, Q4_0: 2, Q4_1: 3, Q5_0: 6, Q5_1: 7, Q8_0: 8, Q4_K: 12, Q5_K: 13, Q6_K: 14, BF16: 30,
 } as const;
 
+import { f16ToF32Table, f32ArrayToF16 } from '../f16';
+
 const fr = Math.fround;
-
-// ---- f16 <-> f32 ------------------------------------------------------------
-
-let f16Table: Float32Array | null = null;
-/** f32 value of every f16 bit pattern (256 KiB, built on first use). */
-export function f16ToF32Table(): Float32Array {
-  if (f16Table) return f16Table;
-  const t = new Float32Array(65536);
-  for (let h = 0; h < 65536; h++) {
-    const s = h & 0x8000 ? -1 : 1;
-    const e = (h >> 10) & 0x1f;
-    const m = h & 0x3ff;
-    t[h] = e === 0 ? s * m * 2 ** -24 : e === 31 ? (m ? NaN : s * Infinity) : s * (1 + m / 1024) * 2 ** (e - 15);
-  }
-  return (f16Table = t);
-}
-
-const cvtF32 = new Float32Array(1);
-const cvtU32 = new Uint32Array(cvtF32.buffer);
-/** IEEE f16 bits of a number (rounded to f32 first), round-to-nearest-even. */
-export function f32ToF16Bits(v: number): number {
-  cvtF32[0] = v;
-  return f32BitsToF16Bits(cvtU32[0]!);
-}
-
-/** IEEE f16 bits of the f32 with bits `x`, round-to-nearest-even. */
-function f32BitsToF16Bits(x: number): number {
-  const sign = (x >>> 16) & 0x8000;
-  const exp = (x >>> 23) & 0xff;
-  const mant = x & 0x7fffff;
-  if (exp === 0xff) return sign | 0x7c00 | (mant ? 0x200 : 0);
-  const e = exp - 112; // rebias 127 -> 15
-  if (e >= 31) return sign | 0x7c00;
-  if (e <= 0) {
-    if (e < -10) return sign;
-    const m = mant | 0x800000;
-    const shift = 14 - e;
-    let h = m >>> shift;
-    const rem = m & ((1 << shift) - 1);
-    const half = 1 << (shift - 1);
-    if (rem > half || (rem === half && h & 1)) h++;
-    return sign | h;
-  }
-  let h = (e << 10) | (mant >>> 13);
-  const rem = mant & 0x1fff;
-  if (rem > 0x1000 || (rem === 0x1000 && h & 1)) h++; // a carry correctly rolls into the exponent
-  return sign | h;
-}
-
-/** Converts f32 values to f16 bits in place of `out`. */
-export function f32ArrayToF16(src: Float32Array, out: Uint16Array, outOffset = 0): void {
-  // Int32 view: keeps values in V8's small-integer range (Uint32 values above 2^31 are boxed doubles).
-  const bits = new Int32Array(src.buffer, src.byteOffset, src.length);
-  for (let i = 0; i < bits.length; i++) {
-    const x = bits[i]! | 0;
-    const e = (x >> 23) & 0xff;
-    if (e > 112 && e < 143) {
-      // Normal f16 range: add the round-to-nearest-even bias, drop 13 mantissa bits, rebias the
-      // exponent (a mantissa carry rolls into the exponent, up to infinity).
-      const r = x + 0xfff + ((x >> 13) & 1);
-      out[outOffset + i] = ((x >> 16) & 0x8000) | ((((r >> 13) & 0x3ffff) - (112 << 10)) & 0x7fff);
-    } else out[outOffset + i] = f32BitsToF16Bits(x >>> 0);
-  }
-}
 
 // ---- block dequantizers: (bytes, nBlocks, out) ------------------------------
 
