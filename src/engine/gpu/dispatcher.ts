@@ -122,23 +122,31 @@ export class Dispatcher {
     this.slot = 0;
   }
 
+  /** Idle staging buffers, reused so a decode step does not allocate one per read. */
+  private staging: GPUBuffer[] = [];
+
   /** Copies `size` bytes of `src` back to the host after flushing pending work. */
   async read(src: GPUBuffer, offset: number, size: number): Promise<ArrayBuffer> {
-    const staging = this.device.createBuffer({ size, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+    const at = this.staging.findIndex((b) => b.size >= size && b.size <= 4 * size + 4096);
+    const staging = at >= 0 ? this.staging.splice(at, 1)[0] : this.device.createBuffer({ size, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
     this.commandEncoder().copyBufferToBuffer(src, offset, staging, 0, size);
     this.flush();
     try {
-      await staging.mapAsync(GPUMapMode.READ);
+      await staging.mapAsync(GPUMapMode.READ, 0, size);
     } catch (e) {
       staging.destroy();
       throw new DeviceLostError(`The GPU device was lost while reading results back (${(e as Error).message}).`);
     }
-    const out = staging.getMappedRange().slice(0);
-    staging.destroy();
+    const out = staging.getMappedRange(0, size).slice(0);
+    staging.unmap();
+    if (this.staging.length < 8) this.staging.push(staging);
+    else staging.destroy();
     return out;
   }
 
   destroy() {
+    for (const b of this.staging) b.destroy();
+    this.staging = [];
     this.uniform.destroy();
     this.bindCache.clear();
   }
