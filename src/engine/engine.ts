@@ -120,9 +120,13 @@ export class Engine {
   }
 
   /** One decode step: appends `token` after the last row (or at `position`) and returns its logits. */
-  async decode(cache: KVCache, token: number, position?: number, opts: Omit<PassOptions, 'logits'> = {}): Promise<Float32Array> {
-    const r = await this.prefill(cache, [token], position === undefined ? undefined : [position], { ...opts, logits: 'last' });
-    return r.logits;
+  async decode(cache: KVCache, token: number, position?: number): Promise<Float32Array> {
+    return (await this.step(cache, token, position)).logits;
+  }
+
+  /** A decode step that can also return attention scores of the new row (for the attention maps). */
+  step(cache: KVCache, token: number, position?: number, opts: Omit<PassOptions, 'logits'> = {}): Promise<PassResult> {
+    return this.prefill(cache, [token], position === undefined ? undefined : [position], { ...opts, logits: 'last' });
   }
 
   /**

@@ -14,6 +14,7 @@ import type { Engine } from '../engine/engine';
 import type { KVCache } from '../engine/model/kv-cache';
 import type { LinkAlgorithm } from './algorithms';
 import type { LinkLayout } from './layout';
+import type { ScoresRequest } from '../engine/model/forward';
 
 type CacheBlend = Extract<LinkAlgorithm, { kind: 'cacheblend' }>;
 
@@ -40,7 +41,10 @@ function topRows(dev: Map<number, number>, candidates: number[], ratio: number, 
   return [...candidates].sort((a, b) => dev.get(b)! - dev.get(a)! || a - b).slice(0, n).sort((a, b) => a - b);
 }
 
-export async function cacheBlendPass(engine: Engine, cache: KVCache, layout: LinkLayout, a: CacheBlend) {
+export async function cacheBlendPass(
+  engine: Engine, cache: KVCache, layout: LinkLayout, a: CacheBlend,
+  scoresFor: (passRows: number[]) => ScoresRequest | undefined = () => undefined,
+) {
   const N = layout.tokens.length;
   const L = engine.config.nLayers;
   const check = Math.min(a.checkLayer, L - 1);
@@ -49,7 +53,8 @@ export async function cacheBlendPass(engine: Engine, cache: KVCache, layout: Lin
   const cachedRows = all.filter((i) => !always.has(i));
   const pass = engine.pass(cache);
   pass.begin(layout.tokens, all);
-  for (let l = 0; l <= check; l++) pass.layer(l);
+  const runLayer = (l: number) => pass.layer(l, { scores: scoresFor(Array.from(pass.rows)) });
+  for (let l = 0; l <= check; l++) runLayer(l);
   let chosen = cachedRows;
   const steps = a.gradual && check + 1 < L ? [Math.min(1, 2 * a.r), a.r] : [a.r];
   for (let s = 0; s < steps.length; s++) {
@@ -58,11 +63,11 @@ export async function cacheBlendPass(engine: Engine, cache: KVCache, layout: Lin
     chosen = topRows(dev, chosen, steps[s], cachedRows.length);
     const keepRows = [...new Set([...chosen, ...always])].sort((x, y) => x - y);
     pass.select(keepRows.map((r) => Array.from(pass.rows).indexOf(r)));
-    if (s + 1 < steps.length) pass.layer(layer + 1);
+    if (s + 1 < steps.length) runLayer(layer + 1);
   }
-  for (let l = check + steps.length; l < L; l++) pass.layer(l);
+  for (let l = check + steps.length; l < L; l++) runLayer(l);
   await engine.sync();
   const recomputedAt = performance.now();
   const rows = Array.from(pass.rows);
-  return { rows, recomputedAt, logits: () => pass.logits([rows.length - 1]) };
+  return { rows, recomputedAt, logits: () => pass.logits([rows.length - 1]), scores: () => pass.scores() };
 }

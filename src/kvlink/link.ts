@@ -9,6 +9,7 @@
  */
 import type { Engine } from '../engine/engine';
 import type { KVCache } from '../engine/model/kv-cache';
+import type { ScoresRequest, ScoresResult } from '../engine/model/forward';
 import { staticRecomputeRows, type LinkAlgorithm } from './algorithms';
 import { layoutParts, type LinkLayout, type LinkPart } from './layout';
 import { cacheBlendPass } from './cacheblend';
@@ -27,6 +28,8 @@ export interface TtftBreakdown {
 
 export interface LinkResult {
   cache: KVCache;
+  /** Raw scores of the question rows against every prompt row, when asked for. */
+  scores: ScoresResult[];
   /** Logits of the last row: the first generated token comes from them. */
   logits: Float32Array;
   layout: LinkLayout;
@@ -42,6 +45,11 @@ export interface LinkOptions {
   hostLoadMs?: number;
   /** Extra rows to reserve for decoding. */
   reserve?: number;
+  /**
+   * Attention scores to capture during the recompute pass, for the rows of
+   * the prompt after its last cached chunk (the question): one layer, some heads.
+   */
+  scores?: { layer: number; heads: number[] };
 }
 
 export function link(engine: Engine, parts: LinkPart[], algo: LinkAlgorithm, opts: LinkOptions): Promise<LinkResult> {
@@ -65,25 +73,33 @@ async function linkNow(engine: Engine, parts: LinkPart[], algo: LinkAlgorithm, o
     let rows: number[];
     let logits: Float32Array;
     let t2: number;
+    let scores: ScoresResult[] = [];
+    const lastCached = layout.segments.length ? layout.segments[layout.segments.length - 1] : null;
+    const questionStart = lastCached ? lastCached.start + lastCached.length : 0;
+    const scoresFor = (passRows: number[]): ScoresRequest | undefined =>
+      opts.scores && { ...opts.scores, rows: passRows.flatMap((r, i) => (r >= questionStart ? [i] : [])) };
     if (algo.kind === 'cacheblend') {
-      const r = await cacheBlendPass(engine, cache, layout, algo);
+      const r = await cacheBlendPass(engine, cache, layout, algo, scoresFor);
       rows = r.rows;
       t2 = r.recomputedAt;
       logits = await r.logits();
+      scores = await r.scores();
     } else {
       rows = staticRecomputeRows(layout, algo);
       const pass = engine.pass(cache);
       pass.begin(rows.map((i) => layout.tokens[i]), rows);
-      for (let l = 0; l < engine.config.nLayers; l++) pass.layer(l);
+      const req = scoresFor(rows);
+      for (let l = 0; l < engine.config.nLayers; l++) pass.layer(l, { scores: req });
       await engine.sync();
       t2 = performance.now();
       logits = await pass.logits([rows.length - 1]);
+      scores = await pass.scores();
     }
     const t3 = performance.now();
     const lookupMs = opts.lookupMs ?? 0;
     const loadMs = (opts.hostLoadMs ?? 0) + (t1 - t0);
     return {
-      cache, logits, layout, recomputed: rows.length, recomputedFraction: rows.length / N,
+      cache, logits, scores, layout, recomputed: rows.length, recomputedFraction: rows.length / N,
       ttft: { lookupMs, loadMs, recomputeMs: t2 - t1, firstTokenMs: t3 - t2, totalMs: lookupMs + loadMs + (t3 - t1) },
     };
   } catch (e) {

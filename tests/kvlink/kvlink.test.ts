@@ -128,3 +128,23 @@ test('legolink0: sink tokens are dropped from the cache, and only uncached rows 
   r.cache.destroy();
   engine.destroy();
 });
+
+test('link returns the question rows\' attention scores over the whole prompt, for every algorithm', async () => {
+  const { engine, ctx, bosId, V } = await setup('stories');
+  const chunks = [await compileChunk(ctx, toks(6, 1, V)), await compileChunk(ctx, toks(6, 2, V))];
+  const question = toks(3, 9, V);
+  const parts: LinkPart[] = [...chunks.map((chunk) => ({ kind: 'cache' as const, chunk })), { kind: 'text', tokens: question }];
+  for (const spec of ['naive', 'legolink:2', 'cacheblend:0.5', 'full']) {
+    const r = await link(engine, parts, parseAlgorithm(spec), { bosId, scores: { layer: 3, heads: [1, 2] } });
+    assert.equal(r.scores.length, 2, spec);
+    const N = r.layout.tokens.length;
+    for (const s of r.scores) {
+      assert.deepEqual(s.rows, [14, 15, 16], `${spec}: the question's rows`);
+      assert.equal(s.keys, N);
+      // The first question row sees rows 0..14 only.
+      assert.ok(s.scores.subarray(0, 15).every(Number.isFinite) && s.scores.subarray(15, N).every((x) => x === -Infinity), spec);
+    }
+    r.cache.destroy();
+  }
+  engine.destroy();
+});
