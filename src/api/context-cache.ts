@@ -19,8 +19,12 @@ import type { ModelConfig } from '../engine/model/config';
 import type { Tokenizer } from '../engine/tokenizer/types';
 import { cacheId, compileChunk, type CompileVariant, type CompiledChunk } from '../kvcompile/compile';
 import type { KVStore } from '../kvstore';
+import { GpuTier } from '../kvstore/gpu-tier';
+import { LoadingController } from '../kvlink/controller';
 import { formatAlgorithm, parseAlgorithm } from '../kvlink/algorithms';
 import { link, type TtftBreakdown } from '../kvlink/link';
+import type { LinkLayout } from '../kvlink/layout';
+import type { ScoresResult } from '../engine/model/forward';
 import { decodeTokens, TextStream } from '../generate/generate';
 import { buildParts, type ChatMessage } from './messages';
 
@@ -36,11 +40,19 @@ export interface CompletionRequest {
   seed?: number;
   stop?: number[];
   signal?: AbortSignal;
+  /** Attention scores of the question rows to capture (one layer, some heads); see 'first-token'. */
+  scores?: { layer: number; heads: number[] };
 }
 
 export type CompletionEvent =
-  | { type: 'first-token'; ttft: TtftBreakdown; recomputed: number; recomputedFraction: number; promptTokens: number }
+  | {
+      type: 'first-token'; ttft: TtftBreakdown; recomputed: number; recomputedFraction: number; promptTokens: number;
+      /** The linked prompt's tokens and positions, and its cached segments (for the attention maps). */
+      layout: LinkLayout; scores: ScoresResult[];
+    }
   | { type: 'text'; text: string }
+  /** Attention scores of a generated row (when `scores` was asked for). */
+  | { type: 'attention'; scores: ScoresResult[] }
   | { type: 'done'; text: string; tokens: number; decodeTokensPerS: number; cancelled: boolean };
 
 export interface ModelHandle {
@@ -51,11 +63,20 @@ export interface ModelHandle {
 }
 
 export class ContextCache {
+  /** The hot tier: chunks kept on the GPU. */
+  readonly gpuTier: GpuTier;
+  /** Measures load and recompute speed for cacheblend:auto. */
+  readonly controller = new LoadingController();
+
   constructor(
     readonly engine: Engine,
     readonly model: ModelHandle,
     readonly store: KVStore,
-  ) {}
+    opts: { gpuBudgetBytes?: number } = {},
+  ) {
+    this.gpuTier = new GpuTier(engine.gpu.device, opts.gpuBudgetBytes);
+    this.gpuTier.follow(store);
+  }
 
   private ctx() {
     return { engine: this.engine, modelId: this.model.id, tokenizerId: this.model.tokenizerId, bosId: this.model.config.bosId };
@@ -92,21 +113,31 @@ export class ContextCache {
     return chunk;
   }
 
-  /** Reads a compiled chunk from the store, recompiling it when its blob is corrupt. */
+  /** A compiled chunk from the GPU tier, else the store (then kept on the GPU), recompiled when its blob is corrupt. */
   private async load(id: string, sources: Map<string, { tokens: number[]; variant: CompileVariant }>) {
+    const t0 = performance.now();
+    const hot = this.gpuTier.get(id);
+    if (hot) return { chunk: hot, lookupMs: performance.now() - t0, loadMs: 0, tier: 'gpu' as const };
+    const r = await this.fromStore(id, sources);
+    const t1 = performance.now();
+    const chunk = this.gpuTier.put(r.chunk);
+    return { ...r, chunk, loadMs: r.loadMs + (performance.now() - t1) };
+  }
+
+  private async fromStore(id: string, sources: Map<string, { tokens: number[]; variant: CompileVariant }>) {
     const r = await this.store.get(id);
     const t = r.timing;
     const timing = { lookupMs: t.ms - t.readMs - t.decodeMs, loadMs: t.readMs + t.decodeMs };
     if (r.status === 'hit') {
       const m = r.meta.meta as { variant: CompileVariant; positions: number[]; storedTokens: number[] };
       const chunk: CompiledChunk = { id, variant: m.variant, tokens: m.storedTokens, positions: m.positions, layers: r.layers };
-      return { chunk, ...timing };
+      return { chunk, ...timing, tier: r.tier };
     }
     const src = sources.get(id);
     if (!src) throw new Error(`Cache ${id} is ${r.status === 'corrupt' ? `corrupt (${r.reason})` : 'not in the store'}; compile its chunk again`);
     const t0 = performance.now();
     const chunk = await this.compileAndStore(src.tokens, src.variant);
-    return { chunk, lookupMs: timing.lookupMs, loadMs: performance.now() - t0 };
+    return { chunk, lookupMs: timing.lookupMs, loadMs: performance.now() - t0, tier: 'compiled' as const };
   }
 
   async *chatCompletion(req: CompletionRequest): AsyncGenerator<CompletionEvent> {
@@ -126,20 +157,28 @@ export class ContextCache {
       return r.chunk;
     });
     const maxTokens = req.maxTokens ?? 64;
-    const linked = await link(this.engine, parts, algo, { bosId: config.bosId, lookupMs, hostLoadMs, reserve: maxTokens + 1 });
+    const linked = await link(this.engine, parts, algo, {
+      bosId: config.bosId, lookupMs, hostLoadMs, reserve: maxTokens + 1, controller: this.controller, scores: req.scores,
+    });
     try {
-      yield { type: 'first-token', ttft: linked.ttft, recomputed: linked.recomputed, recomputedFraction: linked.recomputedFraction, promptTokens: linked.layout.tokens.length };
+      yield {
+        type: 'first-token', ttft: linked.ttft, recomputed: linked.recomputed, recomputedFraction: linked.recomputedFraction,
+        promptTokens: linked.layout.tokens.length, layout: linked.layout, scores: linked.scores,
+      };
       const stream = new TextStream(tok, linked.layout.tokens);
       let n = 0;
       const t0 = performance.now();
+      const captured: ScoresResult[][] = [];
       const tokens = decodeTokens(this.engine, linked.cache, linked.logits, {
         maxNewTokens: maxTokens, sampling: { temperature: req.temperature ?? 0, topP: req.topP, seed: req.seed },
         stopIds: req.stop ?? config.eosIds, signal: req.signal,
+        scores: req.scores && { ...req.scores, onScores: (s) => captured.push(s) },
       });
       for await (const id of tokens) {
         n++;
         const delta = stream.push(id);
         if (delta) yield { type: 'text', text: delta };
+        while (captured.length) yield { type: 'attention', scores: captured.shift()! };
       }
       const dt = performance.now() - t0;
       yield { type: 'done', text: stream.text, tokens: n, decodeTokensPerS: n > 1 ? (n / dt) * 1000 : 0, cancelled: !!req.signal?.aborted };
@@ -150,6 +189,7 @@ export class ContextCache {
 
   /** Drops a compiled chunk from every tier. */
   expireCache(id: string): Promise<boolean> {
+    this.gpuTier.delete(id);
     return this.store.expire(id);
   }
 

@@ -34,7 +34,7 @@ for (let i = 0; i < nChunks; i++) {
   chunks.push(await compileChunk(ctx, Array.from({ length: per }, (_, j) => 3 + ((i * 977 + j * 31) % (c.vocabSize - 3)))));
 }
 const parts: LinkPart[] = [...chunks.map((chunk) => ({ kind: 'cache' as const, chunk })), { kind: 'text', tokens: [5, 6, 7, 8, 9, 10, 11, 12] }];
-const rows: Record<string, number | string>[] = [];
+const rows: Record<string, number | string | boolean | null>[] = [];
 for (const spec of a.algorithms!.split(',')) {
   await link(s.engine, parts, parseAlgorithm(spec), { bosId: c.bosId }).then((r) => r.cache.destroy()); // warm
   const r = await link(s.engine, parts, parseAlgorithm(spec), { bosId: c.bosId });

@@ -21,7 +21,7 @@ import { validateConfig } from './model/config';
 import { ForwardPass, type ScoresRequest, type ScoresResult } from './model/forward';
 import { GpuModel } from './model/gpu-model';
 import { KVCache } from './model/kv-cache';
-import { readRows, writeRows, type LayerRows } from './model/kv-io';
+import { readRows, RowWriter, writeRows, type LayerRows } from './model/kv-io';
 import { Scratch } from './model/scratch';
 import type { HostWeights } from './model/weights';
 import { Ops, type StoreDType } from './ops';
@@ -135,6 +135,11 @@ export class Engine {
    */
   writeRows(cache: KVCache, start: number, positions: ArrayLike<number>, layers: LayerRows[]) {
     writeRows(this.ops, this.requireModel(), cache, this.scratch, start, positions, layers);
+  }
+
+  /** A layer-at-a-time writer of one chunk's rows (for loading pipelined with recompute). */
+  rowWriter(cache: KVCache, slot: string, start: number, positions: ArrayLike<number>): RowWriter {
+    return new RowWriter(this.ops, this.requireModel(), cache, this.scratch, slot, start, positions);
   }
 
   /** Cache rows of one layer as f32 (keys after RoPE). */

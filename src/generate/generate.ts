@@ -5,6 +5,7 @@
  */
 import type { Engine } from '../engine/engine';
 import type { KVCache } from '../engine/model/kv-cache';
+import type { ScoresResult } from '../engine/model/forward';
 import type { Tokenizer } from '../engine/tokenizer/types';
 import { rng, sample, type SamplingOptions } from './sampling';
 
@@ -13,6 +14,8 @@ export interface DecodeOptions {
   sampling: SamplingOptions;
   stopIds: readonly number[];
   signal?: AbortSignal;
+  /** Capture each generated row's attention scores (one layer, some heads) for the attention maps. */
+  scores?: { layer: number; heads: number[]; onScores: (s: ScoresResult[]) => void };
 }
 
 /** Yields generated token ids until a stop token, the budget, or an abort. */
@@ -23,7 +26,12 @@ export async function* decodeTokens(engine: Engine, cache: KVCache, logits: Floa
     const next = sample(logits, o.sampling, random);
     if (o.stopIds.includes(next)) return;
     yield next;
-    if (i + 1 < o.maxNewTokens) logits = await engine.decode(cache, next);
+    if (i + 1 >= o.maxNewTokens) continue;
+    if (o.scores) {
+      const r = await engine.step(cache, next, undefined, { scores: { layer: o.scores.layer, heads: o.scores.heads, rows: [0] } });
+      o.scores.onScores(r.scores);
+      logits = r.logits;
+    } else logits = await engine.decode(cache, next);
   }
 }
 

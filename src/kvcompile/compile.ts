@@ -12,7 +12,7 @@
  *    (see promptcache.ts), no BOS.
  */
 import type { Engine } from '../engine/engine';
-import type { LayerRows } from '../engine/model/kv-io';
+import type { GpuLayerRows, LayerRows } from '../engine/model/kv-io';
 
 export type CompileVariant =
   | { kind: 'plain' }
@@ -27,6 +27,8 @@ export interface CompiledChunk {
   /** Positions the rows were computed at (0.. for plain and legolink0; the schema's for promptcache). */
   positions: number[];
   layers: LayerRows[];
+  /** The same rows on the GPU, when KVStore's GPU tier holds them (linking then skips the upload). */
+  gpu?: GpuLayerRows[];
 }
 
 export interface CompileContext {

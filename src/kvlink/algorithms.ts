@@ -5,6 +5,7 @@
  * | --- | --- | --- |
  * | naive | uncached tokens only | EPIC baseline |
  * | full | every token (no reuse) | EPIC baseline |
+ * | cacheblend:auto[:floor] | as cacheblend, with r picked by the loading controller (controller.ts) | CacheBlend §5 |
  * | cacheblend:r | layer 0 and the check layer fully, then the r of cached tokens with the largest squared V deviation at the check layer, plus uncached | CacheBlend §4 |
  * | legolink:k | first k tokens of every chunk but the first, plus uncached | EPIC §4 |
  * | attnlink:k | k/2 tokens each side of every chunk boundary, plus uncached | Epic (earlier) |
@@ -16,7 +17,7 @@ import type { LinkLayout } from './layout';
 export type LinkAlgorithm =
   | { kind: 'naive' }
   | { kind: 'full' }
-  | { kind: 'cacheblend'; r: number; checkLayer: number; gradual: boolean }
+  | { kind: 'cacheblend'; r: number; checkLayer: number; gradual: boolean; /** cacheblend:auto — the loading controller picks r, not below this floor */ auto?: number }
   | { kind: 'legolink'; k: number }
   | { kind: 'attnlink'; k: number }
   | { kind: 'legolink0' }
@@ -39,6 +40,11 @@ export function parseAlgorithm(spec: string): LinkAlgorithm {
     case 'promptcache':
       return { kind: name };
     case 'cacheblend': {
+      if (arg === 'auto') {
+        const floor = extra === undefined ? 0.05 : Number(extra);
+        if (!(floor >= 0 && floor <= 1)) throw new Error(`Bad quality floor in "${spec}"`);
+        return { kind: 'cacheblend', r: floor, checkLayer: 1, gradual: false, auto: floor };
+      }
       const r = num(0.15);
       if (r > 1) throw new Error(`cacheblend ratio must be in [0, 1], got ${r}`);
       return { kind: 'cacheblend', r, checkLayer: 1, gradual: extra === 'gradual' };
@@ -52,7 +58,7 @@ export function parseAlgorithm(spec: string): LinkAlgorithm {
 }
 
 export function formatAlgorithm(a: LinkAlgorithm): string {
-  if (a.kind === 'cacheblend') return `cacheblend:${a.r}${a.gradual ? ':gradual' : ''}`;
+  if (a.kind === 'cacheblend') return a.auto !== undefined ? `cacheblend:auto:${a.auto}` : `cacheblend:${a.r}${a.gradual ? ':gradual' : ''}`;
   if (a.kind === 'legolink' || a.kind === 'attnlink') return `${a.kind}:${a.k}`;
   return a.kind;
 }

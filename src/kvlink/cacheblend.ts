@@ -44,6 +44,8 @@ function topRows(dev: Map<number, number>, candidates: number[], ratio: number, 
 export async function cacheBlendPass(
   engine: Engine, cache: KVCache, layout: LinkLayout, a: CacheBlend,
   scoresFor: (passRows: number[]) => ScoresRequest | undefined = () => undefined,
+  /** Called before each layer runs (the linker loads that layer's cached rows there). */
+  beforeLayer: (l: number) => void = () => {},
 ) {
   const N = layout.tokens.length;
   const L = engine.config.nLayers;
@@ -53,7 +55,11 @@ export async function cacheBlendPass(
   const cachedRows = all.filter((i) => !always.has(i));
   const pass = engine.pass(cache);
   pass.begin(layout.tokens, all);
-  const runLayer = (l: number) => pass.layer(l, { scores: scoresFor(Array.from(pass.rows)) });
+  const runLayer = (l: number) => {
+    beforeLayer(l);
+    pass.layer(l, { scores: scoresFor(Array.from(pass.rows)) });
+    engine.ops.d.flush();
+  };
   for (let l = 0; l <= check; l++) runLayer(l);
   let chosen = cachedRows;
   const steps = a.gradual && check + 1 < L ? [Math.min(1, 2 * a.r), a.r] : [a.r];

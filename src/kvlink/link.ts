@@ -3,9 +3,11 @@
  * chosen algorithm, ready for decoding, and time every stage of the TTFT.
  *
  * Cached rows are written into the working cache at their new positions
- * (keys rotated on the way in); then the algorithm's rows are recomputed
- * through every layer with the engine's selective-row pass, each attending
- * by position id to every row; the last row's logits give the first token.
+ * (keys rotated on the way in), layer by layer: layer l + 1 of every chunk is
+ * staged while the GPU recomputes layer l (CacheBlend §5's pipelining). The
+ * algorithm's rows are recomputed through every layer with the engine's
+ * selective-row pass, each attending by position id to every row; the last
+ * row's logits give the first token.
  */
 import type { Engine } from '../engine/engine';
 import type { KVCache } from '../engine/model/kv-cache';
@@ -13,6 +15,7 @@ import type { ScoresRequest, ScoresResult } from '../engine/model/forward';
 import { staticRecomputeRows, type LinkAlgorithm } from './algorithms';
 import { layoutParts, type LinkLayout, type LinkPart } from './layout';
 import { cacheBlendPass } from './cacheblend';
+import { LoadingController } from './controller';
 
 export interface TtftBreakdown {
   /** Finding the caches (store index). */
@@ -24,6 +27,12 @@ export interface TtftBreakdown {
   /** Final norm, LM head and reading the logits back. */
   firstTokenMs: number;
   totalMs: number;
+  /** GPU busy time of the load and recompute passes (timestamp queries), null where the adapter has none. */
+  gpuMs: number | null;
+  /** How much loading and GPU work ran at the same time (staging + GPU − wall), when measurable. */
+  overlapMs: number | null;
+  /** Whether layer l + 1 was loaded while layer l recomputed. */
+  pipelined: boolean;
 }
 
 export interface LinkResult {
@@ -50,6 +59,10 @@ export interface LinkOptions {
    * the prompt after its last cached chunk (the question): one layer, some heads.
    */
   scores?: { layer: number; heads: number[] };
+  /** Load layer l + 1 while layer l recomputes (default), or load everything first. */
+  pipeline?: boolean;
+  /** CacheBlend's loading controller: measures load and recompute speed, picks the ratio for cacheblend:auto. */
+  controller?: LoadingController;
 }
 
 export function link(engine: Engine, parts: LinkPart[], algo: LinkAlgorithm, opts: LinkOptions): Promise<LinkResult> {
@@ -59,17 +72,31 @@ export function link(engine: Engine, parts: LinkPart[], algo: LinkAlgorithm, opt
 async function linkNow(engine: Engine, parts: LinkPart[], algo: LinkAlgorithm, opts: LinkOptions): Promise<LinkResult> {
   const layout = layoutParts(parts, opts.bosId);
   const N = layout.tokens.length;
+  const L = engine.config.nLayers;
   const cache = engine.newCache(N + (opts.reserve ?? 64));
   try {
     const t0 = performance.now();
     cache.setPositions(0, layout.positions);
-    if (algo.kind !== 'full') {
-      for (const s of layout.segments) {
-        engine.writeRows(cache, s.start, layout.positions.slice(s.start, s.start + s.length), s.chunk.layers);
+    // One writer per cached chunk; layer l of every chunk is staged right before layer l is recomputed.
+    const writers = algo.kind === 'full' ? [] : layout.segments.map((s, i) =>
+      ({ s, w: engine.rowWriter(cache, String(i), s.start, layout.positions.slice(s.start, s.start + s.length)) }));
+    let stagingMs = 0;
+    const loadLayer = (l: number) => {
+      const a = performance.now();
+      for (const { s, w } of writers) {
+        if (s.chunk.gpu) w.layerFromGpu(l, s.chunk.gpu[l]);
+        else w.layer(l, s.chunk.layers[l]);
       }
+      engine.ops.d.flush();
+      stagingMs += performance.now() - a;
+    };
+    const pipelined = opts.pipeline ?? true;
+    if (!pipelined) {
+      for (let l = 0; l < L; l++) loadLayer(l);
+      await engine.sync();
     }
-    await engine.sync();
-    const t1 = performance.now();
+    const timed = engine.ops.d.startGpuTimer();
+    const beforeLayer = pipelined ? loadLayer : () => {};
     let rows: number[];
     let logits: Float32Array;
     let t2: number;
@@ -79,7 +106,7 @@ async function linkNow(engine: Engine, parts: LinkPart[], algo: LinkAlgorithm, o
     const scoresFor = (passRows: number[]): ScoresRequest | undefined =>
       opts.scores && { ...opts.scores, rows: passRows.flatMap((r, i) => (r >= questionStart ? [i] : [])) };
     if (algo.kind === 'cacheblend') {
-      const r = await cacheBlendPass(engine, cache, layout, algo, scoresFor);
+      const r = await cacheBlendPass(engine, cache, layout, resolveBlend(algo, layout, opts), scoresFor, beforeLayer);
       rows = r.rows;
       t2 = r.recomputedAt;
       logits = await r.logits();
@@ -89,21 +116,43 @@ async function linkNow(engine: Engine, parts: LinkPart[], algo: LinkAlgorithm, o
       const pass = engine.pass(cache);
       pass.begin(rows.map((i) => layout.tokens[i]), rows);
       const req = scoresFor(rows);
-      for (let l = 0; l < engine.config.nLayers; l++) pass.layer(l, { scores: req });
+      for (let l = 0; l < L; l++) {
+        beforeLayer(l);
+        pass.layer(l, { scores: req });
+        engine.ops.d.flush();
+      }
       await engine.sync();
       t2 = performance.now();
       logits = await pass.logits([rows.length - 1]);
       scores = await pass.scores();
     }
+    const gpuMs = timed ? await engine.ops.d.stopGpuTimer() : null;
     const t3 = performance.now();
     const lookupMs = opts.lookupMs ?? 0;
-    const loadMs = (opts.hostLoadMs ?? 0) + (t1 - t0);
-    return {
-      cache, logits, scores, layout, recomputed: rows.length, recomputedFraction: rows.length / N,
-      ttft: { lookupMs, loadMs, recomputeMs: t2 - t1, firstTokenMs: t3 - t2, totalMs: lookupMs + loadMs + (t3 - t1) },
+    const phaseMs = t2 - t0;
+    const ttft: TtftBreakdown = {
+      lookupMs,
+      loadMs: (opts.hostLoadMs ?? 0) + stagingMs,
+      recomputeMs: phaseMs - stagingMs,
+      firstTokenMs: t3 - t2,
+      totalMs: lookupMs + (opts.hostLoadMs ?? 0) + (t3 - t0),
+      gpuMs,
+      overlapMs: gpuMs === null ? null : Math.max(0, stagingMs + gpuMs - phaseMs),
+      pipelined,
     };
+    const result: LinkResult = { cache, logits, scores, layout, recomputed: rows.length, recomputedFraction: rows.length / N, ttft };
+    opts.controller?.observe(result, engine.config.nLayers, engine.model!.kvDim);
+    return result;
   } catch (e) {
     cache.destroy();
     throw e;
   }
+}
+
+/** The CacheBlend ratio to use: the given one, or the loading controller's pick for `cacheblend:auto`. */
+function resolveBlend(a: Extract<LinkAlgorithm, { kind: 'cacheblend' }>, layout: LinkLayout, opts: LinkOptions) {
+  if (a.auto === undefined) return a;
+  const cachedTokens = layout.segments.reduce((n, s) => n + s.length, 0);
+  const r = (opts.controller ?? new LoadingController()).chooseRatio(cachedTokens, layout.tokens.length, a.auto);
+  return { ...a, r };
 }

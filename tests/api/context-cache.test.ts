@@ -71,3 +71,27 @@ test('compileContext, chatCompletion with mixed parts, corrupt blob recompiled, 
     s.close();
   }
 });
+
+test('the GPU tier serves repeated links without touching the store, and attention is streamed', async () => {
+  const s = await openModel(STORIES);
+  const store = new KVStore({ blobs: new MemoryBlobBackend(), index: new MemoryIndexBackend() });
+  await store.open();
+  const lego = new ContextCache(s.engine, { id: 'stories260K', config: s.model.config, tokenizer: s.model.tokenizer, tokenizerId: 'tok512' }, store);
+  try {
+    const ids = await lego.compileContext(['Lily had a red ball.', 'Tom had a big dog.']);
+    const messages = [{ role: 'user' as const, content: [{ type: 'cache' as const, id: ids[0] }, { type: 'cache' as const, id: ids[1] }, { type: 'text' as const, text: ' Lily' }] }];
+    const first = await collect(lego.chatCompletion({ messages, algorithm: 'naive', maxTokens: 4 }));
+    const hitsBefore = (await store.stats()).hits;
+    const second = await collect(lego.chatCompletion({ messages, algorithm: 'naive', maxTokens: 4, scores: { layer: 2, heads: [0] } }));
+    assert.equal((await store.stats()).hits, hitsBefore, 'second link read nothing from the store');
+    assert.equal(lego.gpuTier.stats().hits, 2);
+    assert.equal(second.done.text, first.done.text);
+    assert.equal(second.first.scores.length, 1);
+    const attention = second.events.filter((e) => e.type === 'attention');
+    assert.equal(attention.length, second.done.tokens - 1, 'one row per decode step after the first token');
+    await lego.expireCache(ids[0]);
+    assert.equal(lego.gpuTier.has(ids[0]), false);
+  } finally {
+    s.close();
+  }
+});

@@ -8,6 +8,8 @@ import { Ops } from '../../src/engine/ops';
 
 export interface Harness {
   gpu: NodeGpu;
+  /** Uncaptured WebGPU errors not yet checked. */
+  errors: string[];
   ops: Ops;
   upload(data: ArrayBufferView, extraUsage?: number): GPUBuffer;
   empty(bytes: number): GPUBuffer;
@@ -18,7 +20,11 @@ let shared: Promise<Harness> | null = null;
 
 // Registered at import (file level): a hook registered inside a test would run when that test ends.
 after(async () => {
-  if (shared) (await shared).gpu.release();
+  if (!shared) return;
+  const h = await shared;
+  h.gpu.release();
+  // Any WebGPU validation error during the file's tests fails it, even where no test read a buffer.
+  assert.deepEqual(h.errors, [], 'WebGPU validation errors during the tests');
 });
 
 /** One device per test file, released when the file's tests end. */
@@ -32,6 +38,7 @@ export function harness(): Promise<Harness> {
       const usage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST;
       const h: Harness = {
         gpu,
+        errors,
         ops,
         upload(data, extra = 0) {
           const size = Math.max(16, Math.ceil(data.byteLength / 16) * 16);

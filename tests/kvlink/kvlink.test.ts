@@ -148,3 +148,44 @@ test('link returns the question rows\' attention scores over the whole prompt, f
   }
   engine.destroy();
 });
+
+test('pipelined and sequential loading give the same logits; GPU time and overlap are reported', async () => {
+  const { engine, ctx, bosId, V } = await setup('gemma3');
+  const chunks = [await compileChunk(ctx, toks(12, 1, V)), await compileChunk(ctx, toks(9, 2, V))];
+  const parts: LinkPart[] = [...chunks.map((chunk) => ({ kind: 'cache' as const, chunk })), { kind: 'text', tokens: toks(3, 9, V) }];
+  for (const spec of ['legolink:4', 'cacheblend:0.3']) {
+    const a = await link(engine, parts, parseAlgorithm(spec), { bosId, pipeline: true });
+    const b = await link(engine, parts, parseAlgorithm(spec), { bosId, pipeline: false });
+    assertClose(a.logits, b.logits, 0, 0, spec);
+    assert.equal(a.ttft.pipelined, true);
+    assert.equal(b.ttft.pipelined, false);
+    if (engine.gpu.adapter.hasTimestamps) {
+      assert.ok(a.ttft.gpuMs! > 0 && a.ttft.overlapMs! >= 0, `${spec}: gpu ${a.ttft.gpuMs} overlap ${a.ttft.overlapMs}`);
+    }
+    a.cache.destroy();
+    b.cache.destroy();
+  }
+  engine.destroy();
+});
+
+test('loading controller: r hides recompute behind loading, bounded by the floor and by 1', async () => {
+  const { LoadingController } = await import('../../src/kvlink/controller');
+  const c = new LoadingController();
+  assert.equal(c.chooseRatio(1000, 1010, 0.05), 0.15, 'CacheBlend default before any measurement');
+  c.loadMsPerTokenLayer = 0.002;
+  c.recomputeMsPerTokenLayer = 0.01;
+  // Loading a layer of 1000 tokens takes 2 ms: time to recompute 200 tokens, 10 of them uncached.
+  assert.ok(Math.abs(c.chooseRatio(1000, 1010, 0.05) - 0.19) < 1e-9);
+  assert.equal(c.chooseRatio(1000, 1010, 0.3), 0.3, 'quality floor');
+  c.loadMsPerTokenLayer = 1;
+  assert.equal(c.chooseRatio(1000, 1010, 0.05), 1);
+  const { engine, ctx, bosId, V } = await setup('stories');
+  const chunks = [await compileChunk(ctx, toks(20, 1, V)), await compileChunk(ctx, toks(20, 2, V))];
+  const parts: LinkPart[] = [...chunks.map((chunk) => ({ kind: 'cache' as const, chunk })), { kind: 'text', tokens: [5, 6] }];
+  const ctl = new LoadingController();
+  const r = await link(engine, parts, parseAlgorithm('cacheblend:auto:0.1'), { bosId, controller: ctl });
+  assert.ok(r.recomputed >= Math.ceil(0.1 * 42) + 2, 'at least the floor');
+  assert.ok(ctl.loadMsPerTokenLayer! > 0 && ctl.recomputeMsPerTokenLayer! > 0, 'the link was observed');
+  r.cache.destroy();
+  engine.destroy();
+});

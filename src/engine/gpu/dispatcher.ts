@@ -8,6 +8,8 @@
 export type Param = { u32: number } | { i32: number } | { f32: number };
 export type Binding = GPUBuffer | { buffer: GPUBuffer; offset?: number; size?: number };
 
+import { GpuTimer } from './timer';
+
 const SLOT = 256;
 
 /** The device is gone (driver reset, GPU removed, or destroyed); a new one must be created. */
@@ -97,8 +99,27 @@ export class Dispatcher {
 
   private beginPass(): GPUComputePassEncoder {
     if (!this.encoder) this.encoder = this.device.createCommandEncoder();
-    if (!this.pass) this.pass = this.encoder.beginComputePass();
+    if (!this.pass) this.pass = this.encoder.beginComputePass({ timestampWrites: this.timer?.passWrites() });
     return this.pass;
+  }
+
+  /** Present when the device has timestamp queries. */
+  private timer: GpuTimer | null = null;
+
+  /** Starts summing the GPU time of compute passes; false when the adapter cannot. */
+  startGpuTimer(): boolean {
+    if (!this.device.features.has('timestamp-query')) return false;
+    this.flush();
+    this.timer ??= new GpuTimer(this.device);
+    this.timer.start();
+    return true;
+  }
+
+  /** GPU milliseconds of the passes since startGpuTimer, or null without timestamp queries. */
+  async stopGpuTimer(): Promise<number | null> {
+    if (!this.timer?.running) return null;
+    this.flush();
+    return this.timer.stop(this.commandEncoder(), (b, o, n) => this.read(b, o, n));
   }
 
   /** The current encoder with no compute pass open, for copies between dispatches. */
@@ -145,6 +166,7 @@ export class Dispatcher {
   }
 
   destroy() {
+    this.timer?.destroy();
     for (const b of this.staging) b.destroy();
     this.staging = [];
     this.uniform.destroy();
