@@ -43,7 +43,8 @@ for (const spec of a.algorithms!.split(',')) {
   rows.push({ algorithm: spec, tokens: r.layout.tokens.length, recomputed: r.recomputed, ...t });
   console.log(
     `[${adapter}] ${c.name} ${spec}: TTFT ${t.totalMs.toFixed(0)} ms (load ${t.loadMs.toFixed(0)}, recompute ${t.recomputeMs.toFixed(0)}, ` +
-      `first token ${t.firstTokenMs.toFixed(0)}), recomputed ${r.recomputed}/${r.layout.tokens.length} tokens`,
+      `first token ${t.firstTokenMs.toFixed(0)}${t.gpuMs === null ? '' : `; GPU busy ${t.gpuMs.toFixed(0)}, load/GPU overlap ${t.overlapMs!.toFixed(0)}`}), ` +
+      `recomputed ${r.recomputed}/${r.layout.tokens.length} tokens`,
   );
 }
 const ttft = (spec: string) => rows.find((r) => r.algorithm === spec)?.totalMs as number | undefined;
