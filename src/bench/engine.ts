@@ -13,14 +13,19 @@ import { openModel } from '../node/session';
 import type { ModelConfig } from '../engine/model/config';
 import { bestMatmul } from './matmul';
 
-const { values: a } = parseArgs({ options: { json: { type: 'string' }, lengths: { type: 'string', default: '128,512,2048' }, models: { type: 'string' } } });
+const { values: a } = parseArgs({
+  options: { json: { type: 'string' }, lengths: { type: 'string' }, models: { type: 'string' }, budget: { type: 'string', default: '120' } },
+});
+/** Seconds one prefill may be expected to take before a longer length is skipped (unless --lengths names it). */
+const budgetS = Number(a.budget);
 const root = join(import.meta.dirname, '../..');
 const candidates: Record<string, string> = {
   stories260K: join(root, 'public/models/stories260K/stories260K.bin'),
   'gemma-3-270m': join(root, '.cache/models/gemma-3-270m-q4_k_m.gguf'),
 };
 const wanted = a.models ? a.models.split(',') : Object.keys(candidates);
-const lengths = a.lengths!.split(',').map(Number);
+const forced = !!a.lengths;
+const lengths = (a.lengths ?? '128,512,2048').split(',').map(Number);
 
 /** FLOPs of a causal prefill of n tokens: 2 per weight per token in matmuls, plus QKᵀ and PV over n(n+1)/2 pairs. */
 export function prefillFlops(c: ModelConfig, n: number): { matmul: number; attention: number } {
@@ -48,7 +53,14 @@ for (const name of wanted) {
   const e = s.engine;
   const mm = await bestMatmul(e, 2048, c.hidden, c.nHeads * c.headDim + 2 * c.nKvHeads * c.headDim, s.engine.model!.dtype);
   console.log(`[${adapter}] ${name}: best standalone matmul [2048x${c.hidden}]·[${c.hidden}x${c.nHeads * c.headDim + 2 * c.nKvHeads * c.headDim}] = ${mm.gflops.toFixed(2)} GFLOP/s (${mm.variant})`);
+  let gflopsSoFar = 0;
   for (const n of lengths) {
+    const f0 = prefillFlops(c, n);
+    const estimateS = gflopsSoFar ? (f0.matmul + f0.attention) / gflopsSoFar / 1e9 : 0;
+    if (!forced && estimateS > budgetS) {
+      console.log(`[${adapter}] ${name} prefill ${n}: skipped, about ${estimateS.toFixed(0)} s on this adapter (over --budget ${budgetS}; --lengths ${n} forces it)`);
+      continue;
+    }
     const tokens = Array.from({ length: n }, (_, i) => (i * 7919 + 13) % c.vocabSize);
     const cache = e.newCache(n + 64);
     await e.prefill(cache, tokens.slice(0, Math.min(n, 16)), undefined, { logits: 'last' }); // warm pipelines
@@ -58,6 +70,7 @@ for (const name of wanted) {
     const ms = performance.now() - t0;
     const f = prefillFlops(c, n);
     const gflops = (f.matmul + f.attention) / ms / 1e6;
+    gflopsSoFar = gflops;
     let decode = 0;
     if (n === lengths[0]) {
       const steps = 16;
