@@ -101,6 +101,7 @@ async function linkNow(engine: Engine, parts: LinkPart[], algo: LinkAlgorithm, o
     let logits: Float32Array;
     let t2: number;
     let scores: ScoresResult[] = [];
+    let tFirst = 0;
     const lastCached = layout.segments.length ? layout.segments[layout.segments.length - 1] : null;
     const questionStart = lastCached ? lastCached.start + lastCached.length : 0;
     const scoresFor = (passRows: number[]): ScoresRequest | undefined =>
@@ -110,6 +111,7 @@ async function linkNow(engine: Engine, parts: LinkPart[], algo: LinkAlgorithm, o
       rows = r.rows;
       t2 = r.recomputedAt;
       logits = await r.logits();
+      tFirst = performance.now();
       scores = await r.scores();
     } else {
       rows = staticRecomputeRows(layout, algo);
@@ -124,10 +126,12 @@ async function linkNow(engine: Engine, parts: LinkPart[], algo: LinkAlgorithm, o
       await engine.sync();
       t2 = performance.now();
       logits = await pass.logits([rows.length - 1]);
+      tFirst = performance.now();
       scores = await pass.scores();
     }
+    // The first token is ready once its logits are read; scores and GPU timings are read after.
+    const t3 = tFirst;
     const gpuMs = timed ? await engine.ops.d.stopGpuTimer() : null;
-    const t3 = performance.now();
     const lookupMs = opts.lookupMs ?? 0;
     const phaseMs = t2 - t0;
     const ttft: TtftBreakdown = {
