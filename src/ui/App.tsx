@@ -1,54 +1,86 @@
 /**
- * The page: the model picker, a prompt, and the streamed completion. Worker
- * calls live in actions.ts; all model output is rendered as text.
+ * The page: the studio (documents → chunks → compile → link and ask, the
+ * attention-sink maps, charts, the cache library, the guided demo), then the
+ * model picker and plain generation. Worker calls live in the *-actions.ts
+ * files; all user text and model output is rendered as text.
  */
-import { useEffect, useState } from 'react';
+import { useEffect } from 'react';
+import { useShallow } from 'zustand/react/shallow';
 import { useApp } from './store';
+import { useStudio } from './studio-store';
 import { NoWebGPU } from './NoWebGPU';
 import { ModelPicker } from './ModelPicker';
-import { generate, startEngine, stopGenerate } from './actions';
+import { Playground } from './Playground';
+import { DocumentsPanel } from './DocumentsPanel';
+import { Composer } from './Composer';
+import { AnswerCards } from './AnswerCards';
+import { AttentionPanel } from './AttentionPanel';
+import { ChartsPanel } from './ChartsPanel';
+import { CacheLibrary } from './CacheLibrary';
+import { DemoPanel } from './DemoPanel';
+import { startEngine } from './actions';
+import { hydrateStudio } from './persist';
+import { resplitStale } from './doc-actions';
+
+const NAV = [
+  ['demo', 'Demo'], ['documents', 'Documents'], ['ask', 'Ask'], ['attention', 'Attention map'], ['charts', 'Charts'],
+  ['library', 'Cache library'], ['model', 'Model'],
+] as const;
 
 export function App() {
-  const s = useApp();
-  const [prompt, setPrompt] = useState('Once upon a time');
-  const [steps, setSteps] = useState(120);
-  const [temperature, setTemperature] = useState(0);
+  // Not the streamed output: App re-renders only when these change.
+  const s = useApp(useShallow((a) => ({ fatal: a.fatal, adapter: a.adapter, model: a.model, progress: !!a.progress, notice: a.notice })));
+  const hydrated = useStudio((x) => x.hydrated);
+  const modelKey = s.model?.cacheKey;
 
   useEffect(() => {
+    void hydrateStudio();
     void startEngine();
   }, []);
+  useEffect(() => {
+    if (hydrated && modelKey) void resplitStale(modelKey);
+  }, [hydrated, modelKey]);
 
   if (s.fatal) return <NoWebGPU title={s.fatal.title} message={s.fatal.message} />;
 
   return (
     <main className="page">
-      <header>
-        <h1>LegoKV</h1>
-        <p className="tagline">Position-independent KV caching of LLMs, on your GPU, in the browser.</p>
-        <p className="adapter" data-testid="adapter">
-          {s.adapter
-            ? `Adapter: ${s.adapter.description}${s.adapter.isFallback ? ' (fallback, CPU)' : ''} · f16 ${s.adapter.hasF16 ? 'yes' : 'no'}`
-            : 'Starting WebGPU…'}
-        </p>
-      </header>
-      <ModelPicker />
-      <section className="prompt">
-        <textarea aria-label="Prompt" value={prompt} onChange={(e) => setPrompt(e.target.value)} rows={3} />
-        <div className="row">
-          <label>Steps <input aria-label="Steps" type="number" min={2} max={4096} value={steps} onChange={(e) => setSteps(Number(e.target.value))} /></label>
-          <label>Temperature <input aria-label="Temperature" type="number" min={0} max={2} step={0.1} value={temperature} onChange={(e) => setTemperature(Number(e.target.value))} /></label>
-          <button onClick={() => void generate({ prompt, steps, temperature })} disabled={!s.model || s.running || !!s.progress}>Generate</button>
-          <button onClick={stopGenerate} disabled={!s.running}>Stop</button>
+      <header className="top">
+        <div>
+          <h1>LegoKV studio</h1>
+          <p className="tagline">Position-independent KV caching of LLMs, on your GPU, in the browser.</p>
         </div>
-      </section>
+        <div className="status small">
+          <p className="adapter" data-testid="adapter">
+            {s.adapter
+              ? `Adapter: ${s.adapter.description}${s.adapter.isFallback ? ' (fallback, CPU)' : ''} · f16 ${s.adapter.hasF16 ? 'yes' : 'no'}`
+              : 'Starting WebGPU…'}
+          </p>
+          <p data-testid="header-model">
+            {s.model ? `Model: ${s.model.id} · ${s.model.layers} layers × ${s.model.heads} heads` : s.progress ? 'Loading the model…' : 'No model loaded'}
+            {' '}<a href="#model">change</a>
+          </p>
+        </div>
+      </header>
+      <nav className="nav" aria-label="Sections">
+        {NAV.map(([id, label]) => <a key={id} href={`#${id}`}>{label}</a>)}
+      </nav>
       {s.notice && <p role="alert" className="notice">{s.notice}</p>}
-      <pre className="output" data-testid="output">{s.output}</pre>
-      {s.stats && (
-        <p data-testid="stats" className="muted">
-          {s.stats.promptTokens} prompt tokens · TTFT {s.stats.ttftMs.toFixed(0)} ms · {s.stats.generatedTokens} tokens at{' '}
-          {s.stats.decodeTokensPerS.toFixed(1)} tok/s
-        </p>
-      )}
+      <DemoPanel />
+      <div className="studio-grid">
+        <DocumentsPanel />
+        <div className="col sticky">
+          <Composer />
+          <AnswerCards />
+        </div>
+      </div>
+      <AttentionPanel />
+      <ChartsPanel />
+      <CacheLibrary />
+      <div id="model" className="studio-grid">
+        <ModelPicker />
+        <Playground />
+      </div>
     </main>
   );
 }

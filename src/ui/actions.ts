@@ -13,6 +13,9 @@ let genJob: number | null = null;
 
 const state = () => useApp.getState();
 
+/** The worker client, once started (the studio's actions use it too). */
+export const engineClient = (): EngineClient | null => client;
+
 /** The Hub address: `?hub=http://127.0.0.1:PORT` in the page URL overrides https://huggingface.co (tests, mirrors). */
 export function hubEndpoint(): string | undefined {
   const v = new URLSearchParams(location.search).get('hub');

@@ -2,6 +2,7 @@
 import type {
   Event, GenerateRequest, GenerateResult, InitResult, ListCachedResult, LoadResult, LoadStage, ModelSource, Request,
 } from './protocol';
+import type { StudioEvent, StudioRequest } from './studio-protocol';
 
 export type LoadProgressFn = (stage: LoadStage, loaded: number, total: number, file?: string) => void;
 
@@ -79,6 +80,13 @@ export class EngineClient {
   generate(req: GenerateRequest, onText: (t: string) => void) {
     return this.call<GenerateResult>({ type: 'generate', req } as Omit<Request, 'id'>, (e) => {
       if (e.type === 'token') onText(e.text);
+    });
+  }
+
+  /** A studio request (split, compile, library, ask, sweep); its events stream to `onEvent`. Cancel with its id. */
+  studio<T>(req: StudioRequest, onEvent?: (e: StudioEvent) => void): { id: number; result: Promise<T> } {
+    return this.call<T>(req as Omit<Request, 'id'>, (e) => {
+      if (e.type === 'studio') onEvent?.(e.ev);
     });
   }
 

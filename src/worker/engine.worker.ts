@@ -11,12 +11,16 @@ import { decodeTokens, TextStream } from '../generate/generate';
 import { parseModel, resolveSource } from './sources';
 import { deleteCachedModel, listCachedModels, opfsRoot } from './opfs-cache';
 import type { Event, GenerateRequest, InitResult, LoadResult, Request, GenerateResult, ModelSource } from './protocol';
+import { STUDIO_TYPES, StudioWorker, type ModelSession } from './studio';
+import type { StudioRequest } from './studio-protocol';
 
 let gpu: GpuContext | null = null;
 let engine: Engine | null = null;
 let model: LoadedModel | null = null;
 /** What the loaded model was loaded from, to load it again after a lost device. */
 let modelRef: { ref: ModelSource; weightDtype: 'f32' | 'f16' } | null = null;
+/** Names the loaded weights, their precision and tokenizer: part of every cache id. */
+let modelKey = '';
 const aborts = new Map<number, AbortController>();
 
 const post = (e: Event) => (self as unknown as Worker).postMessage(e);
@@ -66,17 +70,28 @@ async function load(id: number, ref: ModelSource, requested?: 'f32' | 'f16'): Pr
     throw err;
   }
   model = m;
+  modelKey = `${resolved.name}|${weightDtype}`;
   // Files from disk stay readable; a Hub model comes back from the cache (or the network) after a lost device.
   modelRef = { ref: resolved.cacheKey && ref.kind === 'files' ? { kind: 'cached', key: resolved.cacheKey } : ref, weightDtype };
   const c = m.config;
   return {
-    id: resolved.name, source: resolved.source, arch: c.arch, params, layers: c.nLayers, hidden: c.hidden,
+    id: resolved.name, source: resolved.source, arch: c.arch, params, layers: c.nLayers, heads: c.nHeads, hidden: c.hidden,
     vocab: c.vocabSize, gpuBytes: gm.bytes, hasChatTemplate: !!m.tokenizer.applyChatTemplate,
+    cacheKey: modelKey,
   };
 }
 
+/** The engine and model, loaded again first when the device was lost. */
+async function session(): Promise<ModelSession> {
+  if (!engine && modelRef) await load(0, modelRef.ref, modelRef.weightDtype);
+  if (!engine || !model) throw new Error('No model is loaded');
+  return { engine, model, key: modelKey };
+}
+
+const studio = new StudioWorker(session);
+
 async function generate(id: number, req: GenerateRequest): Promise<GenerateResult> {
-  if (!engine && modelRef) await load(id, modelRef.ref, modelRef.weightDtype);
+  await session();
   if (!engine || !model) throw new Error('No model is loaded');
   const ac = new AbortController();
   aborts.set(id, ac);
@@ -125,7 +140,12 @@ self.onmessage = async (ev: MessageEvent<Request>) => {
     else if (r.type === 'simulate-device-loss') result = gpu?.device.destroy();
     else if (r.type === 'list-cached') result = await listCachedModels(await opfsRoot());
     else if (r.type === 'delete-cached') result = await deleteCachedModel(await opfsRoot(), r.key);
-    else result = await generate(r.id, r.req);
+    else if (r.type === 'generate') result = await generate(r.id, r.req);
+    else if (STUDIO_TYPES.has(r.type)) {
+      const ac = new AbortController();
+      aborts.set(r.id, ac);
+      result = await studio.handle(r as StudioRequest, ac.signal, (ev) => post({ id: r.id, type: 'studio', ev }));
+    }
     post({ id: r.id, type: 'done', result });
   } catch (e) {
     const err = e as Error;

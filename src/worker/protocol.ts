@@ -1,5 +1,6 @@
 /** Messages between the page and the inference worker. */
 import type { AdapterSummary } from '../engine/gpu/device';
+import type { StudioEvent, StudioRequest } from './studio-protocol';
 
 /** A model served with the app: a URL folder and the files to fetch from it. */
 export interface BundledModelRef {
@@ -76,7 +77,8 @@ export type Request =
   | { id: number; type: 'list-cached' }
   | { id: number; type: 'delete-cached'; key: string }
   | { id: number; type: 'generate'; req: GenerateRequest }
-  | { id: number; type: 'cancel'; target: number };
+  | { id: number; type: 'cancel'; target: number }
+  | ({ id: number } & StudioRequest);
 
 export interface ModelInfo {
   id: string;
@@ -85,10 +87,14 @@ export interface ModelInfo {
   arch: string;
   params: number;
   layers: number;
+  /** Query heads per layer (the attention maps pick one). */
+  heads: number;
   hidden: number;
   vocab: number;
   gpuBytes: number;
   hasChatTemplate: boolean;
+  /** Names weights, precision and tokenizer in cache ids (the studio's chunks are cut and hashed for it). */
+  cacheKey: string;
 }
 
 export interface GenerateStats {
@@ -108,6 +114,7 @@ export type LoadStage = 'download' | 'cache' | 'parse' | 'upload';
 export type Event =
   | { id: number; type: 'progress'; stage: LoadStage; loaded: number; total: number; file?: string }
   | { id: number; type: 'token'; text: string }
+  | { id: number; type: 'studio'; ev: StudioEvent }
   | { id: number; type: 'done'; result: unknown }
   | { id: number; type: 'error'; name: string; message: string }
   | { id: -1; type: 'device-lost'; message: string };

@@ -1,0 +1,262 @@
+/**
+ * The studio in real headless Chromium on WebGPU (SwiftShader), with the
+ * bundled stories260K, driven through the UI with real mouse and drag
+ * events: documents dropped (a DataTransfer drop with Files made in the page)
+ * and picked (the file input), compiled, still listed after a reload, linked
+ * in a new order by drag and drop, asked with three algorithms; answers with
+ * TTFT, a drawn attention map and a TTFT chart. Bad files get clear alerts.
+ * Screenshots of the main screens go to test-results/screens/.
+ */
+import { test, expect, type Page } from '@playwright/test';
+import { readFile } from 'node:fs/promises';
+
+const LILY = 'Lily had a red kite. She ran to the hill to fly it every day.\n\nOne day the string broke and the kite flew away. Lily was sad, but her friend Ben helped her find it in a tree.';
+const TOM = 'Tom had a big dog named Max. Max liked to run in the park.\n\nOne day Max jumped into the pond to get a blue ball. Tom laughed and gave him a warm towel.';
+const HTML = '<!doctype html><html><head><title>t</title><style>p { color: red }</style><script>window.pwned = 1; document.title = "x";</script></head><body><h1>Sue and the bird</h1><p>Sue saw a little bird in the garden.</p><p>The bird sang a <b>happy</b> song.</p></body></html>';
+
+/** Drops files made in the page onto a drop zone, as a browser does for files dragged from the desktop. */
+async function dropFiles(page: Page, testId: string, files: { name: string; type: string; text?: string; bytes?: number[] }[]) {
+  const dt = await page.evaluateHandle((fs) => {
+    const dt = new DataTransfer();
+    for (const f of fs) dt.items.add(new File([f.bytes ? new Uint8Array(f.bytes) : f.text ?? ''], f.name, { type: f.type }));
+    return dt;
+  }, files);
+  await page.getByTestId(testId).dispatchEvent('dragover', { dataTransfer: dt });
+  await page.getByTestId(testId).dispatchEvent('drop', { dataTransfer: dt });
+}
+
+async function ready(page: Page) {
+  await expect(page.getByTestId('model-ready')).toContainText('stories260K');
+}
+
+/** True when the canvas holds more than a handful of distinct colours (a drawn heatmap, not a blank box). */
+function canvasColours(page: Page, index: number) {
+  return page.getByTestId('attention-canvas').nth(index).evaluate((c: HTMLCanvasElement) => {
+    const d = c.getContext('2d')!.getImageData(0, 0, c.width, c.height).data;
+    const seen = new Set<number>();
+    for (let i = 0; i < d.length; i += 4) if (d[i + 3] > 0) seen.add((d[i] << 16) | (d[i + 1] << 8) | d[i + 2]);
+    return seen.size;
+  });
+}
+
+test('documents → compile → reload → link in a new order → three algorithms, attention map and TTFT chart', async ({ page }) => {
+  await page.goto('/');
+  await ready(page);
+
+  // Two documents dropped, one HTML file picked (its tags and script are not kept).
+  await dropFiles(page, 'doc-dropzone', [{ name: 'lily.txt', type: 'text/plain', text: LILY }, { name: 'tom.md', type: 'text/markdown', text: TOM }]);
+  await expect(page.getByTestId('document')).toHaveCount(2);
+  await page.getByLabel('Add document files').setInputFiles({ name: 'sue.html', mimeType: 'text/html', buffer: Buffer.from(HTML) });
+  await expect(page.getByTestId('document')).toHaveCount(3);
+  const sue = page.getByTestId('document').filter({ hasText: 'sue.html' });
+  await expect(sue.getByTestId('chunk').first()).toContainText('Sue saw a little bird');
+  await expect(sue).not.toContainText('pwned');
+  expect(await page.evaluate(() => (window as unknown as { pwned?: number }).pwned)).toBeUndefined();
+
+  // Smaller chunks for Lily's story, then one boundary moved by hand: a click in the text cuts it there.
+  const lily = page.getByTestId('document').filter({ hasText: 'lily.txt' });
+  await lily.getByLabel('Chunk tokens (lily.txt)').fill('24');
+  await expect(lily.getByTestId('chunk')).not.toHaveCount(2);
+  // Where the middle character of the first chunk is drawn (a Range over the text node), clicked with the mouse.
+  const at = await lily.locator('.chunk-text').first().evaluate((el) => {
+    const node = el.firstChild!;
+    const r = document.createRange();
+    const mid = Math.floor((node.textContent ?? '').length / 2);
+    r.setStart(node, mid);
+    r.setEnd(node, mid + 1);
+    const b = r.getBoundingClientRect();
+    return { x: b.left + 1, y: b.top + b.height / 2 };
+  });
+  const oldFirst = (await lily.locator('.chunk-text').first().textContent())!;
+  await page.mouse.click(at.x, at.y);
+  await expect(lily.getByLabel('Split mode (lily.txt)')).toHaveValue('boundaries');
+  await expect(lily.locator('.chunk-text').first()).not.toHaveText(oldFirst);
+  const [a, b] = await lily.locator('.chunk-text').allTextContents();
+  expect(`${a} ${b}`).toBe(oldFirst);
+
+  // Compile every chunk, with per-chunk progress.
+  const total = await page.getByTestId('chunk').count();
+  await page.getByRole('button', { name: 'Compile all chunks' }).click();
+  await expect(page.getByTestId('compile-progress')).toContainText(`Compiled ${total} of ${total} chunks`);
+  await expect(page.getByTestId('cache-entry')).toHaveCount(total);
+  await page.screenshot({ path: 'test-results/screens/studio-documents.png', fullPage: true });
+
+  // After a reload the documents, chunks and caches are still there.
+  await page.reload();
+  await ready(page);
+  await expect(page.getByTestId('document')).toHaveCount(3);
+  await expect(page.getByTestId('cache-entry')).toHaveCount(total);
+  await expect(page.getByTestId('library-stats')).toContainText(`${total} caches`);
+
+  // Composer: Tom's first chunk by its button, Lily's first and Sue's by real drags; then reorder by dragging.
+  const tom = page.getByTestId('document').filter({ hasText: 'tom.md' });
+  await tom.getByRole('button', { name: 'Add tom.md · 1 to the composer' }).click();
+  const end = page.getByTestId('composer-end');
+  await lily.getByTestId('chunk').first().locator('.grip').dragTo(end);
+  await sue.getByTestId('chunk').first().locator('.grip').dragTo(end);
+  const items = page.getByTestId('composer-item');
+  await expect(items).toHaveCount(3);
+  await expect(items.nth(0)).toContainText('tom.md · 1');
+  await expect(items.nth(1)).toContainText('lily.txt · 1');
+  await items.nth(2).dragTo(items.nth(0));
+  await expect(items.nth(0)).toContainText('sue.html · 1');
+  await expect(items.nth(1)).toContainText('tom.md · 1');
+  // And with the keyboard buttons.
+  await page.getByRole('button', { name: 'Move lily.txt · 1 up' }).click();
+  await expect(items.nth(1)).toContainText('lily.txt · 1');
+  await expect(items.nth(2)).toContainText('tom.md · 1');
+
+  // Three algorithms.
+  await page.getByLabel('Question').fill('\nOne day, Lily and Max');
+  await page.getByLabel('Answer tokens').fill('12');
+  for (const [algo, spec] of [['naive', 'naive'], ['legolink', 'legolink:16'], ['full', 'full']]) {
+    await page.getByLabel('Linking algorithm').selectOption(algo);
+    await page.getByRole('button', { name: `Ask (${spec})` }).click();
+    const card = page.getByTestId('answer-card').filter({ has: page.getByRole('heading', { name: spec }) }).first();
+    await expect(card).toContainText('done');
+    await expect(card.getByTestId('ttft')).toHaveText(/^\d+(\.\d)? ms$/);
+    await expect(card.getByTestId('answer-text')).not.toHaveText('…');
+  }
+  const full = page.getByTestId('answer-card').filter({ has: page.getByRole('heading', { name: 'full' }) }).first();
+  const naive = page.getByTestId('answer-card').filter({ has: page.getByRole('heading', { name: 'naive' }) }).first();
+  const [fullRe, naiveRe] = [await full.getByTestId('recomputed').textContent(), await naive.getByTestId('recomputed').textContent()];
+  const n = (s: string | null) => Number(/^(\d+) of (\d+)/.exec(s ?? '')![1]);
+  expect(n(naiveRe)).toBeLessThan(n(fullRe));
+
+  // Attention maps side by side (naive and legolink:16) and the TTFT chart.
+  await page.getByTestId('map-0').scrollIntoViewIfNeeded();
+  expect(await canvasColours(page, 0)).toBeGreaterThan(20);
+  expect(await canvasColours(page, 1)).toBeGreaterThan(20);
+  await expect(page.getByTestId('sink-share').first()).toContainText('sue.html · 1');
+  const canvas = page.getByTestId('attention-canvas').first();
+  const cb = (await canvas.boundingBox())!;
+  await page.mouse.move(cb.x + 3, cb.y + 40);
+  await expect(page.getByRole('tooltip')).toContainText('→ key');
+  await canvas.focus();
+  await page.keyboard.press('ArrowRight');
+  await expect(page.getByRole('tooltip')).toContainText('question token');
+  await page.screenshot({ path: 'test-results/screens/studio-attention.png', fullPage: false });
+  const bars = page.getByTestId('ttft-chart').locator('svg.recharts-surface .recharts-bar-rectangle');
+  expect(await bars.count()).toBeGreaterThanOrEqual(3);
+  // Export as PNG (the SVG drawn on a canvas) and as JSON.
+  for (const [kind, file] of [['PNG', 'ttft-breakdown.png'], ['JSON', 'ttft-breakdown.json']]) {
+    const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: `Export TTFT breakdown as ${kind}` }).click()]);
+    expect(download.suggestedFilename()).toBe(file);
+    const body = await readFile((await download.path())!);
+    expect(kind === 'PNG' ? body.subarray(1, 4).toString() : JSON.parse(body.toString()).length).toBe(kind === 'PNG' ? 'PNG' : 3);
+  }
+
+  // Compare: five algorithms side by side; LegoLink-0's chunks are compiled on demand (their own variant).
+  await page.getByRole('button', { name: 'Compare 5 algorithms' }).click();
+  const latest = page.getByTestId('answers-latest').getByTestId('answer-card');
+  await expect(latest).toHaveCount(5);
+  for (let i = 0; i < 5; i++) await expect(latest.nth(i)).toContainText('done');
+  await expect(latest.filter({ has: page.getByRole('heading', { name: 'legolink0' }) })).toContainText('compiled first');
+  await expect(page.getByTestId('cache-entry')).toHaveCount(total + 3);
+
+  // Stop ends a long answer early.
+  await page.getByLabel('Answer tokens').fill('400');
+  await page.getByRole('button', { name: 'Ask (full)' }).click();
+  await expect(latest).toHaveCount(6);
+  const long = latest.nth(5);
+  await expect(long.getByTestId('ttft')).toBeVisible();
+  await page.getByRole('button', { name: 'Stop answering' }).click();
+  await expect(long).toContainText('stopped');
+
+  // A small TTFT sweep draws one line per algorithm.
+  await page.getByLabel('Sweep chunk tokens').fill('16');
+  await page.getByLabel('Sweep context lengths').fill('32, 64');
+  await page.getByRole('button', { name: 'Run sweep' }).click();
+  await expect(page.getByTestId('sweep-chart').locator('svg.recharts-surface .recharts-line')).toHaveCount(3);
+  await page.getByTestId('sweep-chart').scrollIntoViewIfNeeded();
+  await page.screenshot({ path: 'test-results/screens/studio-charts.png' });
+  await page.screenshot({ path: 'test-results/screens/studio-full.png', fullPage: true });
+});
+
+test('bad files get clear messages and are not added', async ({ page }) => {
+  await page.goto('/');
+  await ready(page);
+  await dropFiles(page, 'doc-dropzone', [
+    { name: 'photo.txt', type: 'text/plain', bytes: [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 0x0d, 0x49, 0x48, 0x44, 0x52] },
+    { name: 'empty.md', type: 'text/markdown', text: '  \n\n ' },
+    { name: 'tool.exe', type: 'application/octet-stream', bytes: [0x4d, 0x5a, 0, 0] },
+  ]);
+  const alerts = page.getByTestId('import-error');
+  await expect(alerts).toHaveCount(3);
+  await expect(alerts.nth(0)).toContainText('does not look like text');
+  await expect(alerts.nth(1)).toContainText('empty');
+  await expect(alerts.nth(2)).toContainText('not a supported document');
+  await expect(page.getByTestId('document')).toHaveCount(0);
+  await page.getByTestId('doc-dropzone').scrollIntoViewIfNeeded();
+  await page.screenshot({ path: 'test-results/screens/studio-bad-files.png' });
+  await alerts.nth(0).getByRole('button', { name: 'Dismiss this message' }).click();
+  await expect(alerts).toHaveCount(2);
+});
+
+/** A one-page PDF with a text layer, written by hand (pdfjs tolerates approximate xref offsets, but these are exact). */
+function tinyPdf(text: string): Buffer {
+  const stream = `BT /F1 18 Tf 20 100 Td (${text}) Tj ET`;
+  const objs = [
+    '<< /Type /Catalog /Pages 2 0 R >>',
+    '<< /Type /Pages /Kids [3 0 R] /Count 1 >>',
+    '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 400 144] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >>',
+    `<< /Length ${stream.length} >>\nstream\n${stream}\nendstream`,
+    '<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>',
+  ];
+  let out = '%PDF-1.4\n';
+  const offsets: number[] = [];
+  objs.forEach((o, i) => {
+    offsets.push(out.length);
+    out += `${i + 1} 0 obj\n${o}\nendobj\n`;
+  });
+  const xref = out.length;
+  out += `xref\n0 ${objs.length + 1}\n0000000000 65535 f \n${offsets.map((o) => `${String(o).padStart(10, '0')} 00000 n \n`).join('')}`;
+  out += `trailer\n<< /Size ${objs.length + 1} /Root 1 0 R >>\nstartxref\n${xref}\n%%EOF\n`;
+  return Buffer.from(out, 'latin1');
+}
+
+test('a PDF (through pdfjs) and pasted text become documents; evaluation results become the Pareto plot', async ({ page }) => {
+  await page.goto('/');
+  await ready(page);
+  await page.getByLabel('Add document files').setInputFiles({ name: 'ball.pdf', mimeType: 'application/pdf', buffer: tinyPdf('Max found a blue ball in the park.') });
+  const pdf = page.getByTestId('document').filter({ hasText: 'ball.pdf' });
+  await expect(pdf.getByTestId('chunk').first()).toContainText('Max found a blue ball in the park.');
+  await page.getByText('Paste text').click();
+  await page.getByLabel('Name of the pasted document').fill('note');
+  await page.getByLabel('Pasted document text').fill('<b>Sue</b> had a cat.');
+  await page.getByRole('button', { name: 'Add pasted text' }).click();
+  await expect(page.getByTestId('document').filter({ hasText: 'note' }).getByTestId('chunk')).toHaveText(/<b>Sue<\/b> had a cat\./);
+  // An evaluation results file becomes the accuracy-against-TTFT plot.
+  const results = { kind: 'eval', results: [
+    { algorithm: 'full', accuracy: 0.8, ttft_ms_mean: 90, agreement_with_full: 1 },
+    { algorithm: 'naive', accuracy: 0.3, ttft_ms_mean: 10, agreement_with_full: 0.4 },
+    { algorithm: 'legolink:16', accuracy: 0.75, ttft_ms_mean: 20, agreement_with_full: 0.9 },
+  ] };
+  await page.getByLabel('Evaluation results file').setInputFiles({ name: 'eval.json', mimeType: 'application/json', buffer: Buffer.from(JSON.stringify(results)) });
+  await expect(page.getByTestId('pareto-chart').locator('.recharts-scatter-symbol')).toHaveCount(6);
+  await page.getByLabel('Pareto metric').selectOption('agreement');
+  await expect(page.getByTestId('pareto-chart')).toContainText('legolink:16');
+});
+
+test('guided demo: sample stories, compile, naive and legolink maps; a lost device recovers', async ({ page }) => {
+  await page.goto('/?debug');
+  await ready(page);
+  for (let i = 1; i <= 4; i++) {
+    await page.getByRole('button', { name: `Run step ${i}` }).click();
+    await expect(page.getByRole('button', { name: `Again step ${i}` })).toBeVisible();
+  }
+  await expect(page.getByTestId('document')).toHaveCount(3);
+  await expect(page.getByTestId('composer-item')).toHaveCount(6);
+  await expect(page.getByTestId('demo-summary')).toContainText('Naive');
+  expect(await canvasColours(page, 0)).toBeGreaterThan(20);
+  expect(await canvasColours(page, 1)).toBeGreaterThan(20);
+  await page.screenshot({ path: 'test-results/screens/studio-demo-maps.png' });
+  await page.evaluate(() => (globalThis as unknown as { legokv: { simulateDeviceLoss(): Promise<void> } }).legokv.simulateDeviceLoss());
+  await expect(page.getByRole('alert').filter({ hasText: 'GPU device was lost' })).toBeVisible();
+  await page.getByRole('button', { name: 'Again step 3' }).click();
+  await expect(page.getByTestId('answers-latest').getByTestId('answer-card').last()).toContainText('done');
+  await expect(page.getByTestId('answers-latest').getByTestId('answer-card').filter({ hasText: 'failed' })).toHaveCount(0);
+  await page.goto('/?debug#demo');
+  await ready(page);
+  await page.screenshot({ path: 'test-results/screens/studio-demo.png' });
+});

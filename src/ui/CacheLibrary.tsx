@@ -1,0 +1,91 @@
+/** The KVStore's compiled chunk caches: size, tier, age and hits of each, with Expire and Clear, and the store's totals. */
+import { useEffect, useState } from 'react';
+import { useStudio, allChunks } from './studio-store';
+import { clearLibrary, expireCache, refreshLibrary } from './doc-actions';
+import { formatBytes } from './CachedModels';
+import { useApp } from './store';
+import { StudioError } from './StudioError';
+
+export function age(ms: number): string {
+  const s = Math.max(0, (Date.now() - ms) / 1000);
+  if (s < 60) return `${Math.floor(s)} s`;
+  if (s < 3600) return `${Math.floor(s / 60)} min`;
+  if (s < 86400) return `${Math.floor(s / 3600)} h`;
+  return `${Math.floor(s / 86400)} d`;
+}
+
+export function CacheLibrary() {
+  const library = useStudio((s) => s.library);
+  const docs = useStudio((s) => s.docs);
+  const splits = useStudio((s) => s.splits);
+  const busy = useStudio((s) => s.busy);
+  const model = useApp((s) => s.model);
+  const [confirm, setConfirm] = useState(false);
+  const [, setNow] = useState(0);
+  useEffect(() => {
+    const t = setInterval(() => setNow(Date.now()), 10_000);
+    return () => clearInterval(t);
+  }, []);
+  useEffect(() => {
+    if (model) void refreshLibrary();
+  }, [model]);
+
+  const labels = new Map<string, string>();
+  for (const c of allChunks({ docs, splits }).values()) {
+    labels.set(c.chunk.ids.plain, c.label);
+    labels.set(c.chunk.ids.legolink0, c.label);
+  }
+  const entries = library?.entries ?? [];
+  const st = library?.stats;
+  return (
+    <section className="panel" id="library" aria-labelledby="library-title">
+      <div className="row-between">
+        <h2 id="library-title">Cache library</h2>
+        <span className="row tight">
+          <button className="small-btn" onClick={() => void refreshLibrary()}>Refresh</button>
+          {confirm ? (
+            <>
+              <button className="small-btn danger" disabled={!!busy} onClick={() => { setConfirm(false); void clearLibrary(); }}>Yes, clear every cache</button>
+              <button className="small-btn" onClick={() => setConfirm(false)}>Keep them</button>
+            </>
+          ) : (
+            <button className="small-btn" disabled={!entries.length || !!busy} onClick={() => setConfirm(true)}>Clear library…</button>
+          )}
+        </span>
+      </div>
+      <StudioError at="library" />
+      {entries.length === 0 ? (
+        <p className="muted" data-testid="library-empty">No compiled caches are stored. Compile chunks to fill the library.</p>
+      ) : (
+        <div className="table-wrap">
+          <table className="library">
+            <thead>
+              <tr><th>Chunk</th><th>Variant</th><th>Model</th><th>Tokens</th><th>Size</th><th>Tier</th><th>Age</th><th>Hits</th><th><span className="visually-hidden">Actions</span></th></tr>
+            </thead>
+            <tbody>
+              {entries.map((e) => (
+                <tr key={e.id} data-testid="cache-entry">
+                  <td title={e.id}>{labels.get(e.id) ?? <span className="muted">{e.id.slice(0, 10)}… (no document)</span>}</td>
+                  <td>{e.variant}</td>
+                  <td>{e.modelId.split('|')[0]}</td>
+                  <td>{e.tokens}</td>
+                  <td>{formatBytes(e.bytes)}</td>
+                  <td>{e.tier}</td>
+                  <td>{age(e.createdAt)}</td>
+                  <td>{e.hits}</td>
+                  <td><button className="small-btn" aria-label={`Expire ${labels.get(e.id) ?? e.id} (${e.variant})`} disabled={!!busy} onClick={() => void expireCache(e.id)}>Expire</button></td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+      {st && (
+        <p className="muted small" data-testid="library-stats">
+          {st.opfs.entries} caches · OPFS {formatBytes(st.opfs.bytes)} of {formatBytes(st.opfs.budget)} · RAM {formatBytes(st.ram.bytes)} of{' '}
+          {formatBytes(st.ram.budget)} ({st.ram.entries} held) · {st.hits} hits ({st.ramHits} RAM, {st.opfsHits} OPFS), {st.misses} misses, {st.evictions} evictions
+        </p>
+      )}
+    </section>
+  );
+}

@@ -1,0 +1,104 @@
+/**
+ * Charts: the TTFT breakdown of the latest answer of each algorithm
+ * (stacked bars), TTFT against context length from a sweep run here with
+ * fixed-size chunks, and accuracy against TTFT from an evaluation run.
+ */
+import { useMemo, useState } from 'react';
+import type { AskFirst } from '../worker/studio-protocol';
+import { Bar, BarChart, CartesianGrid, Legend, Line, LineChart, Tooltip, XAxis, YAxis } from 'recharts';
+import { useStudio, type Settings } from './studio-store';
+import { runSweep, stopAll } from './ask-actions';
+import { ChartCard } from './ChartCard';
+import { ParetoChart } from './ParetoChart';
+import { useApp } from './store';
+import { StudioError } from './StudioError';
+
+const PARTS = [
+  { key: 'lookup', label: 'lookup', colour: '#94a3b8' },
+  { key: 'load', label: 'load', colour: '#38bdf8' },
+  { key: 'recompute', label: 'recompute', colour: '#f97316' },
+  { key: 'firstToken', label: 'first token', colour: '#16a34a' },
+] as const;
+export const ALGO_COLOURS = ['#dc2626', '#2563eb', '#16a34a', '#9333ea', '#ea580c', '#0891b2', '#4b5563'];
+const WIDTH = 540;
+const SWEEP_ALGOS = ['full', 'cacheblend:0.15', 'legolink:16'];
+
+export function ChartsPanel() {
+  // Only answers' TTFTs matter here: a string key keeps streamed text from re-rendering the charts.
+  const ttftKey = useStudio((s) => JSON.stringify(s.answers.filter((a) => a.first).map((a) => [a.algorithm, a.first])));
+  const answers = useMemo(() => JSON.parse(ttftKey) as [string, AskFirst][], [ttftKey]);
+  const sweep = useStudio((s) => s.sweep);
+  const busy = useStudio((s) => s.busy);
+  const docs = useStudio((s) => s.docs);
+  const st = useStudio((s) => s.settings);
+  const set = useStudio((s) => s.set);
+  const model = useApp((s) => s.model);
+  const [lengths, setLengths] = useState(st.sweepLengths.join(', '));
+  const setSettings = (p: Partial<Settings>) => set((x) => ({ settings: { ...x.settings, ...p } }));
+
+  // The latest finished answer of each algorithm, in first-seen order.
+  const seen = new Map<string, AskFirst>();
+  for (const [algorithm, f] of answers) if (!seen.has(algorithm)) seen.set(algorithm, f);
+  const breakdown = [...seen.entries()].reverse().map(([algorithm, f]) => ({
+    algorithm, lookup: f.ttft.lookupMs, load: f.ttft.loadMs, recompute: f.ttft.recomputeMs,
+    firstToken: f.ttft.firstTokenMs, total: f.ttft.totalMs, recomputed: f.recomputed, promptTokens: f.promptTokens,
+  }));
+
+  const algos = [...new Set(sweep.points.map((p) => p.algorithm))];
+  const byLength = new Map<number, Record<string, number>>();
+  for (const p of sweep.points) byLength.set(p.contextTokens, { ...(byLength.get(p.contextTokens) ?? { contextTokens: p.contextTokens }), [p.algorithm]: p.ttft.totalMs });
+  const sweepRows = [...byLength.values()].sort((a, b) => a.contextTokens - b.contextTokens);
+
+  function startSweep() {
+    const ls = lengths.split(/[\s,]+/).map(Number).filter((n) => Number.isFinite(n) && n > 0);
+    setSettings({ sweepLengths: ls });
+    // Settings are read by the action; let the store update first.
+    queueMicrotask(() => void runSweep(SWEEP_ALGOS));
+  }
+
+  return (
+    <section className="panel" id="charts" aria-labelledby="charts-title">
+      <h2 id="charts-title">Charts</h2>
+      <div className="chart-grid">
+        <ChartCard title="TTFT breakdown" file="ttft-breakdown" data={breakdown} testId="ttft-chart">
+          {breakdown.length ? (
+            <BarChart width={WIDTH} height={280} data={breakdown} margin={{ top: 8, right: 12, bottom: 8, left: 8 }}>
+              <CartesianGrid strokeDasharray="3 3" />
+              <XAxis dataKey="algorithm" fontSize={11} />
+              <YAxis unit=" ms" fontSize={11} />
+              <Tooltip formatter={(v) => `${Number(v).toFixed(1)} ms`} />
+              <Legend />
+              {PARTS.map((p) => <Bar key={p.key} dataKey={p.key} name={p.label} stackId="ttft" fill={p.colour} isAnimationActive={false} />)}
+            </BarChart>
+          ) : (
+            <p className="muted">Ask (or Compare) to see each algorithm's time to first token, split into lookup, load, recompute and first token.</p>
+          )}
+        </ChartCard>
+        <ChartCard title="TTFT against context length" file="ttft-sweep" data={sweep.points} testId="sweep-chart">
+          <div className="row small">
+            <label>Chunk tokens <input type="number" aria-label="Sweep chunk tokens" min={4} max={4096} value={st.sweepChunk} onChange={(e) => setSettings({ sweepChunk: Number(e.target.value) })} /></label>
+            <label>Context lengths <input aria-label="Sweep context lengths" value={lengths} onChange={(e) => setLengths(e.target.value)} size={18} /></label>
+            <button onClick={startSweep} disabled={!!busy || !docs.length || !model}>Run sweep</button>
+            {busy === 'sweep' && <button onClick={stopAll}>Stop sweep</button>}
+          </div>
+          {busy === 'sweep' && <p role="status" className="small">Measured {sweep.done} of {sweep.total} points…</p>}
+          <StudioError at="charts" />
+          {sweepRows.length ? (
+            <LineChart width={WIDTH} height={260} data={sweepRows} margin={{ top: 8, right: 12, bottom: 16, left: 8 }}>
+              <CartesianGrid strokeDasharray="3 3" />
+              <XAxis dataKey="contextTokens" type="number" domain={['dataMin', 'dataMax']} fontSize={11} label={{ value: 'context tokens', position: 'insideBottom', offset: -8, fontSize: 11 }} />
+              <YAxis unit=" ms" fontSize={11} />
+              <Tooltip formatter={(v) => `${Number(v).toFixed(1)} ms`} />
+              <Legend verticalAlign="top" />
+              {algos.map((a, i) => <Line key={a} dataKey={a} stroke={ALGO_COLOURS[i % ALGO_COLOURS.length]} dot isAnimationActive={false} />)}
+            </LineChart>
+          ) : (
+            <p className="muted">Runs {SWEEP_ALGOS.join(', ')} over your documents' text repeated and cut into fixed-size chunks. Full recompute and
+              CacheBlend grow quadratically with the context; LegoLink stays near linear.</p>
+          )}
+        </ChartCard>
+        <ParetoChart width={WIDTH} />
+      </div>
+    </section>
+  );
+}

@@ -1,0 +1,119 @@
+/**
+ * The composer: the chunks to link, in order (drag and drop, or the ↑ ↓
+ * buttons), the linking algorithm and its parameter, the question; Ask,
+ * Compare and Stop.
+ */
+import { useState, type DragEvent } from 'react';
+import { useShallow } from 'zustand/react/shallow';
+import { useStudio, allChunks, algorithmSpec, type Settings } from './studio-store';
+import { askSelected, compareAll, stopAll } from './ask-actions';
+import { useApp } from './store';
+import { moveItem } from './list-ops';
+import { StudioError } from './StudioError';
+
+const CHUNK = 'application/x-legokv-chunk';
+const ORDER = 'application/x-legokv-order';
+
+export const ALGORITHMS: { value: string; label: string }[] = [
+  { value: 'naive', label: 'Naive (no recompute)' },
+  { value: 'full', label: 'Full recompute' },
+  { value: 'cacheblend', label: 'CacheBlend-r' },
+  { value: 'legolink', label: 'LegoLink-k' },
+  { value: 'attnlink', label: 'AttnLink-k' },
+  { value: 'legolink0', label: 'LegoLink-0 (sink-free compile)' },
+];
+
+export function Composer() {
+  const s = useStudio(useShallow((x) => ({ docs: x.docs, splits: x.splits, composer: x.composer, settings: x.settings, busy: x.busy, set: x.set })));
+  const model = useApp((a) => a.model);
+  const [overIdx, setOverIdx] = useState<number | null>(null);
+  const all = allChunks(s);
+  const st = s.settings;
+  const setSettings = (p: Partial<Settings>) => s.set((x) => ({ settings: { ...x.settings, ...p } }));
+  const setComposer = (composer: string[]) => s.set({ composer });
+  const items = s.composer.filter((k) => all.has(k));
+  const tokens = items.reduce((a, k) => a + all.get(k)!.chunk.tokens.length, 0);
+  const asking = s.busy === 'ask';
+  const canAsk = !s.busy && !!model && items.length > 0 && !!st.question.trim();
+
+  function onDrop(e: DragEvent, at: number) {
+    e.preventDefault();
+    e.stopPropagation();
+    setOverIdx(null);
+    const order = e.dataTransfer.getData(ORDER);
+    const key = e.dataTransfer.getData(CHUNK);
+    if (order !== '') setComposer(moveItem(items, Number(order), at));
+    else if (key && all.has(key) && !items.includes(key)) setComposer([...items.slice(0, at), key, ...items.slice(at)]);
+  }
+  const allowDrop = (e: DragEvent) => {
+    if (e.dataTransfer.types.includes(ORDER) || e.dataTransfer.types.includes(CHUNK)) e.preventDefault();
+  };
+
+  return (
+    <section className="panel" id="ask" aria-labelledby="composer-title">
+      <h2 id="composer-title">Link and ask</h2>
+      <p className="muted small">Drag chunks here from the documents (or use their “add” buttons); drag to reorder, or use ↑ ↓.</p>
+      <ol className="composer" data-testid="composer" aria-label="Chunks to link, in order" onDragOver={allowDrop} onDrop={(e) => onDrop(e, items.length)}>
+        {items.map((k, i) => {
+          const c = all.get(k)!;
+          return (
+            <li
+              key={k} draggable data-testid="composer-item" className={`composer-item${overIdx === i ? ' over' : ''}`}
+              onDragStart={(e) => {
+                e.dataTransfer.setData(ORDER, String(i));
+                e.dataTransfer.effectAllowed = 'move';
+              }}
+              onDragOver={(e) => {
+                allowDrop(e);
+                setOverIdx(i);
+              }}
+              onDragLeave={() => setOverIdx(null)}
+              onDrop={(e) => onDrop(e, i)}
+            >
+              <span className="grip" aria-hidden>⠿</span>
+              <span className="composer-label">
+                <b>{i + 1}.</b> {c.label} <span className="muted">({c.chunk.tokens.length} tok)</span>
+                <span className="muted preview"> {c.text.slice(0, 60)}{c.text.length > 60 ? '…' : ''}</span>
+              </span>
+              <span className="row tight">
+                <button className="tiny" aria-label={`Move ${c.label} up`} disabled={i === 0} onClick={() => setComposer(moveItem(items, i, i - 1))}>↑</button>
+                <button className="tiny" aria-label={`Move ${c.label} down`} disabled={i === items.length - 1} onClick={() => setComposer(moveItem(items, i, i + 1))}>↓</button>
+                <button className="tiny" aria-label={`Take ${c.label} out`} onClick={() => setComposer(items.filter((x) => x !== k))}>×</button>
+              </span>
+            </li>
+          );
+        })}
+        <li className={`composer-end muted small${overIdx === items.length ? ' over' : ''}`} data-testid="composer-end"
+          onDragOver={(e) => { allowDrop(e); setOverIdx(items.length); }} onDragLeave={() => setOverIdx(null)} onDrop={(e) => onDrop(e, items.length)}>
+          Drop chunks here to add them at the end
+        </li>
+      </ol>
+      <p className="muted small">{items.length} chunks · {tokens} cached tokens{items.length ? ' · each chunk keeps its own BOS' : ''}</p>
+      <div className="row">
+        <label>
+          Algorithm{' '}
+          <select aria-label="Linking algorithm" value={st.algorithm} onChange={(e) => setSettings({ algorithm: e.target.value })}>
+            {ALGORITHMS.map((a) => <option key={a.value} value={a.value}>{a.label}</option>)}
+          </select>
+        </label>
+        {(st.algorithm === 'legolink' || st.algorithm === 'attnlink') && (
+          <label>k <input type="number" aria-label="k (tokens recomputed per chunk)" min={0} max={4096} value={st.k} onChange={(e) => setSettings({ k: Number(e.target.value) })} /></label>
+        )}
+        {st.algorithm === 'cacheblend' && (
+          <label>r <input type="number" aria-label="r (share of tokens recomputed)" min={0} max={1} step={0.05} value={st.r} onChange={(e) => setSettings({ r: Number(e.target.value) })} /></label>
+        )}
+        <label>Answer tokens <input type="number" aria-label="Answer tokens" min={1} max={512} value={st.maxTokens} onChange={(e) => setSettings({ maxTokens: Number(e.target.value) })} /></label>
+      </div>
+      <label className="stack">
+        Question (appended after the chunks; with a chat template, as the user's message)
+        <textarea aria-label="Question" rows={2} value={st.question} onChange={(e) => setSettings({ question: e.target.value })} />
+      </label>
+      <div className="row">
+        <button className="primary" onClick={() => void askSelected()} disabled={!canAsk}>Ask ({algorithmSpec(st)})</button>
+        <button onClick={() => void compareAll()} disabled={!canAsk} title={st.compare.join(', ')}>Compare {st.compare.length} algorithms</button>
+        <button aria-label="Stop answering" onClick={stopAll} disabled={!asking}>Stop</button>
+      </div>
+      <StudioError at="ask" />
+    </section>
+  );
+}

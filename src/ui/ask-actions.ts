@@ -1,0 +1,144 @@
+/**
+ * Asking over the composer's chunks: one algorithm, or Compare (several in
+ * turn), streamed into answer cards; the attention maps that come back; and
+ * the TTFT sweep. Stop cancels whatever runs.
+ */
+import type { AskResult, ChunkRef, StudioEvent, SweepPoint } from '../worker/studio-protocol';
+import { client, refreshLibrary } from './doc-actions';
+import { describeError, isAbort } from './errors';
+import { algorithmSpec, allChunks, studio, type AnswerCard } from './studio-store';
+import { engineClient } from './actions';
+
+let job: number | null = null;
+let stopped = false;
+let nextCard = 1;
+
+function patchCard(id: number, p: Partial<AnswerCard> | ((c: AnswerCard) => Partial<AnswerCard>)) {
+  studio().set((s) => ({ answers: s.answers.map((c) => (c.id === id ? { ...c, ...(typeof p === 'function' ? p(c) : p) } : c)) }));
+}
+
+/** The composer's chunks in order, as the worker wants them. */
+export function composerChunks(): ChunkRef[] {
+  const s = studio();
+  const all = allChunks(s);
+  return s.composer.flatMap((k) => {
+    const c = all.get(k);
+    return c ? [{ key: k, label: c.label, tokens: c.chunk.tokens }] : [];
+  });
+}
+
+/** Asks with one algorithm; adds an answer card and, with scores, the attention map. */
+async function askWith(algorithm: string, group: number, opts: { maxTokens?: number } = {}): Promise<AskResult | null> {
+  const s = studio();
+  const chunks = composerChunks();
+  const st = s.settings;
+  const card: AnswerCard = {
+    id: nextCard++, group, algorithm, question: st.question, chunkLabels: chunks.map((c) => c.label), status: 'compiling', text: '',
+  };
+  s.set((x) => ({ answers: [card, ...x.answers].slice(0, 40) }));
+  const onEvent = (ev: StudioEvent) => {
+    if (ev.kind === 'first-token') patchCard(card.id, { status: 'streaming', first: ev.first });
+    else if (ev.kind === 'text') patchCard(card.id, (c) => ({ text: c.text + ev.text }));
+    else if (ev.kind === 'compile') patchCard(card.id, { status: ev.done === ev.total ? 'linking' : 'compiling' });
+  };
+  const j = client().studio<AskResult>({
+    type: 'ask',
+    req: { chunks, question: st.question, algorithm, maxTokens: opts.maxTokens ?? st.maxTokens, temperature: st.temperature, scores: { layer: st.layer, head: st.head } },
+  }, onEvent);
+  job = j.id;
+  try {
+    const r = await j.result;
+    patchCard(card.id, { algorithm: r.algorithm, status: r.cancelled ? 'stopped' : 'done', text: r.text, tokens: r.tokens, decodeTokensPerS: r.decodeTokensPerS, first: r.first });
+    if (r.map) studio().set((x) => ({ maps: { ...x.maps, [r.algorithm]: r.map! } }));
+    return r;
+  } catch (e) {
+    patchCard(card.id, { status: isAbort(e) ? 'stopped' : 'error', error: isAbort(e) ? undefined : describeError(e, 'Asking') });
+    return null;
+  } finally {
+    job = null;
+  }
+}
+
+async function run(algorithms: string[], opts: { maxTokens?: number; newGroup?: boolean } = {}): Promise<(AskResult | null)[]> {
+  const s = studio();
+  if (s.busy) return [];
+  if (!composerChunks().length) {
+    s.set({ error: { message: 'Add chunks to the composer first (add, or drag them in).', at: 'ask' } });
+    return [];
+  }
+  if (!s.settings.question.trim()) {
+    s.set({ error: { message: 'Type a question first.', at: 'ask' } });
+    return [];
+  }
+  stopped = false;
+  s.set({ busy: 'ask', error: null });
+  // Answers to the same question over the same chunks sit side by side; a new question starts a new group.
+  const last = s.answers[0];
+  const labels = composerChunks().map((c) => c.label).join('\n');
+  const group = !opts.newGroup && last && last.question === s.settings.question && last.chunkLabels.join('\n') === labels ? last.group : nextCard;
+  const out: (AskResult | null)[] = [];
+  try {
+    for (const a of algorithms) {
+      if (stopped) break;
+      out.push(await askWith(a, group, opts));
+    }
+  } finally {
+    studio().set({ busy: null });
+    void refreshLibrary();
+  }
+  return out;
+}
+
+/** Asks with the algorithm chosen in the composer. */
+export function askSelected() {
+  return run([algorithmSpec(studio().settings)]);
+}
+
+/** The same question through every Compare algorithm, one after another. */
+export function compareAll() {
+  return run(studio().settings.compare, { newGroup: true });
+}
+
+/** Asks the two map algorithms again (after changing layer or head). */
+export function refreshMaps() {
+  return run([...studio().mapPair]);
+}
+
+export function askAlgorithms(algorithms: string[], opts: { maxTokens?: number } = {}) {
+  return run(algorithms, opts);
+}
+
+export function stopAll() {
+  stopped = true;
+  if (job !== null) engineClient()?.cancel(job);
+}
+
+export function clearAnswers() {
+  studio().set({ answers: [] });
+}
+
+/** TTFT against context length with fixed-size chunks, for the chart. */
+export async function runSweep(algorithms = ['full', 'cacheblend:0.15', 'legolink:16']): Promise<void> {
+  const s = studio();
+  if (s.busy) return;
+  const text = s.docs.map((d) => d.text).join('\n\n');
+  stopped = false;
+  s.set({ busy: 'sweep', error: null, sweep: { points: [], done: 0, total: s.settings.sweepLengths.length * algorithms.length } });
+  const j = client().studio<SweepPoint[]>(
+    { type: 'sweep', req: { text, chunkTokens: s.settings.sweepChunk, lengths: s.settings.sweepLengths, algorithms } },
+    (ev) => {
+      if (ev.kind === 'sweep-point') studio().set((x) => ({ sweep: { points: [...x.sweep.points, ev.point], done: ev.done, total: ev.total } }));
+    },
+  );
+  job = j.id;
+  try {
+    const points = await j.result;
+    studio().set((x) => ({ sweep: { ...x.sweep, points } }));
+  } catch (e) {
+    if (!isAbort(e)) studio().set({ error: { message: describeError(e, 'The sweep'), at: 'charts' } });
+  } finally {
+    job = null;
+    studio().set({ busy: null });
+    void refreshLibrary();
+  }
+}

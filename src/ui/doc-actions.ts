@@ -1,0 +1,180 @@
+/**
+ * Documents, chunks, compiling and the cache library: what the studio asks
+ * of the worker for them. Results land in the studio store.
+ */
+import type { SplitMode } from '../kvsplit/types';
+import type { ChunkRef, LibraryResult, SplitResult } from '../worker/studio-protocol';
+import { engineClient } from './actions';
+import { extractText } from './doc-import';
+import { describeError, isAbort } from './errors';
+import { useApp } from './store';
+import { allChunks, chunkKey, modeKey, studio, type DocKind, type DocSplit, type StudioDoc } from './studio-store';
+
+let nextErrorId = 1;
+let compileJob: number | null = null;
+let persistAsked = false;
+
+export function client() {
+  const c = engineClient();
+  if (!c) throw new Error('The engine is not running');
+  return c;
+}
+
+/** Resolves once a model is loaded (documents are cut with its tokenizer). */
+export function whenModel(): Promise<string> {
+  const ready = () => {
+    const a = useApp.getState();
+    return a.model && !a.progress ? a.model.cacheKey : null;
+  };
+  const now = ready();
+  if (now) return Promise.resolve(now);
+  return new Promise((resolve) => {
+    const off = useApp.subscribe(() => {
+      const k = ready();
+      if (k) {
+        off();
+        resolve(k);
+      }
+    });
+  });
+}
+
+export function reportImportError(message: string) {
+  studio().set((s) => ({ importErrors: [...s.importErrors, { id: nextErrorId++, message }] }));
+}
+
+export function dismissImportError(id: number) {
+  studio().set((s) => ({ importErrors: s.importErrors.filter((e) => e.id !== id) }));
+}
+
+async function split(doc: Pick<StudioDoc, 'id' | 'text' | 'mode'>): Promise<DocSplit> {
+  await whenModel();
+  const r = await client().studio<SplitResult>({ type: 'split', docId: doc.id, text: doc.text, mode: doc.mode }).result;
+  return { ...r, modeKey: modeKey(doc.mode) };
+}
+
+/** Adds a document once KVSplit accepts it (an empty or oversized one is refused with a message). */
+export async function addDocument(name: string, kind: DocKind, text: string, mode?: SplitMode): Promise<StudioDoc | null> {
+  const doc: StudioDoc = { id: crypto.randomUUID().slice(0, 8), name, kind, text, mode: mode ?? studio().settings.defaultMode, addedAt: Date.now() };
+  try {
+    const sp = await split(doc);
+    studio().set((s) => ({ docs: [...s.docs, doc], splits: { ...s.splits, [doc.id]: sp } }));
+    return doc;
+  } catch (e) {
+    reportImportError(describeError(e, `Adding "${name}"`));
+    return null;
+  }
+}
+
+/** Files dropped or picked: each becomes a document, or an alert saying why not. */
+export async function importFiles(files: File[]): Promise<void> {
+  for (const f of files) {
+    try {
+      const { text, kind } = await extractText(f);
+      await addDocument(f.name, kind, text);
+    } catch (e) {
+      reportImportError(describeError(e, `Reading "${f.name}"`));
+    }
+  }
+}
+
+export function removeDocument(id: string) {
+  studio().set((s) => {
+    const { [id]: _gone, ...splits } = s.splits;
+    const { [id]: _err, ...splitErrors } = s.splitErrors;
+    return { docs: s.docs.filter((d) => d.id !== id), splits, splitErrors, composer: s.composer.filter((k) => !k.startsWith(`${id}#`)) };
+  });
+}
+
+/** Cuts a document again under `mode`; composer entries of chunks that did not change stay. */
+export async function setDocumentMode(id: string, mode: SplitMode): Promise<void> {
+  const doc = studio().docs.find((d) => d.id === id);
+  if (!doc) return;
+  try {
+    const sp = await split({ ...doc, mode });
+    studio().set((s) => {
+      const old = s.splits[id];
+      const same = (i: number) => old?.chunks[i] && sp.chunks[i] && old.chunks[i].ids.plain === sp.chunks[i].ids.plain;
+      const composer = s.composer.filter((k) => !k.startsWith(`${id}#`) || same(Number(k.slice(id.length + 1))));
+      const { [id]: _e, ...splitErrors } = s.splitErrors;
+      return { docs: s.docs.map((d) => (d.id === id ? { ...d, mode } : d)), splits: { ...s.splits, [id]: sp }, splitErrors, composer };
+    });
+  } catch (e) {
+    studio().set((s) => ({ splitErrors: { ...s.splitErrors, [id]: describeError(e, 'Splitting') } }));
+  }
+}
+
+/** Cuts again every document whose chunks were made for another model (after a model change). */
+export async function resplitStale(modelKey: string): Promise<void> {
+  for (const doc of studio().docs) {
+    const sp = studio().splits[doc.id];
+    if (!sp || sp.modelKey !== modelKey || sp.modeKey !== modeKey(doc.mode)) await setDocumentMode(doc.id, doc.mode);
+  }
+}
+
+/** Compiles chunks (by key) that are not in the store yet, with per-chunk progress. */
+export async function compileKeys(keys: string[]): Promise<void> {
+  const s = studio();
+  if (s.busy || !keys.length) return;
+  if (!persistAsked) {
+    persistAsked = true;
+    void navigator.storage?.persist?.().catch(() => false);
+  }
+  const all = allChunks(s);
+  const refs: ChunkRef[] = keys.flatMap((k) => {
+    const c = all.get(k);
+    return c ? [{ key: k, label: c.label, tokens: c.chunk.tokens }] : [];
+  });
+  s.set({ busy: 'compile', error: null, compile: { running: true, done: 0, total: refs.length, status: {}, current: refs[0]?.key ?? null } });
+  const job = client().studio<unknown>({ type: 'compile', chunks: refs, variant: 'plain' }, (ev) => {
+    if (ev.kind !== 'compile') return;
+    studio().set((st) => ({
+      compile: { ...st.compile, done: ev.done, status: { ...st.compile.status, [ev.key]: ev.status }, current: refs[ev.done]?.key ?? null },
+    }));
+  });
+  compileJob = job.id;
+  try {
+    await job.result;
+  } catch (e) {
+    if (!isAbort(e)) studio().set({ error: { message: describeError(e, 'Compiling'), at: 'documents' } });
+  } finally {
+    compileJob = null;
+    studio().set((st) => ({ busy: null, compile: { ...st.compile, running: false, current: null } }));
+    await refreshLibrary();
+  }
+}
+
+export function compileAll() {
+  const s = studio();
+  return compileKeys(s.docs.flatMap((d) => (s.splits[d.id]?.chunks ?? []).map((c) => chunkKey(d.id, c.index))));
+}
+
+export function cancelCompile() {
+  if (compileJob !== null) engineClient()?.cancel(compileJob);
+}
+
+export async function refreshLibrary(): Promise<void> {
+  try {
+    studio().set({ library: await client().studio<LibraryResult>({ type: 'library' }).result });
+  } catch (e) {
+    studio().set({ error: { message: describeError(e, 'Reading the cache library'), at: 'library' } });
+  }
+}
+
+export async function expireCache(id: string): Promise<void> {
+  try {
+    await client().studio<boolean>({ type: 'expire', cacheId: id }).result;
+  } catch (e) {
+    studio().set({ error: { message: describeError(e, 'Expiring a cache'), at: 'library' } });
+  }
+  await refreshLibrary();
+}
+
+export async function clearLibrary(): Promise<void> {
+  try {
+    await client().studio<void>({ type: 'clear-library' }).result;
+  } catch (e) {
+    studio().set({ error: { message: describeError(e, 'Clearing the library'), at: 'library' } });
+  }
+  await refreshLibrary();
+}

@@ -1,0 +1,185 @@
+/**
+ * The studio's state (zustand): documents and their chunks, the composer,
+ * answers, attention maps, the cache library, the TTFT sweep, settings.
+ * Documents, chunks, the composer and settings persist (persist.ts).
+ */
+import { create } from 'zustand';
+import type { SplitMode } from '../kvsplit/types';
+import type {
+  AskFirst, AttentionMap, ChunkInfo, LibraryResult, SweepPoint,
+} from '../worker/studio-protocol';
+import type { Normalization } from './attention-math';
+
+export type DocKind = 'txt' | 'md' | 'html' | 'pdf' | 'paste' | 'sample';
+
+export interface StudioDoc {
+  id: string;
+  name: string;
+  kind: DocKind;
+  text: string;
+  mode: SplitMode;
+  addedAt: number;
+}
+
+/** A document's chunks for one model (tokenizer) and split mode. */
+export interface DocSplit {
+  modelKey: string;
+  modeKey: string;
+  chunks: ChunkInfo[];
+  totalTokens: number;
+}
+
+export interface Settings {
+  defaultMode: SplitMode;
+  /** Algorithm kind (naive, full, cacheblend, legolink, attnlink, legolink0) and its parameters. */
+  algorithm: string;
+  k: number;
+  r: number;
+  maxTokens: number;
+  temperature: number;
+  question: string;
+  layer: number;
+  head: number;
+  norm: Normalization;
+  contrast: 'linear' | 'sqrt';
+  sinkTokens: number;
+  compare: string[];
+  sweepChunk: number;
+  sweepLengths: number[];
+}
+
+export type ErrorPlace = 'documents' | 'ask' | 'charts' | 'library';
+
+export type AnswerStatus = 'compiling' | 'linking' | 'streaming' | 'done' | 'stopped' | 'error';
+
+export interface AnswerCard {
+  id: number;
+  /** Cards of one Compare run share a group. */
+  group: number;
+  algorithm: string;
+  question: string;
+  chunkLabels: string[];
+  status: AnswerStatus;
+  text: string;
+  first?: AskFirst;
+  tokens?: number;
+  decodeTokensPerS?: number;
+  error?: string;
+}
+
+export interface CompileState {
+  running: boolean;
+  done: number;
+  total: number;
+  /** Per chunk key, what compiling it did. */
+  status: Record<string, 'compiled' | 'cached'>;
+  current: string | null;
+}
+
+export interface StudioState {
+  hydrated: boolean;
+  docs: StudioDoc[];
+  splits: Record<string, DocSplit>;
+  /** Why a document could not be split (per document id). */
+  splitErrors: Record<string, string>;
+  /** Chunk keys (`docId#index`) in link order. */
+  composer: string[];
+  settings: Settings;
+  /** Problems with files the user added (each shown as an alert until dismissed). */
+  importErrors: { id: number; message: string }[];
+  /** A problem (storage full, lost device, a failed request), shown in the panel it came from. */
+  error: { message: string; at: ErrorPlace } | null;
+  busy: 'compile' | 'ask' | 'sweep' | null;
+  compile: CompileState;
+  library: LibraryResult | null;
+  answers: AnswerCard[];
+  /** Latest attention map per algorithm. */
+  maps: Record<string, AttentionMap>;
+  /** The two algorithms whose maps are shown side by side. */
+  mapPair: [string, string];
+  sweep: { points: SweepPoint[]; done: number; total: number };
+  set: (p: Partial<StudioState> | ((s: StudioState) => Partial<StudioState>)) => void;
+}
+
+export const DEFAULT_SETTINGS: Settings = {
+  defaultMode: { kind: 'semantic', maxTokens: 48 },
+  algorithm: 'legolink',
+  k: 16,
+  r: 0.15,
+  maxTokens: 24,
+  temperature: 0,
+  question: '\nOne day, Lily and Max',
+  layer: 2,
+  head: 6,
+  norm: 'softmax',
+  contrast: 'sqrt',
+  sinkTokens: 4,
+  compare: ['full', 'naive', 'cacheblend:0.15', 'legolink:16', 'legolink0'],
+  sweepChunk: 32,
+  sweepLengths: [64, 128, 256, 384],
+};
+
+export const useStudio = create<StudioState>((set) => ({
+  hydrated: false,
+  docs: [],
+  splits: {},
+  splitErrors: {},
+  composer: [],
+  settings: DEFAULT_SETTINGS,
+  importErrors: [],
+  error: null,
+  busy: null,
+  compile: { running: false, done: 0, total: 0, status: {}, current: null },
+  library: null,
+  answers: [],
+  maps: {},
+  mapPair: ['naive', 'legolink:16'],
+  sweep: { points: [], done: 0, total: 0 },
+  set: (p) => set(p),
+}));
+
+export const studio = () => useStudio.getState();
+
+export const chunkKey = (docId: string, index: number) => `${docId}#${index}`;
+
+export function modeKey(m: SplitMode): string {
+  switch (m.kind) {
+    case 'fixed':
+      return `fixed:${m.tokens}`;
+    case 'semantic':
+      return `semantic:${m.maxTokens}`;
+    case 'document':
+      return 'document';
+    case 'boundaries':
+      return `boundaries:${m.offsets.join(',')}`;
+  }
+}
+
+/** The algorithm spec of the settings: kind plus its parameter. */
+export function algorithmSpec(s: Pick<Settings, 'algorithm' | 'k' | 'r'>): string {
+  if (s.algorithm === 'legolink' || s.algorithm === 'attnlink') return `${s.algorithm}:${Math.max(0, Math.round(s.k))}`;
+  if (s.algorithm === 'cacheblend') return `cacheblend:${Math.min(1, Math.max(0, s.r))}`;
+  return s.algorithm;
+}
+
+export interface ResolvedChunk {
+  key: string;
+  doc: StudioDoc;
+  chunk: ChunkInfo;
+  label: string;
+  text: string;
+}
+
+/** Every chunk of every document (current splits), by key. */
+export function allChunks(s: Pick<StudioState, 'docs' | 'splits'>): Map<string, ResolvedChunk> {
+  const out = new Map<string, ResolvedChunk>();
+  for (const doc of s.docs) {
+    const sp = s.splits[doc.id];
+    if (!sp) continue;
+    for (const c of sp.chunks) {
+      const key = chunkKey(doc.id, c.index);
+      out.set(key, { key, doc, chunk: c, label: `${doc.name} · ${c.index + 1}`, text: doc.text.slice(c.start, c.end) });
+    }
+  }
+  return out;
+}

@@ -1,0 +1,147 @@
+/**
+ * The studio's messages between the page and the worker: documents → KVSplit,
+ * KVCompile with per-chunk progress, the KVStore library, and asking over
+ * linked chunks (answers, TTFT, attention scores), plus the TTFT sweep.
+ */
+import type { SplitMode } from '../kvsplit/types';
+import type { StoreStats } from '../kvstore/types';
+
+/** One chunk of a document, as KVSplit cut it, with the cache ids it has under each compile variant. */
+export interface ChunkInfo {
+  index: number;
+  /** Character offsets into the document text. */
+  start: number;
+  end: number;
+  /** Token ids without BOS. */
+  tokens: number[];
+  ids: { plain: string; legolink0: string };
+}
+
+export interface SplitResult {
+  /** The model (and tokenizer) the chunks were cut and hashed for. */
+  modelKey: string;
+  chunks: ChunkInfo[];
+  totalTokens: number;
+}
+
+/** A chunk handed to compile or ask: a key the page knows it by, a label, its token ids. */
+export interface ChunkRef {
+  key: string;
+  label: string;
+  tokens: number[];
+}
+
+export type CompileVariantName = 'plain' | 'legolink0';
+
+export interface LibraryEntry {
+  id: string;
+  modelId: string;
+  variant: string;
+  tokens: number;
+  bytes: number;
+  /** Where its copies are: always OPFS, plus RAM when a decoded copy is held. */
+  tier: 'RAM + OPFS' | 'OPFS';
+  createdAt: number;
+  lastUsedAt: number;
+  hits: number;
+  pinned: boolean;
+}
+
+export interface LibraryResult {
+  entries: LibraryEntry[];
+  stats: StoreStats;
+}
+
+/** TTFT and its parts, in milliseconds. */
+export interface TtftSummary {
+  lookupMs: number;
+  loadMs: number;
+  recomputeMs: number;
+  firstTokenMs: number;
+  totalMs: number;
+}
+
+export interface AskRequest {
+  /** The chunks in the order they are linked. */
+  chunks: ChunkRef[];
+  question: string;
+  /** A KVLink spec: full, naive, cacheblend:0.15, legolink:16, attnlink:16, legolink0. */
+  algorithm: string;
+  maxTokens: number;
+  temperature: number;
+  /** Capture attention scores of one layer and head (question rows while linking, then every decode step). */
+  scores?: { layer: number; head: number };
+}
+
+export interface AskFirst {
+  ttft: TtftSummary;
+  recomputed: number;
+  recomputedFraction: number;
+  promptTokens: number;
+  /** Chunks that had to be compiled first (not counted in the TTFT). */
+  compiledOnDemand: number;
+  compileMs: number;
+}
+
+/** One query row of an attention map: raw scaled q·k against every key before it (-Infinity where masked). */
+export interface MapRow {
+  /** Text of the query token. */
+  token: string;
+  kind: 'question' | 'answer';
+  scores: Float32Array;
+}
+
+export interface AttentionMap {
+  algorithm: string;
+  layer: number;
+  head: number;
+  /** Text of every key token (prompt rows, then generated tokens). */
+  columns: string[];
+  /** Cached chunks in the prompt, in order. */
+  segments: { start: number; length: number; label: string }[];
+  /** First row after the last cached chunk (the question and its template). */
+  questionStart: number;
+  promptTokens: number;
+  rows: MapRow[];
+}
+
+export interface AskResult {
+  algorithm: string;
+  text: string;
+  tokens: number;
+  decodeTokensPerS: number;
+  cancelled: boolean;
+  first: AskFirst;
+  map: AttentionMap | null;
+}
+
+export interface SweepRequest {
+  /** Text repeated as needed to reach each context length. */
+  text: string;
+  chunkTokens: number;
+  lengths: number[];
+  algorithms: string[];
+}
+
+export interface SweepPoint {
+  algorithm: string;
+  contextTokens: number;
+  chunks: number;
+  ttft: TtftSummary;
+  recomputed: number;
+}
+
+export type StudioRequest =
+  | { type: 'split'; docId: string; text: string; mode: SplitMode }
+  | { type: 'compile'; chunks: ChunkRef[]; variant: CompileVariantName }
+  | { type: 'library' }
+  | { type: 'expire'; cacheId: string }
+  | { type: 'clear-library' }
+  | { type: 'ask'; req: AskRequest }
+  | { type: 'sweep'; req: SweepRequest };
+
+export type StudioEvent =
+  | { kind: 'compile'; done: number; total: number; key: string; status: 'compiled' | 'cached'; ms: number }
+  | { kind: 'first-token'; first: AskFirst }
+  | { kind: 'text'; text: string }
+  | { kind: 'sweep-point'; point: SweepPoint; done: number; total: number };

@@ -1,0 +1,77 @@
+/**
+ * The studio's pure helpers: attention-map normalization (softmax, min-max as
+ * in EPIC Fig. 4), column sums, sink shares, downsampling; composer moves,
+ * word steps for boundaries; evaluation results and their Pareto front.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { binSums, columnSums, downsample, heatColour, normalizeMap, normalizeRow, sinkShares } from '../../src/ui/attention-math';
+import { moveItem, wordStep } from '../../src/ui/list-ops';
+import { paretoFront, parseResults } from '../../src/ui/pareto';
+import type { AttentionMap } from '../../src/worker/studio-protocol';
+
+const close = (a: ArrayLike<number>, b: number[], eps = 1e-6) => b.forEach((v, i) => assert.ok(Number.isNaN(v) ? Number.isNaN(a[i]) : Math.abs(a[i] - v) < eps, `${i}: ${a[i]} vs ${v}`));
+
+test('rows normalize over visible keys; masked keys stay NaN', () => {
+  const raw = [0, Math.log(3), -Infinity];
+  close(normalizeRow(raw, 4, 'softmax'), [0.25, 0.75, NaN, NaN]);
+  close(normalizeRow([2, 4, 3, -Infinity], 4, 'minmax'), [0, 1, 0.5, NaN]);
+  close(normalizeRow([5, 5], 2, 'minmax'), [1, 1]);
+  close(normalizeRow([-Infinity, -Infinity], 2, 'softmax'), [NaN, NaN]);
+});
+
+test('column sums, sink shares per chunk, downsampling by max', () => {
+  // BOS + chunk A (rows 0-3) + chunk B (rows 4-7) + 2 question tokens; two query rows.
+  const rowOf = (weights: number[]) => Float32Array.from(weights.map((w) => (w > 0 ? Math.log(w) : -Infinity)));
+  const map: AttentionMap = {
+    algorithm: 'naive', layer: 0, head: 0, columns: Array.from({ length: 10 }, (_, i) => `t${i}`),
+    segments: [{ start: 0, length: 4, label: 'A' }, { start: 4, length: 4, label: 'B' }], questionStart: 8, promptTokens: 10,
+    rows: [
+      { token: 'q', kind: 'question', scores: rowOf([4, 0, 0, 0, 4, 0, 0, 1, 1, 0]) },
+      { token: 'r', kind: 'question', scores: rowOf([2, 0, 0, 0, 0, 1, 0, 0, 0, 1]) },
+    ],
+  };
+  const g = normalizeMap(map, 'softmax');
+  const sums = columnSums(g);
+  assert.ok(Math.abs(sums.reduce((a, b) => a + b, 0) - 2) < 1e-5, 'each softmax row sums to 1');
+  const { chunks, total } = sinkShares(map, 1);
+  assert.ok(Math.abs(chunks[0].sink - (0.4 + 0.5) / 2) < 1e-6);
+  assert.ok(Math.abs(chunks[1].sink - (0.4 + 0) / 2) < 1e-6);
+  assert.ok(Math.abs(chunks[1].chunk - (0.5 + 0.25) / 2) < 1e-6);
+  assert.ok(Math.abs(total - chunks[0].sink - chunks[1].sink) < 1e-9);
+  const d = downsample(g, 4);
+  assert.equal(d.factor, 3);
+  assert.equal(d.cols, 4);
+  close(d.values.subarray(0, 4), [0.4, 0.4, 0.1, NaN]);
+  assert.deepEqual(Array.from(binSums(Float32Array.from([1, 2, 3, 4, 5]), 2)), [3, 7, 5]);
+  assert.equal(downsample(g, 100).factor, 1);
+  assert.deepEqual(heatColour(NaN), [236, 238, 241]);
+  assert.deepEqual(heatColour(0), [13, 8, 135]);
+  assert.deepEqual(heatColour(1), [240, 249, 33]);
+});
+
+test('composer moves and boundary word steps', () => {
+  assert.deepEqual(moveItem(['a', 'b', 'c'], 2, 0), ['c', 'a', 'b']);
+  assert.deepEqual(moveItem(['a', 'b', 'c'], 0, 2), ['b', 'c', 'a']);
+  assert.deepEqual(moveItem(['a', 'b', 'c'], 0, 3), ['b', 'c', 'a']);
+  assert.deepEqual(moveItem(['a', 'b', 'c'], 1, 2), ['a', 'c', 'b']);
+  const t = 'one two  three';
+  assert.equal(wordStep(t, 4, 1), 9);
+  assert.equal(wordStep(t, 9, -1), 4);
+  assert.equal(wordStep(t, 4, -1), 4, 'no word start before the first');
+  assert.equal(wordStep(t, 6, -1), 4);
+});
+
+test('evaluation results: parsed leniently, Pareto front by TTFT', () => {
+  const pts = parseResults({ results: [
+    { algorithm: 'full', accuracy: 0.8, ttft_ms_mean: 100 },
+    { algorithm: 'naive', accuracy: 0.3, ttft_ms_mean: 5 },
+    { algorithm: 'legolink:16', accuracy: 0.78, ttft_ms_mean: 12 },
+    { algorithm: 'cacheblend:0.15', accuracy: 0.7, ttft_ms_mean: 30 },
+    { algorithm: 'broken' },
+  ] });
+  assert.equal(pts.length, 4);
+  assert.deepEqual(paretoFront(pts).map((p) => p.algorithm), ['naive', 'legolink:16', 'full']);
+  assert.equal(parseResults([{ algorithm: 'x', score: 1, ttftMs: 2 }])[0].accuracy, 1);
+  assert.throws(() => parseResults({ nothing: 1 }), /results/);
+});

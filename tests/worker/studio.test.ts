@@ -1,0 +1,103 @@
+/**
+ * The studio's worker side in Node (stories260K, a KVStore over memory
+ * backends): KVSplit of the sample documents, compile with per-chunk
+ * progress and reuse, the library, asking with attention scores for a layer
+ * and head (question rows from KVLink, one row per decode step), LegoLink-0
+ * compiled on demand, cancel, empty documents, and the TTFT sweep.
+ */
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { openModel } from '../../src/node/session';
+import { KVStore, MemoryBlobBackend, MemoryIndexBackend } from '../../src/kvstore';
+import { StudioWorker } from '../../src/worker/studio';
+import type { AskResult, ChunkRef, SplitResult, StudioEvent, SweepPoint } from '../../src/worker/studio-protocol';
+
+const root = join(import.meta.dirname, '../..');
+const s = await openModel(join(root, 'public/models/stories260K/stories260K.bin'));
+after(() => s.close());
+const store = new KVStore({ blobs: new MemoryBlobBackend(), index: new MemoryIndexBackend() });
+const studio = new StudioWorker(async () => ({ engine: s.engine, model: s.model, key: 'stories260K|f32' }), store);
+const docs = ['lily-and-the-kite.txt', 'tom-and-max.txt'].map((f) => readFileSync(join(root, 'public/samples', f), 'utf8'));
+
+async function run<T>(req: Parameters<StudioWorker['handle']>[0], signal = new AbortController().signal) {
+  const events: StudioEvent[] = [];
+  const result = (await studio.handle(req, signal, (e) => events.push(e))) as T;
+  return { result, events };
+}
+
+test('split, compile with progress, reuse, library, ask with scores, legolink0 on demand, sweep', async () => {
+  const splits: SplitResult[] = [];
+  for (const [i, text] of docs.entries()) {
+    splits.push((await run<SplitResult>({ type: 'split', docId: `d${i}`, text, mode: { kind: 'semantic', maxTokens: 64 } })).result);
+  }
+  assert.ok(splits.every((sp) => sp.chunks.length >= 2 && sp.modelKey === 'stories260K|f32'));
+  const c0 = splits[0].chunks[0];
+  assert.equal(c0.tokens.length > 0 && c0.tokens.length <= 64, true);
+  assert.notEqual(c0.ids.plain, c0.ids.legolink0);
+  const refs: ChunkRef[] = splits.flatMap((sp, d) => sp.chunks.slice(0, 2).map((c) => ({ key: `d${d}#${c.index}`, label: `doc ${d + 1} · ${c.index + 1}`, tokens: c.tokens })));
+
+  const compiled = await run<{ ids: string[]; compiled: number }>({ type: 'compile', chunks: refs, variant: 'plain' });
+  assert.equal(compiled.result.compiled, 4);
+  assert.deepEqual(compiled.events.map((e) => e.kind === 'compile' && e.done), [1, 2, 3, 4]);
+  assert.deepEqual(compiled.result.ids, [...splits[0].chunks.slice(0, 2), ...splits[1].chunks.slice(0, 2)].map((c) => c.ids.plain));
+  const again = await run<{ compiled: number }>({ type: 'compile', chunks: refs, variant: 'plain' });
+  assert.equal(again.result.compiled, 0, 'compiled chunks are reused');
+  assert.ok(again.events.every((e) => e.kind === 'compile' && e.status === 'cached'));
+
+  const lib = await run<{ entries: { tokens: number; tier: string; bytes: number }[] }>({ type: 'library' });
+  assert.equal(lib.result.entries.length, 4);
+  assert.ok(lib.result.entries.every((e) => e.bytes > 0 && e.tier === 'RAM + OPFS'));
+
+  const order = [refs[3], refs[0], refs[2]];
+  const ask = (algorithm: string, maxTokens = 8) =>
+    run<AskResult>({ type: 'ask', req: { chunks: order, question: ' One day, Lily', algorithm, maxTokens, temperature: 0, scores: { layer: 2, head: 1 } } });
+  const naive = await ask('naive');
+  const r = naive.result;
+  assert.deepEqual(naive.events.filter((e) => e.kind !== 'text').map((e) => e.kind), ['compile', 'compile', 'compile', 'first-token']);
+  assert.ok(r.tokens > 0 && r.text.length > 0 && r.first.ttft.totalMs > 0);
+  assert.equal(naive.events.filter((e) => e.kind === 'text').map((e) => (e as { text: string }).text).join(''), r.text);
+  const m = r.map!;
+  assert.equal(m.layer, 2);
+  assert.equal(m.head, 1);
+  assert.equal(m.segments.length, 3);
+  assert.deepEqual(m.segments.map((x) => x.label), order.map((x) => x.label));
+  assert.equal(m.columns.length, m.promptTokens + m.rows.filter((x) => x.kind === 'answer').length);
+  const qRows = m.rows.filter((x) => x.kind === 'question');
+  assert.equal(qRows.length, m.promptTokens - m.questionStart);
+  assert.equal(m.rows.filter((x) => x.kind === 'answer').length, r.tokens - 1);
+  for (const row of m.rows) assert.ok(row.scores.some((v) => Number.isFinite(v)));
+  assert.equal(qRows[0].scores.length, m.promptTokens);
+
+  const full = await ask('full');
+  const lego = await ask('legolink:64');
+  assert.equal(lego.result.text, full.result.text, 'legolink with k >= chunk length answers like full');
+  assert.equal(full.result.first.recomputed, full.result.first.promptTokens);
+  assert.ok(naive.result.first.recomputed < lego.result.first.recomputed);
+
+  const l0 = await ask('legolink0');
+  assert.equal(l0.result.first.compiledOnDemand, 3, 'legolink0 compiles its own variant on demand');
+  assert.equal((await ask('legolink0')).result.first.compiledOnDemand, 0);
+
+  const ac = new AbortController();
+  const cancelled = studio.handle({ type: 'ask', req: { chunks: order, question: ' Tom', algorithm: 'naive', maxTokens: 200, temperature: 0 } }, ac.signal, (e) => {
+    if (e.kind === 'text') ac.abort();
+  });
+  const cr = (await cancelled) as AskResult;
+  assert.equal(cr.cancelled, true);
+  assert.ok(cr.tokens < 200);
+
+  await assert.rejects(run({ type: 'split', docId: 'empty', text: ' \n\t ', mode: { kind: 'fixed', tokens: 32 } }), { name: 'EmptyDocumentError' });
+
+  const sweep = await run<SweepPoint[]>({ type: 'sweep', req: { text: docs[0], chunkTokens: 32, lengths: [64, 128], algorithms: ['full', 'legolink:16'] } });
+  assert.equal(sweep.result.length, 4);
+  assert.equal(sweep.events.length, 4);
+  const at = (a: string, n: number) => sweep.result.find((p) => p.algorithm === a && p.chunks === n)!;
+  assert.ok(at('full', 4).contextTokens > at('full', 2).contextTokens);
+  assert.ok(at('legolink:16', 4).recomputed < at('full', 4).recomputed);
+
+  assert.equal(await studio.handle({ type: 'expire', cacheId: c0.ids.plain }, new AbortController().signal, () => {}), true);
+  await studio.handle({ type: 'clear-library' }, new AbortController().signal, () => {});
+  assert.equal((await store.list()).length, 0);
+});
