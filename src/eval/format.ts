@@ -1,0 +1,60 @@
+/** Text output for the command line: tables and a progress bar. */
+import type { AlgorithmResult } from './runner';
+
+export function table(headers: string[], rows: (string | number)[][], align: ('l' | 'r')[] = []): string {
+  const cells = [headers, ...rows.map((r) => r.map(String))];
+  const widths = headers.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? '').length)));
+  const line = (r: string[]) => r.map((c, i) => ((align[i] ?? (i === 0 ? 'l' : 'r')) === 'l' ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
+  return [line(cells[0]), widths.map((w) => '-'.repeat(w)).join('  '), ...cells.slice(1).map(line)].join('\n');
+}
+
+const ms = (x: number) => (Number.isFinite(x) ? x.toFixed(x < 10 ? 1 : 0) : '-');
+
+export function resultsTable(results: AlgorithmResult[]): string {
+  return table(
+    ['algorithm', 'n', 'accuracy', 'agree w/ full', 'TTFT mean ms', 'TTFT median ms', 'lookup', 'load', 'recompute', 'first token', 'recomputed'],
+    results.map((r) => [
+      r.algorithm, r.n, Number.isFinite(r.accuracy) ? r.accuracy.toFixed(3) : '-', r.agreement_with_full === null || !Number.isFinite(r.agreement_with_full) ? '-' : r.agreement_with_full.toFixed(3), ms(r.ttft_ms_mean), ms(r.ttft_ms_median),
+      ms(r.breakdown_ms_mean.lookup), ms(r.breakdown_ms_mean.load), ms(r.breakdown_ms_mean.recompute), ms(r.breakdown_ms_mean.first_token),
+      Number.isFinite(r.recompute_fraction) ? `${(r.recompute_fraction * 100).toFixed(1)}%` : '-',
+    ]),
+  );
+}
+
+export function duration(s: number): string {
+  if (!Number.isFinite(s)) return '?';
+  s = Math.round(s);
+  const h = Math.floor(s / 3600), m = Math.floor((s % 3600) / 60), sec = s % 60;
+  return h ? `${h}h${String(m).padStart(2, '0')}m` : m ? `${m}m${String(sec).padStart(2, '0')}s` : `${sec}s`;
+}
+
+/** A one-line progress bar on stderr: redrawn in place on a terminal, a line per step otherwise. */
+export class ProgressBar {
+  private t0 = performance.now();
+  private last = '';
+  constructor(
+    private stream: NodeJS.WriteStream = process.stderr,
+    private width = 28,
+  ) {}
+
+  update(done: number, total: number, label: string) {
+    const f = total ? Math.min(1, done / total) : 0;
+    const filled = Math.round(f * this.width);
+    const elapsed = (performance.now() - this.t0) / 1000;
+    const eta = done > 0 ? (elapsed / done) * (total - done) : NaN;
+    const text = `[${'#'.repeat(filled)}${'.'.repeat(this.width - filled)}] ${done}/${total} ${(f * 100).toFixed(0).padStart(3)}% ` +
+      `${duration(elapsed)} elapsed, ETA ${duration(eta)} | ${label}`;
+    if (this.stream.isTTY) {
+      const cols = this.stream.columns ?? 120;
+      this.stream.write(`\r${text.slice(0, cols - 1).padEnd(Math.min(cols - 1, this.last.length))}`);
+    } else if (text.replace(/ \d+s elapsed.*\|/, '|') !== this.last.replace(/ \d+s elapsed.*\|/, '|')) {
+      this.stream.write(text + '\n');
+    }
+    this.last = text;
+  }
+
+  done() {
+    if (this.stream.isTTY && this.last) this.stream.write('\n');
+    this.last = '';
+  }
+}

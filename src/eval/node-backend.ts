@@ -1,0 +1,118 @@
+/**
+ * The runner's Node backend: the model on the `webgpu` package (SwiftShader
+ * where there is no GPU), LegoKV's ContextCache API over an in-memory
+ * KVStore. Prompt Cache cases are mapped to a schema with one module per
+ * chunk, at the consecutive positions the chunks take in the linked prompt
+ * (after BOS and any chat-template text before them); each module is
+ * compiled alone at those positions, without BOS (src/kvcompile/promptcache.ts).
+ */
+import { basename } from 'node:path';
+import { openModel, type NodeSession } from '../node/session';
+import { KVStore, MemoryBlobBackend, MemoryIndexBackend } from '../kvstore';
+import { ContextCache, type CompletionEvent } from '../api/context-cache';
+import { buildParts } from '../api/messages';
+import { layoutParts } from '../kvlink/layout';
+import type { CompiledChunk } from '../kvcompile/compile';
+import type { EvalCase } from './dataset';
+import { variantFor, type Answer, type EvalBackend, type PreparedCase, type VariantName } from './backend';
+import { caseMessages } from './prompt';
+import { resolveModelPath } from './tokenizer';
+
+export interface NodeBackendOptions {
+  weightDtype?: 'f32' | 'f16';
+  kvDtype?: 'f32' | 'f16';
+  tokenizer?: string;
+}
+
+export class NodeBackend implements EvalBackend {
+  readonly name = 'node';
+  private constructor(
+    private s: NodeSession,
+    private lego: ContextCache,
+    readonly model: string,
+  ) {}
+
+  static async open(model: string, o: NodeBackendOptions = {}): Promise<NodeBackend> {
+    const path = resolveModelPath(model);
+    const weightDtype = o.weightDtype ?? (/gemma/i.test(path) ? 'f16' : 'f32');
+    const s = await openModel(path, { weightDtype, kvDtype: o.kvDtype, tokenizer: o.tokenizer });
+    const store = new KVStore({ blobs: new MemoryBlobBackend(), index: new MemoryIndexBackend(), budgets: { ram: 4 * 2 ** 30, opfs: 16 * 2 ** 30 } });
+    await store.open();
+    const name = basename(path);
+    const lego = new ContextCache(s.engine, { id: `${name}:${weightDtype}`, config: s.model.config, tokenizer: s.model.tokenizer, tokenizerId: name }, store);
+    return new NodeBackend(s, lego, name);
+  }
+
+  get adapter() {
+    return this.s.gpu.adapter.description;
+  }
+
+  get hasChatTemplate() {
+    return !!this.s.model.tokenizer.applyChatTemplate;
+  }
+
+  private encode(chunks: string[]) {
+    return chunks.map((ch) => this.s.model.tokenizer.encode(ch, { addBos: false }));
+  }
+
+  /** Positions each chunk takes in the linked prompt: Prompt Cache's schema, one module per chunk. */
+  async promptCachePositions(c: EvalCase, tokens: number[][]): Promise<number[][]> {
+    const tok = this.s.model.tokenizer;
+    const bos = this.s.model.config.bosId;
+    const fake = tokens.map((t, i): CompiledChunk => ({ id: `module${i}`, variant: { kind: 'legolink0' }, tokens: t, positions: [], layers: [] }));
+    const parts = await buildParts(caseMessages(fake.map((f) => f.id), c), tok, bos, async (id) => fake[Number(id.slice(6))]);
+    const layout = layoutParts(parts, bos);
+    return layout.segments.map((s) => layout.positions.slice(s.start, s.start + s.length));
+  }
+
+  async prepare(c: EvalCase, variants: ReadonlySet<VariantName>): Promise<PreparedCase> {
+    const t0 = performance.now();
+    const tokens = this.encode(c.chunks);
+    const ids: PreparedCase['ids'] = {};
+    if (variants.has('plain')) ids.plain = await this.lego.compileContext(tokens);
+    if (variants.has('legolink0')) ids.legolink0 = await this.lego.compileContext(tokens, { variant: { kind: 'legolink0' } });
+    if (variants.has('promptcache')) {
+      const positions = await this.promptCachePositions(c, tokens);
+      ids.promptcache = [];
+      for (const [i, t] of tokens.entries()) {
+        ids.promptcache.push(...(await this.lego.compileContext([t], { variant: { kind: 'promptcache', positions: positions[i] } })));
+      }
+    }
+    return { case: c, ids, compileMs: performance.now() - t0 };
+  }
+
+  async preload(p: PreparedCase): Promise<void> {
+    for (const ids of Object.values(p.ids)) {
+      for await (const ev of this.lego.chatCompletion({ messages: caseMessages(ids, p.case), algorithm: 'naive', maxTokens: 1 })) void ev;
+    }
+  }
+
+  async answer(p: PreparedCase, algorithm: string, maxNewTokens: number, signal?: AbortSignal): Promise<Answer> {
+    const v = variantFor(algorithm);
+    const ids = p.ids[v];
+    if (!ids) throw new Error(`Case ${p.case.id} was not compiled for the ${v} variant`);
+    const t0 = performance.now();
+    let first: Extract<CompletionEvent, { type: 'first-token' }> | undefined;
+    let wall = 0;
+    let done: Extract<CompletionEvent, { type: 'done' }> | undefined;
+    for await (const ev of this.lego.chatCompletion({ messages: caseMessages(ids, p.case), algorithm, maxTokens: maxNewTokens, temperature: 0, signal })) {
+      if (ev.type === 'first-token') {
+        wall = performance.now() - t0;
+        first = ev;
+      } else if (ev.type === 'done') done = ev;
+    }
+    if (!first || !done) throw new Error('chatCompletion ended without a first token or a done event');
+    return {
+      text: done.text, ttft: first.ttft, wallTtftMs: wall, recomputed: first.recomputed, recomputedFraction: first.recomputedFraction,
+      promptTokens: first.promptTokens, newTokens: done.tokens, decodeTokensPerS: done.decodeTokensPerS, cancelled: done.cancelled,
+    };
+  }
+
+  async release(p: PreparedCase): Promise<void> {
+    for (const ids of Object.values(p.ids)) for (const id of ids) await this.lego.expireCache(id);
+  }
+
+  async close(): Promise<void> {
+    this.s.close();
+  }
+}

@@ -1,0 +1,195 @@
+/**
+ * npm run results [-- --rerun] [--dir docs/results] [--out docs/RESULTS.md]
+ *
+ * Regenerates docs/RESULTS.md and the charts from the JSON the benchmarks
+ * and evaluation runs wrote into docs/results/ (scaling.json, load.json,
+ * eval-*.json). Every figure in the page comes from those files. With
+ * --rerun it first runs the measurements again (RERUN below, a few minutes
+ * each on a 2-core CPU adapter).
+ */
+import { existsSync, readdirSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
+import { join, relative, dirname } from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { parseArgs } from 'node:util';
+import type { ScalingResults } from './bench-scaling';
+import type { LoadResults } from './bench-load';
+import type { EvalResults } from './runner';
+import { accuracyChart, loadChart, scalingChart } from './charts';
+import { REPO_ROOT } from './tokenizer';
+
+/** The measurements behind docs/RESULTS.md, as `npm run …` argument lists (run in order by --rerun). */
+export const RERUN: { what: string; args: string[] }[] = [
+  { what: 'datasets', args: ['run', 'datasets', '--', '--out', 'data', '--seed', '1', '--only', 'multidoc,samsum'] },
+  { what: 'small needle set', args: ['run', 'datasets', '--', '--out', 'data', '--seed', '1', '--only', 'needle', '--needle-lengths', '1024,2048', '--needle-depths', '0,0.5,1', '--prefix', 'small-'] },
+  { what: 'context-length scaling', args: ['run', 'bench:scaling', '--', '--model', 'stories260K', '--out', 'docs/results/scaling.json'] },
+  { what: 'asynchronous load', args: ['run', 'bench:load', '--', '--model', 'stories260K', '--out', 'docs/results/load.json'] },
+  { what: 'eval multidoc', args: ['run', 'eval', '--', '--model', 'stories260K', '--data', 'data/multidoc.jsonl', '--limit', '20', '--out', 'docs/results/eval-multidoc-stories260K.json'] },
+  { what: 'eval samsum', args: ['run', 'eval', '--', '--model', 'stories260K', '--data', 'data/samsum.jsonl', '--limit', '8', '--out', 'docs/results/eval-samsum-stories260K.json'] },
+  { what: 'eval needle', args: ['run', 'eval', '--', '--model', 'stories260K', '--data', 'data/small-needle.jsonl', '--out', 'docs/results/eval-needle-stories260K.json'] },
+];
+
+const f0 = (x: number | null | undefined) => (x === null || x === undefined || !Number.isFinite(x) ? '–' : x.toFixed(0));
+const f1 = (x: number | null | undefined) => (x === null || x === undefined || !Number.isFinite(x) ? '–' : x.toFixed(1));
+const f2 = (x: number | null | undefined) => (x === null || x === undefined || !Number.isFinite(x) ? '–' : x.toFixed(2));
+const f3 = (x: number | null | undefined) => (x === null || x === undefined || !Number.isFinite(x) ? '–' : x.toFixed(3));
+const pct = (x: number | null | undefined) => (x === null || x === undefined || !Number.isFinite(x) ? '–' : `${(x * 100).toFixed(1)}%`);
+
+/** A Markdown table from a header row and rows (first column left-aligned). */
+export function mdTable(headers: string[], rows: (string | number)[][]): string {
+  const out = [`| ${headers.join(' | ')} |`, `| ${headers.map((_, i) => (i === 0 ? '---' : '---:')).join(' | ')} |`];
+  for (const r of rows) out.push(`| ${r.join(' | ')} |`);
+  return out.join('\n');
+}
+
+const host = (r: { loadavg_start?: number; loadavg_end?: number | null; cpus?: number; commit?: string | null }) =>
+  (r.loadavg_start === undefined ? '–' : `${f1(r.loadavg_start)} → ${f1(r.loadavg_end ?? NaN)} on ${r.cpus} CPUs`) + (r.commit ? ` · commit ${r.commit}` : '');
+
+function scalingSection(r: ScalingResults, rel: string): string {
+  const lengths = [...new Set(r.points.map((p) => p.context_tokens))].sort((a, b) => a - b);
+  const algs = [...new Set([...r.points.map((p) => p.algorithm), ...r.skipped.map((p) => p.algorithm)])];
+  const at = (alg: string, n: number) => r.points.find((p) => p.algorithm === alg && p.context_tokens === n);
+  const lines: string[] = [];
+  lines.push('## Context-length scaling (EPIC Figure 9)', '');
+  lines.push(`\`${r.command ?? 'npm run bench:scaling'}\` · adapter **${r.adapter}** · model **${r.model}** · ${r.chunk_tokens}-token chunks · ${r.date.slice(0, 10)} · host load ${host(r)}${r.complete ? '' : ' · **stopped early**'}`, '');
+  lines.push('TTFT in ms (median of the runs; recomputed rows / prompt rows in brackets). Chunks are compiled before timing; `full` recomputes every row.', '');
+  lines.push(mdTable(['algorithm', ...lengths.map((n) => `${n} tokens`)], algs.map((alg) => [
+    alg, ...lengths.map((n) => {
+      const p = at(alg, n);
+      if (p) return `${f0(p.ttft_ms)} (${p.recomputed}/${p.prompt_tokens})`;
+      return r.skipped.some((s) => s.algorithm === alg && s.context_tokens === n) ? 'skipped' : '–';
+    }),
+  ])), '');
+  lines.push('Breakdown of the largest context each algorithm reached (ms):', '');
+  lines.push(mdTable(['algorithm', 'context', 'lookup', 'load', 'recompute', 'first token', 'total'], algs.flatMap((alg) => {
+    const p = r.points.filter((x) => x.algorithm === alg).at(-1);
+    return p ? [[alg, p.context_tokens, f1(p.breakdown_ms.lookup), f1(p.breakdown_ms.load), f0(p.breakdown_ms.recompute), f1(p.breakdown_ms.first_token), f0(p.ttft_ms)]] : [];
+  })), '');
+  lines.push('Growth exponents, fitted by least squares on log TTFT against log context length (TTFT ≈ c·N^k):', '');
+  lines.push(mdTable(['algorithm', 'k', 'R²', 'points', 'range'], r.fits.map((f) => {
+    const ps = r.points.filter((p) => p.algorithm === f.algorithm);
+    return [f.algorithm, f2(f.exponent), f3(f.r2), f.points, ps.length ? `${ps[0].context_tokens}–${ps.at(-1)!.context_tokens}` : '–'];
+  })), '');
+  if (r.skipped.length) {
+    lines.push('Skipped points:', '');
+    for (const s of r.skipped) lines.push(`- ${s.algorithm} at ${s.context_tokens} tokens: ${s.reason}`);
+    lines.push('');
+  }
+  // The issue's targets, computed from the same run.
+  const ttft = (alg: string, n: number) => at(alg, n)?.ttft_ms;
+  const checks: [string, number | undefined, string, (x: number) => boolean][] = [];
+  const l4 = ttft('legolink:16', 4096), l8 = ttft('legolink:16', 8192);
+  const full4 = ttft('full', 4096), cb4 = ttft('cacheblend:0.15', 4096);
+  checks.push(['TTFT(full) / TTFT(legolink:16) at 4096 tokens (8 chunks)', full4 && l4 ? full4 / l4 : undefined, '≥ 10', (x) => x >= 10]);
+  checks.push(['TTFT(cacheblend:0.15) / TTFT(legolink:16) at 4096 tokens', cb4 && l4 ? cb4 / l4 : undefined, '≥ 2.5', (x) => x >= 2.5]);
+  checks.push(['TTFT(legolink:16) at 8192 / at 4096 tokens', l8 && l4 ? l8 / l4 : undefined, '≤ 2.2', (x) => x <= 2.2]);
+  lines.push("The issue's targets, from this run:", '');
+  lines.push(mdTable(['ratio', 'measured', 'target', 'met'], checks.map(([name, v, target, ok]) => [name, v === undefined ? 'not measured' : f2(v), target, v === undefined ? '–' : ok(v) ? 'yes' : 'no'])), '');
+  lines.push(`![TTFT against context length](${rel}/scaling.svg)`, '');
+  return lines.join('\n');
+}
+
+function loadSection(r: LoadResults, rel: string): string {
+  const lines: string[] = [];
+  lines.push('## Asynchronous load (EPIC Figure 8)', '');
+  lines.push(`\`${r.command ?? 'npm run bench:load'}\` · adapter **${r.adapter}** · model **${r.model}** · ${r.users} users, each with its own ${r.context_tokens}-token documents in ${r.chunk_tokens}-token chunks · Poisson arrivals for ${r.duration_s} s per rate · at most ${r.max_busy_s} s of engine time per rate · ${r.max_new_tokens} new tokens per request · ${r.date.slice(0, 10)} · host load ${host(r)}${r.complete ? '' : ' · **stopped early**'}`, '');
+  lines.push('One FIFO queue in front of the one engine, one request at a time to its last token. TTFT counts the time queued; throughput is served requests (and generated tokens) per second of the span from the first arrival to the last completion. Requests still queued when the engine-time limit is reached are counted as unserved.', '');
+  lines.push(mdTable(['algorithm', 'rate (req/s)', 'arrived', 'served', 'TTFT mean ± sd (ms)', 'TTFT p95', 'queueing mean', 'link mean', 'req/s', 'tokens/s'], r.points.map((p) => [
+    p.algorithm, p.rate, p.arrivals, p.served, `${f0(p.ttft_ms_mean)} ± ${f0(p.ttft_ms_std)}`, f0(p.ttft_ms_p95), f0(p.queue_ms_mean), f0(p.service_ttft_ms_mean), f2(p.throughput_rps), f1(p.throughput_tokens_per_s),
+  ])), '');
+  const algs = [...new Set(r.points.map((p) => p.algorithm))];
+  if (algs.includes('legolink:16') && algs.includes('cacheblend:0.15')) {
+    const rates = [...new Set(r.points.map((p) => p.rate))];
+    const rows = rates.flatMap((rate) => {
+      const l = r.points.find((p) => p.algorithm === 'legolink:16' && p.rate === rate);
+      const c = r.points.find((p) => p.algorithm === 'cacheblend:0.15' && p.rate === rate);
+      return l && c ? [[rate, f2(c.ttft_ms_mean / l.ttft_ms_mean), f2(l.throughput_rps / c.throughput_rps)]] : [];
+    });
+    lines.push('legolink:16 against cacheblend:0.15 at each rate:', '');
+    lines.push(mdTable(['rate (req/s)', 'TTFT(cacheblend) / TTFT(legolink)', 'throughput(legolink) / throughput(cacheblend)'], rows), '');
+  }
+  lines.push(`![TTFT and throughput against request rate](${rel}/load.svg)`, '');
+  return lines.join('\n');
+}
+
+function evalSection(runs: { r: EvalResults; file: string }[], rel: string): string {
+  const lines: string[] = [];
+  lines.push('## Accuracy against TTFT (EPIC Figure 6)', '');
+  lines.push('`npm run eval` on the generated datasets (EPIC\'s synchronous workload: each case\'s chunks compiled before its requests are timed; greedy decoding). Accuracy is LongBench-style F1 or Rouge-L F in [0, 1]; *agree w/ full* is the F1 between each algorithm\'s answer and full recompute\'s answer on the same case, which shows how faithfully linking reproduces full attention whether or not the model knows the answer. TTFT is the API\'s breakdown total (lookup + load + recompute + first-token logits).', '');
+  if (runs.some(({ r }) => /stories/i.test(r.model))) {
+    lines.push('stories260K is a 260K-parameter model trained on children\'s stories with a 512-token context: it cannot answer questions about documents, so its accuracy measures little, and the agreement column is the informative one for it.', '');
+  }
+  for (const { r, file } of runs) {
+    const name = file.replace(/^eval-/, '').replace(/\.json$/, '');
+    lines.push(`### ${r.data.replace(/^.*\//, '')} · ${r.model}`, '');
+    lines.push(`\`${r.command ?? `npm run eval -- --model ${r.model} --data ${r.data}`}\` · adapter **${r.adapter}** · model **${r.model}** · ${r.backend} backend · max ${r.max_new_tokens} new tokens · ${r.started_at.slice(0, 10)} · host load ${host(r)}${r.complete ? '' : ' · **stopped early**'}`, '');
+    lines.push(mdTable(['algorithm', 'n', 'accuracy', 'agree w/ full', 'TTFT mean (ms)', 'TTFT median', 'load', 'recompute', 'first token', 'recomputed', 'prompt tokens'], r.results.map((x) => [
+      x.algorithm, x.n, f3(x.accuracy), f3(x.agreement_with_full), f0(x.ttft_ms_mean), f0(x.ttft_ms_median), f1(x.breakdown_ms_mean.load),
+      f0(x.breakdown_ms_mean.recompute), f1(x.breakdown_ms_mean.first_token), pct(x.recompute_fraction), f0(x.prompt_tokens_mean),
+    ])), '');
+    if (r.errors?.length) lines.push(`${r.errors.length} requests failed and are left out: ${[...new Set(r.errors.map((e) => e.message))].slice(0, 3).join('; ')}`, '');
+    lines.push(`![accuracy against TTFT](${rel}/eval-${name}.svg) ![agreement with full recompute against TTFT](${rel}/eval-${name}-agreement.svg)`, '');
+  }
+  return lines.join('\n');
+}
+
+export function buildResults(dir: string, outPath: string): { markdown: string; charts: Record<string, string> } {
+  const rel = relative(dirname(outPath), dir) || '.';
+  const read = <T>(f: string) => JSON.parse(readFileSync(join(dir, f), 'utf8')) as T;
+  const files = existsSync(dir) ? readdirSync(dir).filter((f) => f.endsWith('.json')).sort() : [];
+  const charts: Record<string, string> = {};
+  const parts: string[] = [];
+  const adapters = new Set<string>(), models = new Set<string>();
+  const scaling = files.includes('scaling.json') ? read<ScalingResults>('scaling.json') : null;
+  const load = files.includes('load.json') ? read<LoadResults>('load.json') : null;
+  const evals = files.filter((f) => f.startsWith('eval-')).map((file) => ({ file, r: read<EvalResults>(file) }));
+  for (const x of [scaling, load, ...evals.map((e) => e.r)]) if (x) {
+    adapters.add(x.adapter);
+    models.add(x.model);
+  }
+  parts.push('# Results', '');
+  parts.push('<!-- Generated by `npm run results` from docs/results/*.json; do not edit by hand. -->', '');
+  parts.push(`Measured on ${[...adapters].map((a) => `**${a}**`).join(', ') || 'no adapter yet'} with ${[...models].map((m) => `**${m}**`).join(', ') || 'no model yet'}. Every figure below is read from the JSON files in \`docs/results/\`, which the commands named in each section write; \`npm run results\` rebuilds this page and its charts from them, and \`npm run results -- --rerun\` runs the measurements again first. Timings on a CPU adapter (SwiftShader) on a shared machine are noisy: each section records the host's load average.`, '');
+  if (scaling) {
+    charts['scaling.svg'] = scalingChart(scaling);
+    parts.push(scalingSection(scaling, rel));
+  }
+  if (load) {
+    charts['load.svg'] = loadChart(load);
+    parts.push(loadSection(load, rel));
+  }
+  if (evals.length) {
+    for (const { file, r } of evals) {
+      const name = file.replace(/^eval-/, '').replace(/\.json$/, '');
+      charts[`eval-${name}.svg`] = accuracyChart(r, 'accuracy');
+      charts[`eval-${name}-agreement.svg`] = accuracyChart(r, 'agreement_with_full');
+    }
+    parts.push(evalSection(evals, rel));
+  }
+  parts.push('## Reproducing', '');
+  parts.push('`npm run results -- --rerun` runs, in order:', '');
+  for (const step of RERUN) parts.push(`- ${step.what}: \`npm ${step.args.join(' ')}\``);
+  parts.push('');
+  if (!scaling && !load && !evals.length) parts.push(`No results in ${dir} yet: run \`npm run results -- --rerun\`.`, '');
+  return { markdown: parts.join('\n').replace(/\n{3,}/g, '\n\n'), charts };
+}
+
+function main() {
+  const { values: a } = parseArgs({ options: { rerun: { type: 'boolean', default: false }, dir: { type: 'string', default: join(REPO_ROOT, 'docs/results') }, out: { type: 'string', default: join(REPO_ROOT, 'docs/RESULTS.md') } } });
+  if (a.rerun) {
+    for (const step of RERUN) {
+      console.log(`[results] ${step.what}: npm ${step.args.join(' ')}`);
+      const r = spawnSync('npm', step.args, { cwd: REPO_ROOT, stdio: 'inherit' });
+      if (r.status !== 0) {
+        console.error(`[results] ${step.what} failed (exit ${r.status}); the page is rebuilt from what is there`);
+        break;
+      }
+    }
+  }
+  mkdirSync(a.dir!, { recursive: true });
+  const { markdown, charts } = buildResults(a.dir!, a.out!);
+  for (const [name, svg] of Object.entries(charts)) writeFileSync(join(a.dir!, name), svg);
+  writeFileSync(a.out!, markdown);
+  console.log(`${relative(process.cwd(), a.out!)} and ${Object.keys(charts).length} charts written from ${relative(process.cwd(), a.dir!) || '.'}/*.json`);
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) main();

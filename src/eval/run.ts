@@ -1,0 +1,81 @@
+/**
+ * npm run eval -- --model <m> --data <file.jsonl>
+ *     [--algorithms full,naive,cacheblend:0.15,legolink:16,legolink0,attnlink:16,promptcache]
+ *     [--max-new-tokens 32] [--out results.json] [--backend node] [--limit N]
+ *     [--dtype f32|f16] [--kv-dtype f32|f16] [--no-warmup]
+ *
+ * EPIC's synchronous workload on a dataset (format: src/eval/dataset.ts):
+ * every case's chunks are compiled before its requests are timed; each
+ * algorithm answers greedily; prints a table per algorithm (TTFT mean and
+ * median with the breakdown, accuracy, recomputed-token fraction, n) with
+ * the adapter's name, and writes the results JSON after every answer.
+ * Ctrl-C stops after the current step and keeps what was measured.
+ * `--model` takes a path or a known name (stories260K, gemma-3-270m).
+ */
+import { parseArgs } from 'node:util';
+import { readDataset } from './dataset';
+import { NodeBackend } from './node-backend';
+import { runEval } from './runner';
+import { ProgressBar, resultsTable } from './format';
+
+export const ALL_ALGORITHMS = 'full,naive,cacheblend:0.15,legolink:16,legolink0,attnlink:16,promptcache';
+
+async function main() {
+  const { values: a } = parseArgs({
+    options: {
+      model: { type: 'string', default: 'stories260K' }, data: { type: 'string' }, algorithms: { type: 'string', default: ALL_ALGORITHMS },
+      'max-new-tokens': { type: 'string', default: '32' }, out: { type: 'string' }, backend: { type: 'string', default: 'node' },
+      limit: { type: 'string' }, dtype: { type: 'string' }, 'kv-dtype': { type: 'string' }, tokenizer: { type: 'string' },
+      'no-warmup': { type: 'boolean', default: false },
+    },
+  });
+  if (!a.data) {
+    console.error('usage: npm run eval -- --model <path|stories260K|gemma-3-270m> --data <file.jsonl> [--algorithms a,b] [--max-new-tokens 32] [--out results.json] [--limit N]');
+    process.exit(2);
+  }
+  if (a.backend !== 'node') {
+    console.error(`--backend ${a.backend}: only the node backend is implemented (the browser backend is not written yet)`);
+    process.exit(2);
+  }
+  let cases = readDataset(a.data);
+  if (a.limit) cases = cases.slice(0, Number(a.limit));
+  const algorithms = a.algorithms!.split(',').map((s) => s.trim()).filter(Boolean);
+  const ac = new AbortController();
+  let firstSignal = 0;
+  process.on('SIGINT', () => {
+    // A Ctrl-C reaches npm, the launcher and this process together, so one press can arrive twice.
+    const now = Date.now();
+    if (!firstSignal) {
+      firstSignal = now;
+      ac.abort();
+      process.stderr.write('\nStopping after the current step (Ctrl-C again in a few seconds to quit at once)…\n');
+    } else if (now - firstSignal > 2000) {
+      process.exit(130);
+    }
+  });
+  const backend = await NodeBackend.open(a.model!, {
+    weightDtype: a.dtype as 'f32' | 'f16' | undefined, kvDtype: a['kv-dtype'] as 'f32' | 'f16' | undefined, tokenizer: a.tokenizer,
+  });
+  console.error(`[${backend.adapter}] ${backend.model}: ${cases.length} cases from ${a.data}, algorithms ${algorithms.join(', ')}${backend.hasChatTemplate ? ', chat template' : ''}`);
+  const bar = new ProgressBar();
+  try {
+    const res = await runEval({
+      backend, cases, data: a.data, algorithms, command: ['npm run eval --', ...process.argv.slice(2)].join(' '), maxNewTokens: Number(a['max-new-tokens']), out: a.out, warmup: !a['no-warmup'], signal: ac.signal,
+      onProgress: (p) => bar.update(p.done, p.total, `case ${p.caseIndex + 1}/${p.cases} ${p.caseId} ${p.phase}${p.algorithm ? ` ${p.algorithm}` : ''}`),
+    });
+    bar.update(res.cases.length, cases.length * res.algorithms.length, ac.signal.aborted ? 'stopped' : 'done');
+    bar.done();
+    console.log(`[${res.adapter}] ${res.model} on ${res.data} (${res.backend} backend, greedy, max ${res.max_new_tokens} new tokens)${ac.signal.aborted ? ' — stopped early' : ''}`);
+    console.log(resultsTable(res.results));
+    for (const e of res.errors) console.log(`failed: ${e.id} ${e.algorithm}: ${e.message}`);
+    if (a.out) console.log(`results: ${a.out}`);
+    process.exitCode = ac.signal.aborted ? 130 : res.errors.length ? 1 : 0;
+  } finally {
+    await backend.close();
+  }
+}
+
+main().catch((e) => {
+  console.error(e instanceof Error ? (e.stack ?? e.message) : e);
+  process.exit(1);
+});

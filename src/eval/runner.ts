@@ -1,0 +1,211 @@
+/**
+ * The evaluation runner: EPIC's synchronous workload. For every case its
+ * chunks are compiled first (every compile variant the algorithms need), then
+ * put in the store's fastest tier, and only then is each algorithm timed,
+ * one request at a time, greedy. Results are aggregated per algorithm and
+ * written after every answer, so a stopped run keeps what it measured.
+ */
+import { renameSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
+import { runHost } from './env';
+import { parseAlgorithm, formatAlgorithm } from '../kvlink/algorithms';
+import type { EvalCase } from './dataset';
+import { variantFor, type EvalBackend, type VariantName } from './backend';
+import { qaF1, score } from './metrics';
+import { predictionForScoring } from './prompt';
+import { mean, median } from './stats';
+
+export interface CaseResult {
+  id: string;
+  algorithm: string;
+  metric: EvalCase['metric'];
+  score: number;
+  prediction: string;
+  answers: string[];
+  ttft_ms: number;
+  ttft_wall_ms: number;
+  breakdown_ms: { lookup: number; load: number; recompute: number; first_token: number };
+  recomputed: number;
+  prompt_tokens: number;
+  recompute_fraction: number;
+  new_tokens: number;
+  decode_tokens_per_s: number;
+  compile_ms: number;
+  meta?: Record<string, unknown>;
+}
+
+export interface AlgorithmResult {
+  algorithm: string;
+  params: Record<string, unknown>;
+  n: number;
+  accuracy: number;
+  ttft_ms_mean: number;
+  ttft_ms_median: number;
+  recompute_fraction: number;
+  breakdown_ms_mean: CaseResult['breakdown_ms'];
+  prompt_tokens_mean: number;
+  /**
+   * Mean F1 (token overlap, as above) between this algorithm's answer and
+   * full recompute's on the same case: how closely linking reproduces full
+   * attention's output, whether or not the model answers correctly. Null
+   * without full in the run.
+   */
+  agreement_with_full: number | null;
+}
+
+export interface EvalResults {
+  kind: 'eval';
+  /** The command line that produced the file, when run from it. */
+  command?: string;
+  adapter: string;
+  model: string;
+  data: string;
+  backend: string;
+  algorithms: string[];
+  max_new_tokens: number;
+  started_at: string;
+  finished_at: string | null;
+  /** False when the run was stopped (Ctrl-C) or is still going. */
+  complete: boolean;
+  /** The source revision, the host's 1-minute load average when the run started and ended, and its CPU count. */
+  commit?: string | null;
+  loadavg_start: number;
+  loadavg_end: number | null;
+  cpus: number;
+  results: AlgorithmResult[];
+  cases: CaseResult[];
+  /** Requests that failed (e.g. a context too large for the device); the run goes on without them. */
+  errors: { id: string; algorithm: string; message: string }[];
+}
+
+export interface Progress {
+  phase: 'compile' | 'warmup' | 'answer';
+  caseIndex: number;
+  cases: number;
+  done: number;
+  total: number;
+  caseId: string;
+  algorithm?: string;
+}
+
+export interface RunOptions {
+  backend: EvalBackend;
+  cases: EvalCase[];
+  data: string;
+  algorithms: string[];
+  maxNewTokens: number;
+  out?: string;
+  /** Untimed run of every algorithm on the first case, so no pipeline is built inside a timed request. */
+  warmup?: boolean;
+  signal?: AbortSignal;
+  onProgress?: (p: Progress) => void;
+  command?: string;
+}
+
+export function algorithmParams(spec: string): Record<string, unknown> {
+  const { kind, ...params } = parseAlgorithm(spec) as { kind: string } & Record<string, unknown>;
+  void kind;
+  return params;
+}
+
+export function aggregate(algorithms: string[], cases: CaseResult[]): AlgorithmResult[] {
+  const full = new Map(cases.filter((c) => c.algorithm === 'full').map((c) => [c.id, c.prediction]));
+  return algorithms.map((algorithm) => {
+    const rs = cases.filter((c) => c.algorithm === algorithm);
+    const agree = rs.filter((r) => full.has(r.id)).map((r) => qaF1(r.prediction, full.get(r.id)!));
+    const b = (k: keyof CaseResult['breakdown_ms']) => mean(rs.map((r) => r.breakdown_ms[k]));
+    return {
+      algorithm, params: algorithmParams(algorithm), n: rs.length,
+      accuracy: mean(rs.map((r) => r.score)),
+      ttft_ms_mean: mean(rs.map((r) => r.ttft_ms)),
+      ttft_ms_median: median(rs.map((r) => r.ttft_ms)),
+      recompute_fraction: mean(rs.map((r) => r.recompute_fraction)),
+      breakdown_ms_mean: { lookup: b('lookup'), load: b('load'), recompute: b('recompute'), first_token: b('first_token') },
+      prompt_tokens_mean: mean(rs.map((r) => r.prompt_tokens)),
+      agreement_with_full: agree.length ? mean(agree) : null,
+    };
+  });
+}
+
+/** Writes JSON atomically (temporary file, then rename), so a reader never sees half a file. */
+export function writeJsonAtomic(path: string, value: unknown) {
+  const tmp = `${path}.tmp-${process.pid}`;
+  writeFileSync(tmp, JSON.stringify(value, (_k, v) => (typeof v === 'number' && !Number.isFinite(v) ? null : v), 1) + '\n');
+  renameSync(tmp, path);
+}
+
+export async function runEval(o: RunOptions): Promise<EvalResults> {
+  const algorithms = o.algorithms.map((a) => formatAlgorithm(parseAlgorithm(a)));
+  const variants = new Set<VariantName>(algorithms.map(variantFor));
+  const res: EvalResults = {
+    kind: 'eval', ...(o.command ? { command: o.command } : {}), adapter: o.backend.adapter, model: o.backend.model, data: o.data, backend: o.backend.name, algorithms,
+    max_new_tokens: o.maxNewTokens, started_at: new Date().toISOString(), finished_at: null, complete: false,
+    ...runHost(), loadavg_end: null, results: aggregate(algorithms, []), cases: [], errors: [],
+  };
+  const save = () => {
+    res.results = aggregate(algorithms, res.cases);
+    if (o.out) writeJsonAtomic(o.out, res);
+  };
+  save();
+  const total = o.cases.length * algorithms.length;
+  let done = 0;
+  const stopped = () => !!o.signal?.aborted;
+  for (const [ci, c] of o.cases.entries()) {
+    if (stopped()) break;
+    const progress = (phase: Progress['phase'], algorithm?: string) =>
+      o.onProgress?.({ phase, caseIndex: ci, cases: o.cases.length, done, total, caseId: c.id, algorithm });
+    progress('compile');
+    let p;
+    try {
+      p = await o.backend.prepare(c, variants);
+    } catch (e) {
+      for (const a of algorithms) res.errors.push({ id: c.id, algorithm: a, message: `compile: ${e instanceof Error ? e.message : String(e)}` });
+      done += algorithms.length;
+      save();
+      continue;
+    }
+    try {
+      if (ci === 0 && o.warmup !== false) {
+        for (const a of algorithms) {
+          if (stopped()) break;
+          progress('warmup', a);
+          await o.backend.answer(p, a, 2, o.signal);
+        }
+      }
+      await o.backend.preload(p);
+      // Start each case with a different algorithm, so no algorithm always pays for going first.
+      const order = algorithms.map((_, i) => algorithms[(i + ci) % algorithms.length]);
+      for (const a of order) {
+        if (stopped()) break;
+        progress('answer', a);
+        let r;
+        try {
+          r = await o.backend.answer(p, a, o.maxNewTokens, o.signal);
+        } catch (e) {
+          res.errors.push({ id: c.id, algorithm: a, message: e instanceof Error ? e.message : String(e) });
+          done++;
+          save();
+          continue;
+        }
+        if (r.cancelled) break;
+        const prediction = predictionForScoring(r.text, c.metric);
+        res.cases.push({
+          id: c.id, algorithm: a, metric: c.metric, score: score(c.metric, prediction, c.answers), prediction: r.text, answers: c.answers,
+          ttft_ms: r.ttft.totalMs, ttft_wall_ms: r.wallTtftMs,
+          breakdown_ms: { lookup: r.ttft.lookupMs, load: r.ttft.loadMs, recompute: r.ttft.recomputeMs, first_token: r.ttft.firstTokenMs },
+          recomputed: r.recomputed, prompt_tokens: r.promptTokens, recompute_fraction: r.recomputedFraction,
+          new_tokens: r.newTokens, decode_tokens_per_s: r.decodeTokensPerS, compile_ms: p.compileMs, meta: c.meta,
+        });
+        done++;
+        save();
+      }
+    } finally {
+      await o.backend.release(p);
+    }
+  }
+  res.complete = !stopped() && done === total && res.errors.length === 0;
+  res.finished_at = new Date().toISOString();
+  res.loadavg_end = loadavg()[0];
+  save();
+  return res;
+}

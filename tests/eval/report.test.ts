@@ -1,0 +1,82 @@
+/**
+ * Fits, charts and the results page: the power-law fit recovers a known
+ * exponent; charts are deterministic SVG; docs/RESULTS.md is built only from
+ * the JSON it is given (every figure in it traceable to the input).
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { powerLawFit, median, quantile } from '../../src/eval/stats';
+import { lineChart } from '../../src/eval/svg';
+import { buildResults } from '../../src/eval/report';
+import { poissonArrivals } from '../../src/eval/bench-load';
+import { aggregate, type CaseResult } from '../../src/eval/runner';
+import { Rng } from '../../src/eval/rng';
+
+test('stats: power-law fit, median, quantiles', () => {
+  const xs = [1024, 2048, 4096, 8192];
+  const f = powerLawFit(xs, xs.map((x) => 3 * x ** 1.5));
+  assert.ok(Math.abs(f.exponent - 1.5) < 1e-9 && Math.abs(f.coefficient - 3) < 1e-6 && Math.abs(f.r2 - 1) < 1e-12);
+  assert.equal(median([5, 1, 3]), 3);
+  assert.equal(median([4, 1, 3, 2]), 2.5);
+  assert.equal(quantile([0, 10], 0.95), 9.5);
+});
+
+test('Poisson arrivals: seeded, within the window, about rate × duration', () => {
+  const a = poissonArrivals(new Rng(1), 2, 500, 4);
+  assert.deepEqual(a, poissonArrivals(new Rng(1), 2, 500, 4));
+  assert.ok(a.every((x, i) => x.t < 500 && (i === 0 || x.t > a[i - 1].t) && x.user >= 0 && x.user < 4));
+  assert.ok(Math.abs(a.length - 1000) < 120, `${a.length} arrivals`);
+});
+
+test('aggregate: per-algorithm means, medians and agreement with full', () => {
+  const c = (id: string, algorithm: string, score: number, ttft: number, prediction: string): CaseResult => ({
+    id, algorithm, metric: 'f1', score, prediction, answers: ['x'], ttft_ms: ttft, ttft_wall_ms: ttft, breakdown_ms: { lookup: 0, load: 1, recompute: ttft - 2, first_token: 1 },
+    recomputed: 10, prompt_tokens: 100, recompute_fraction: 0.1, new_tokens: 3, decode_tokens_per_s: 10, compile_ms: 5,
+  });
+  const r = aggregate(['full', 'naive'], [c('a', 'full', 1, 30, 'red fox'), c('b', 'full', 0, 10, 'blue'), c('a', 'naive', 0.5, 4, 'red'), c('b', 'naive', 0, 2, 'green')]);
+  assert.equal(r[0].ttft_ms_mean, 20);
+  assert.equal(r[0].ttft_ms_median, 20);
+  assert.equal(r[1].accuracy, 0.25);
+  assert.equal(r[0].agreement_with_full, 1);
+  assert.ok(Math.abs(r[1].agreement_with_full! - (2 / 3) / 2) < 1e-12);
+  assert.deepEqual(r[1].params, {});
+});
+
+test('lineChart: deterministic SVG with every series in the legend', () => {
+  const o = { title: 'T <&>', xLabel: 'x', yLabel: 'y', xLog: true, yLog: true, series: [{ name: 'a', points: [[1, 2], [10, 20]] as [number, number][] }, { name: 'b', markersOnly: true, points: [[3, 4]] as [number, number][] }] };
+  const svg = lineChart(o);
+  assert.equal(svg, lineChart(o));
+  assert.match(svg, /^<svg xmlns="http:\/\/www.w3.org\/2000\/svg"/);
+  assert.match(svg, /T &lt;&amp;&gt;/);
+  assert.match(svg, />a<\/text>/);
+  assert.match(svg, />b<\/text>/);
+  assert.ok(!/NaN|undefined/.test(svg));
+});
+
+test('RESULTS.md is built from the JSON files alone', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'legokv-results-'));
+  const adapter = 'Test Adapter 9000';
+  const point = (algorithm: string, n: number, ms: number) => ({
+    algorithm, context_tokens: n, chunks: n / 512, prompt_tokens: n + 12, recomputed: 7, ttft_ms: ms, samples_ms: [ms],
+    breakdown_ms: { lookup: 0, load: 1, recompute: ms - 2, first_token: 1 },
+  });
+  const points = [point('full', 4096, 40000), point('full', 8192, 160000), point('legolink:16', 4096, 1234), point('legolink:16', 8192, 2345), point('cacheblend:0.15', 4096, 5000)];
+  writeFileSync(join(dir, 'scaling.json'), JSON.stringify({
+    kind: 'scaling', adapter, model: 'tiny.bin', chunk_tokens: 512, question: 'q', date: '2025-01-02T00:00:00Z', complete: true,
+    loadavg_start: 1, loadavg_end: 2, cpus: 2, points, skipped: [{ algorithm: 'cacheblend:0.15', context_tokens: 8192, reason: 'predicted 999 s > 240 s per point' }],
+    fits: [{ algorithm: 'full', exponent: 2, coefficient: 1, r2: 1, points: 2 }, { algorithm: 'legolink:16', exponent: 0.93, coefficient: 1, r2: 1, points: 2 }],
+  }));
+  const { markdown, charts } = buildResults(dir, join(dir, '..', 'RESULTS.md'));
+  assert.match(markdown, /Test Adapter 9000/);
+  assert.match(markdown, /tiny\.bin/);
+  assert.match(markdown, /\| legolink:16 \| 1234 \(7\/4108\) \| 2345 \(7\/8204\) \|/);
+  assert.match(markdown, /TTFT\(full\) \/ TTFT\(legolink:16\) at 4096 tokens \(8 chunks\) \| 32\.41 \| ≥ 10 \| yes \|/);
+  assert.match(markdown, /TTFT\(legolink:16\) at 8192 \/ at 4096 tokens \| 1\.90 \| ≤ 2\.2 \| yes \|/);
+  assert.match(markdown, /\| legolink:16 \| 0\.93 \|/);
+  assert.match(markdown, /cacheblend:0\.15 at 8192 tokens: predicted 999 s/);
+  assert.ok(charts['scaling.svg'].includes('legolink:16 (N^0.93)'));
+  assert.ok(!/NaN|undefined/.test(markdown));
+});

@@ -1,0 +1,99 @@
+/**
+ * The evaluation runner end to end in Node on stories260K: two cases, two
+ * algorithms, results JSON in the documented schema; a stop signal keeps
+ * what was measured; Prompt Cache modules sit at the positions the chunks
+ * take in the prompt; Ctrl-C on the command line exits cleanly with the
+ * results written so far.
+ */
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { spawn } from 'node:child_process';
+import { NodeBackend } from '../../src/eval/node-backend';
+import { runEval, type EvalResults } from '../../src/eval/runner';
+import { generateMultiDoc } from '../../src/eval/generators/multidoc';
+import { toJsonl } from '../../src/eval/dataset';
+import { gpuEnv } from '../../scripts/gpu-env.mjs';
+
+const dir = mkdtempSync(join(tmpdir(), 'legokv-eval-'));
+const cases = generateMultiDoc({ seed: 3, n: 2, docs: 3 });
+const data = join(dir, 'tiny.jsonl');
+writeFileSync(data, toJsonl(cases));
+let backend: NodeBackend | null = null;
+const open = async () => (backend ??= await NodeBackend.open('stories260K'));
+after(async () => backend?.close());
+
+test('2 cases × 2 algorithms: results JSON in the documented schema', async () => {
+  const b = await open();
+  const out = join(dir, 'results.json');
+  const seen: string[] = [];
+  const res = await runEval({
+    backend: b, cases, data, algorithms: ['full', 'legolink:16'], maxNewTokens: 6, out, warmup: false,
+    onProgress: (p) => seen.push(`${p.phase}:${p.caseId}:${p.algorithm ?? ''}`),
+  });
+  const j = JSON.parse(readFileSync(out, 'utf8')) as EvalResults;
+  assert.deepEqual(j, JSON.parse(JSON.stringify(res, (_k, v) => (typeof v === 'number' && !Number.isFinite(v) ? null : v))));
+  for (const k of ['adapter', 'model', 'data', 'results', 'cases']) assert.ok(k in j, k);
+  assert.ok(j.adapter.length > 0 && j.model === 'stories260K.bin' && j.data === data && j.complete);
+  assert.deepEqual(j.results.map((r) => r.algorithm), ['full', 'legolink:16']);
+  assert.deepEqual(j.results[1].params, { k: 16 });
+  for (const r of j.results) {
+    assert.equal(r.n, 2);
+    for (const k of ['accuracy', 'ttft_ms_mean', 'ttft_ms_median', 'recompute_fraction'] as const) assert.equal(typeof r[k], 'number', k);
+    assert.ok(r.accuracy >= 0 && r.accuracy <= 1 && r.ttft_ms_mean > 0 && r.recompute_fraction > 0 && r.recompute_fraction <= 1);
+  }
+  assert.equal(j.results[0].recompute_fraction, 1, 'full recomputes every token');
+  assert.ok(j.results[1].recompute_fraction < 0.5);
+  assert.equal(j.results[0].agreement_with_full, 1);
+  assert.equal(j.cases.length, 4);
+  for (const c of j.cases) {
+    assert.ok(typeof c.prediction === 'string' && c.new_tokens > 0 && c.new_tokens <= 6);
+    assert.ok(c.breakdown_ms.recompute > 0 && c.prompt_tokens > 300);
+  }
+  assert.equal(seen.filter((s) => s.startsWith('compile')).length, 2);
+});
+
+test('a stop signal keeps what was measured', async () => {
+  const b = await open();
+  const out = join(dir, 'stopped.json');
+  const ac = new AbortController();
+  const res = await runEval({
+    backend: b, cases, data, algorithms: ['naive', 'legolink0'], maxNewTokens: 4, out, warmup: false, signal: ac.signal,
+    onProgress: (p) => p.done === 1 && ac.abort(),
+  });
+  assert.equal(res.complete, false);
+  const j = JSON.parse(readFileSync(out, 'utf8')) as EvalResults;
+  assert.equal(j.cases.length, 1);
+  assert.equal(j.complete, false);
+  assert.equal(j.results.reduce((n, r) => n + r.n, 0), 1);
+});
+
+test('Prompt Cache modules take the positions of their chunks in the prompt', async () => {
+  const b = await open();
+  const tokens = [[10, 11, 12], [20, 21], [30, 31, 32, 33]];
+  const pos = await b.promptCachePositions(cases[0], tokens);
+  assert.deepEqual(pos, [[1, 2, 3], [4, 5], [6, 7, 8, 9]], 'after BOS, back to back (stories260K has no chat template)');
+});
+
+test('Ctrl-C on npm run eval stops cleanly and keeps the results so far', async () => {
+  const out = join(dir, 'cli.json');
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/eval/run.ts', '--model', 'stories260K', '--data', data, '--algorithms', 'naive,full',
+    '--max-new-tokens', '4', '--out', out, '--no-warmup'], { cwd: join(import.meta.dirname, '../..'), env: gpuEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
+  let stderr = '';
+  let stdout = '';
+  child.stdout.on('data', (d) => (stdout += d));
+  child.stderr.on('data', (d) => {
+    stderr += d;
+    if (/\] 1\/4/.test(stderr) && !child.killed) child.kill('SIGINT');
+  });
+  const code = await new Promise<number | null>((resolve) => child.on('exit', (c) => resolve(c)));
+  assert.equal(code, 130, stderr);
+  assert.match(stderr, /Stopping after the current step/);
+  assert.match(stdout, /stopped early/);
+  assert.match(stdout, /algorithm\s+n\s+accuracy/);
+  const j = JSON.parse(readFileSync(out, 'utf8')) as EvalResults;
+  assert.equal(j.complete, false);
+  assert.ok(j.cases.length >= 1 && j.cases.length < 4, `${j.cases.length} answers kept`);
+});
