@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+"""Held-out F1 of the qa-demo model with transformers' greedy generation.
+
+    python train/evaluate.py [--model public/models/qa-demo] [--data train/eval/qa-demo-eval.jsonl]
+                             [--layout concat,linked] [--n 200] [--out train/eval/results.json]
+
+Layouts (both are Full Recompute: every token attends to every earlier token):
+  concat  BOS + the chunks joined into one text + the question: the whole context as one
+          sequence, exactly the training layout.
+  linked  each chunk tokenized on its own with its own BOS, as LegoKV's KVCompile stores it,
+          then the question; this is what the engine's `full` algorithm computes over the
+          linked chunks (a BOS at every chunk start).
+  runner  as `linked`, with the uncached tail framed the way src/eval/prompt.ts frames it
+          today: "\n\n{instruction}\n\n{question}" (the default instruction when the case
+          has none), i.e. four extra newlines before "Question:" for our empty instruction.
+
+Scores: LongBench-style F1 (lower-case, punctuation and articles removed, token overlap,
+best over the gold answers) and exact match after the same normalization.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import string
+import sys
+import time
+from collections import Counter
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, '..'))
+DEFAULT_MODEL = os.path.join(ROOT, 'public', 'models', 'qa-demo')
+DEFAULT_DATA = os.path.join(HERE, 'eval', 'qa-demo-eval.jsonl')
+
+
+RUNNER_DEFAULT_INSTRUCTION = 'Answer the question based on the documents. Answer within 5 words.'
+
+
+def normalize(s: str) -> str:
+    s = s.lower()
+    s = ''.join(ch for ch in s if ch not in set(string.punctuation))
+    s = re.sub(r'\b(a|an|the)\b', ' ', s)
+    return ' '.join(s.split())
+
+
+def f1_score(pred: str, gold: str) -> float:
+    p, g = normalize(pred).split(), normalize(gold).split()
+    common = Counter(p) & Counter(g)
+    same = sum(common.values())
+    if same == 0:
+        return 0.0
+    prec, rec = same / len(p), same / len(g)
+    return 2 * prec * rec / (prec + rec)
+
+
+def best_f1(pred: str, golds: list[str]) -> float:
+    return max(f1_score(pred, g) for g in golds)
+
+
+def exact(pred: str, golds: list[str]) -> float:
+    return float(any(normalize(pred) == normalize(g) for g in golds))
+
+
+def load_cases(path: str, n: int | None = None) -> list[dict]:
+    with open(path) as f:
+        cases = [json.loads(line) for line in f if line.strip()]
+    return cases[:n] if n else cases
+
+
+def prompt_ids(case: dict, encode, bos: int, layout: str) -> list[int]:
+    """Token ids of the prompt; `encode` tokenizes text without special tokens."""
+    instr = case.get('instruction') or ''
+    tail = (instr + '\n' if instr else '') + case['question']
+    if layout == 'concat':
+        return [bos] + encode(''.join(case['chunks']) + tail)
+    if layout in ('linked', 'runner'):
+        ids: list[int] = []
+        for ch in case['chunks']:
+            ids += [bos] + encode(ch)
+        if layout == 'runner':
+            instr = case['instruction'] if 'instruction' in case else RUNNER_DEFAULT_INSTRUCTION
+            tail = '\n\n' + instr + '\n\n' + case['question']
+        return ids + encode(tail)
+    raise ValueError(f'unknown layout {layout}')
+
+
+def generate_answers(model, cases, encode, decode, bos: int, eos: int, layout: str, max_new_tokens: int = 32):
+    """Greedy answers (transformers' generate, KV cache, do_sample=False)."""
+    import torch
+    out = []
+    with torch.no_grad():
+        for c in cases:
+            ids = prompt_ids(c, encode, bos, layout)
+            x = torch.tensor([ids])
+            y = model.generate(x, attention_mask=torch.ones_like(x), max_new_tokens=max_new_tokens,
+                               do_sample=False, eos_token_id=eos, pad_token_id=eos)
+            out.append((decode(y[0, len(ids):].tolist()).strip(), len(ids)))
+    return out
+
+
+def score(cases, preds) -> dict:
+    rows = []
+    for c, (p, n) in zip(cases, preds):
+        rows.append({'id': c['id'], 'hops': c.get('hops'), 'qtype': c.get('qtype'), 'tokens': n,
+                     'pred': p, 'answers': c['answers'], 'f1': best_f1(p, c['answers']),
+                     'em': exact(p, c['answers'])})
+    mean = lambda xs: sum(xs) / len(xs) if xs else float('nan')  # noqa: E731
+    summary = {'n': len(rows), 'f1': mean([r['f1'] for r in rows]), 'em': mean([r['em'] for r in rows])}
+    for h in (1, 2):
+        sel = [r for r in rows if r['hops'] == h]
+        if sel:
+            summary[f'f1_{h}hop'] = mean([r['f1'] for r in sel])
+            summary[f'n_{h}hop'] = len(sel)
+    return {'summary': summary, 'cases': rows}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument('--model', default=DEFAULT_MODEL)
+    ap.add_argument('--data', default=DEFAULT_DATA)
+    ap.add_argument('--layout', default='concat,linked,runner')
+    ap.add_argument('--n', type=int, default=0, help='first N cases only (0: all)')
+    ap.add_argument('--threads', type=int, default=2)
+    ap.add_argument('--out', default=os.path.join(HERE, 'eval', 'results.json'))
+    args = ap.parse_args(argv)
+
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    torch.set_num_threads(args.threads)
+    tok = AutoTokenizer.from_pretrained(args.model)
+    model = AutoModelForCausalLM.from_pretrained(args.model, dtype=torch.float32).eval()
+    encode = lambda t: tok(t, add_special_tokens=False)['input_ids']  # noqa: E731
+    decode = lambda ids: tok.decode(ids, skip_special_tokens=True)  # noqa: E731
+    cases = load_cases(args.data, args.n or None)
+    report = {'model': os.path.relpath(args.model, ROOT), 'data': os.path.relpath(args.data, ROOT),
+              'decoding': 'greedy, max_new_tokens=32, transformers ' + __import__('transformers').__version__,
+              'layouts': {}}
+    for layout in args.layout.split(','):
+        t0 = time.time()
+        preds = generate_answers(model, cases, encode, decode, tok.bos_token_id, tok.eos_token_id, layout)
+        res = score(cases, preds)
+        res['summary']['seconds'] = round(time.time() - t0, 1)
+        report['layouts'][layout] = res
+        s = res['summary']
+        print(f"{layout:7s} n={s['n']} F1={s['f1']:.3f} EM={s['em']:.3f} "
+              f"1-hop F1={s.get('f1_1hop', float('nan')):.3f} 2-hop F1={s.get('f1_2hop', float('nan')):.3f} "
+              f"({s['seconds']:.0f} s)", flush=True)
+    if args.out:
+        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+        with open(args.out, 'w') as f:
+            json.dump(report, f, indent=1)
+            f.write('\n')
+    return report
+
+
+if __name__ == '__main__':
+    sys.exit(main() and 0)

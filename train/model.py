@@ -1,0 +1,190 @@
+"""A minimal Llama (the same math and tensor names as transformers' LlamaForCausalLM)
+for fast CPU training with packed, segment-masked sequences.
+
+Why not train LlamaForCausalLM directly: training packs several samples in one row and
+lets several question/answer blocks share one document prefix, which needs an arbitrary
+boolean attention mask and per-token position ids. Here that is one explicit mask passed
+to scaled_dot_product_attention. `export.py` writes the weights under the Hugging Face
+names and checks the logits against transformers' own LlamaForCausalLM.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+@dataclass
+class ModelArgs:
+    vocab_size: int = 4096
+    hidden_size: int = 256
+    intermediate_size: int = 768
+    num_hidden_layers: int = 6
+    num_attention_heads: int = 8
+    num_key_value_heads: int = 2
+    max_position_embeddings: int = 2048
+    rms_norm_eps: float = 1e-5
+    rope_theta: float = 10000.0
+    tie_word_embeddings: bool = True
+    initializer_range: float = 0.02
+
+    @property
+    def head_dim(self) -> int:
+        return self.hidden_size // self.num_attention_heads
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim: int, eps: float):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(dim))
+        self.eps = eps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        dtype = x.dtype
+        x = x.float()
+        x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
+        return self.weight * x.to(dtype)
+
+
+def rope_cos_sin(positions: torch.Tensor, head_dim: int, theta: float):
+    """positions: (B, T) int → cos, sin of shape (B, 1, T, head_dim), transformers' 'default' RoPE."""
+    inv_freq = 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.int64).float() / head_dim))
+    freqs = positions.float()[..., None] * inv_freq  # (B, T, d/2)
+    emb = torch.cat((freqs, freqs), dim=-1)
+    return emb.cos()[:, None], emb.sin()[:, None]
+
+
+def rotate_half(x: torch.Tensor) -> torch.Tensor:
+    x1, x2 = x.chunk(2, dim=-1)
+    return torch.cat((-x2, x1), dim=-1)
+
+
+class Attention(nn.Module):
+    def __init__(self, a: ModelArgs):
+        super().__init__()
+        self.nh, self.nkv, self.hd = a.num_attention_heads, a.num_key_value_heads, a.head_dim
+        self.q_proj = nn.Linear(a.hidden_size, self.nh * self.hd, bias=False)
+        self.k_proj = nn.Linear(a.hidden_size, self.nkv * self.hd, bias=False)
+        self.v_proj = nn.Linear(a.hidden_size, self.nkv * self.hd, bias=False)
+        self.o_proj = nn.Linear(self.nh * self.hd, a.hidden_size, bias=False)
+
+    def forward(self, x, cos, sin, mask):
+        B, T, _ = x.shape
+        q = self.q_proj(x).view(B, T, self.nh, self.hd).transpose(1, 2)
+        k = self.k_proj(x).view(B, T, self.nkv, self.hd).transpose(1, 2)
+        v = self.v_proj(x).view(B, T, self.nkv, self.hd).transpose(1, 2)
+        q = q * cos.to(q.dtype) + rotate_half(q) * sin.to(q.dtype)
+        k = k * cos.to(k.dtype) + rotate_half(k) * sin.to(k.dtype)
+        rep = self.nh // self.nkv
+        if rep > 1:
+            k = k.repeat_interleave(rep, dim=1)
+            v = v.repeat_interleave(rep, dim=1)
+        if isinstance(mask, Segments):
+            y = mask.attend(q, k, v)
+        else:
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        return self.o_proj(y.transpose(1, 2).reshape(B, T, self.nh * self.hd))
+
+
+class Segments:
+    """Packed rows without a dense mask. Each row holds samples back to back; a sample is a
+    prefix of `d` document tokens (plain causal attention among themselves) followed by
+    question/answer tokens that attend to the prefix and to their own block only (`qa_mask`,
+    shape (n_qa, d + n_qa)). Tokens outside every sample (padding) get zeros. This is the
+    same attention as a dense block-diagonal mask, at the cost of causal attention."""
+
+    def __init__(self, rows: list[list[tuple[int, int, int, torch.Tensor | None]]], T: int):
+        self.rows = rows  # per row: (start, d, end, qa_mask)
+        self.T = T
+
+    def attend(self, q, k, v):
+        out_rows = []
+        for b, samples in enumerate(self.rows):
+            parts, at = [], 0
+            for start, d, end, qa_mask in samples:
+                if start > at:
+                    parts.append(q.new_zeros(q.shape[1], start - at, q.shape[3]))
+                parts.append(F.scaled_dot_product_attention(
+                    q[b:b + 1, :, start:start + d], k[b:b + 1, :, start:start + d], v[b:b + 1, :, start:start + d],
+                    is_causal=True)[0])
+                if end > start + d:
+                    parts.append(F.scaled_dot_product_attention(
+                        q[b:b + 1, :, start + d:end], k[b:b + 1, :, start:end], v[b:b + 1, :, start:end],
+                        attn_mask=qa_mask)[0])
+                at = end
+            if at < self.T:
+                parts.append(q.new_zeros(q.shape[1], self.T - at, q.shape[3]))
+            out_rows.append(torch.cat(parts, dim=1))
+        return torch.stack(out_rows)
+
+
+class MLP(nn.Module):
+    def __init__(self, a: ModelArgs):
+        super().__init__()
+        self.gate_proj = nn.Linear(a.hidden_size, a.intermediate_size, bias=False)
+        self.up_proj = nn.Linear(a.hidden_size, a.intermediate_size, bias=False)
+        self.down_proj = nn.Linear(a.intermediate_size, a.hidden_size, bias=False)
+
+    def forward(self, x):
+        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+
+
+class Block(nn.Module):
+    def __init__(self, a: ModelArgs):
+        super().__init__()
+        self.input_layernorm = RMSNorm(a.hidden_size, a.rms_norm_eps)
+        self.self_attn = Attention(a)
+        self.post_attention_layernorm = RMSNorm(a.hidden_size, a.rms_norm_eps)
+        self.mlp = MLP(a)
+
+    def forward(self, x, cos, sin, mask):
+        x = x + self.self_attn(self.input_layernorm(x), cos, sin, mask)
+        return x + self.mlp(self.post_attention_layernorm(x))
+
+
+class Inner(nn.Module):
+    def __init__(self, a: ModelArgs):
+        super().__init__()
+        self.embed_tokens = nn.Embedding(a.vocab_size, a.hidden_size)
+        self.layers = nn.ModuleList(Block(a) for _ in range(a.num_hidden_layers))
+        self.norm = RMSNorm(a.hidden_size, a.rms_norm_eps)
+
+
+class TinyLlama(nn.Module):
+    def __init__(self, a: ModelArgs):
+        super().__init__()
+        self.args = a
+        self.model = Inner(a)
+        self.lm_head = nn.Linear(a.hidden_size, a.vocab_size, bias=False)
+        if a.tie_word_embeddings:
+            self.lm_head.weight = self.model.embed_tokens.weight
+        self.apply(self._init)
+        # GPT-2 style scaled init of the residual output projections.
+        for n, p in self.named_parameters():
+            if n.endswith('o_proj.weight') or n.endswith('down_proj.weight'):
+                nn.init.normal_(p, 0.0, a.initializer_range / math.sqrt(2 * a.num_hidden_layers))
+
+    def _init(self, m):
+        if isinstance(m, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(m.weight, 0.0, self.args.initializer_range)
+
+    def num_params(self) -> int:
+        return sum(p.numel() for p in self.parameters())  # tied weights counted once
+
+    def forward(self, ids: torch.Tensor, positions: torch.Tensor, mask: torch.Tensor | None):
+        """ids, positions: (B, T); mask: bool (B, 1, T, T), True where attention is allowed, a
+        Segments layout, or None for plain causal attention (then positions should be 0..T-1)."""
+        if mask is None:
+            T = ids.shape[1]
+            mask = torch.ones(T, T, dtype=torch.bool).tril()[None, None]
+        cos, sin = rope_cos_sin(positions, self.args.head_dim, self.args.rope_theta)
+        x = self.model.embed_tokens(ids)
+        for layer in self.model.layers:
+            x = layer(x, cos, sin, mask)
+        return self.lm_head(self.model.norm(x))

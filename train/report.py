@@ -1,0 +1,318 @@
+#!/usr/bin/env python3
+"""Writes the qa-demo model card (docs/models/qa-demo.md) and the training-curve chart
+(train/logs/curve.svg) from the training logs and the held-out results. No figure in the
+card is typed by hand.
+
+    python train/report.py
+"""
+from __future__ import annotations
+
+import csv
+import json
+import os
+from collections import defaultdict
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, '..'))
+LOGS = os.path.join(HERE, 'logs')
+MODEL = os.path.join(ROOT, 'public', 'models', 'qa-demo')
+CARD = os.path.join(ROOT, 'docs', 'models', 'qa-demo.md')
+
+
+def read_csv(path):
+    with open(path) as f:
+        return list(csv.DictReader(f))
+
+
+def smooth(xs, k=25):
+    out, acc = [], []
+    for x in xs:
+        acc.append(x)
+        if len(acc) > k:
+            acc.pop(0)
+        out.append(sum(acc) / len(acc))
+    return out
+
+
+def svg_chart(train, dev, path):
+    """Loss (smoothed, left axis) and dev F1 (right axis) against tokens seen."""
+    W, H, L, R, T, B = 720, 360, 60, 60, 30, 50
+    toks = [int(r['tokens']) for r in train]
+    loss = smooth([float(r['loss']) for r in train])
+    ans = smooth([float(r['answer_loss']) for r in train if r['answer_loss'] != 'nan'] or [0.0])
+    ans_t = [int(r['tokens']) for r in train if r['answer_loss'] != 'nan']
+    xmax = max(toks)
+    ymax = max(max(loss[5:] or loss), max(ans[5:] or ans))
+    ymax = min(ymax, 8.0)
+    X = lambda t: L + (W - L - R) * t / xmax  # noqa: E731
+    Y = lambda v: T + (H - T - B) * (1 - min(v, ymax) / ymax)  # noqa: E731
+    Y2 = lambda f: T + (H - T - B) * (1 - f)  # noqa: E731
+    poly = lambda xs, ys: ' '.join(f'{X(x):.1f},{Y(y):.1f}' for x, y in zip(xs, ys))  # noqa: E731
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="sans-serif" '
+             f'font-size="12"><rect width="{W}" height="{H}" fill="white"/>']
+    for i in range(6):
+        v = ymax * i / 5
+        parts.append(f'<line x1="{L}" x2="{W - R}" y1="{Y(v):.1f}" y2="{Y(v):.1f}" stroke="#eee"/>'
+                     f'<text x="{L - 6}" y="{Y(v) + 4:.1f}" text-anchor="end">{v:.1f}</text>'
+                     f'<text x="{W - R + 6}" y="{Y2(i / 5) + 4:.1f}">{i / 5:.1f}</text>')
+    for i in range(6):
+        t = xmax * i / 5
+        parts.append(f'<text x="{X(t):.1f}" y="{H - B + 18}" text-anchor="middle">{t / 1e6:.1f}M</text>')
+    parts.append(f'<text x="{(L + W - R) / 2}" y="{H - 10}" text-anchor="middle">tokens seen</text>')
+    parts.append(f'<text x="14" y="{T + (H - T - B) / 2}" transform="rotate(-90 14 {T + (H - T - B) / 2})" '
+                 f'text-anchor="middle">loss (nats/token)</text>')
+    parts.append(f'<text x="{W - 12}" y="{T + (H - T - B) / 2}" transform="rotate(90 {W - 12} '
+                 f'{T + (H - T - B) / 2})" text-anchor="middle">dev F1</text>')
+    parts.append(f'<polyline fill="none" stroke="#1f77b4" stroke-width="1.5" points="{poly(toks, loss)}"/>')
+    parts.append(f'<polyline fill="none" stroke="#ff7f0e" stroke-width="1.5" points="{poly(ans_t, ans)}"/>')
+    if dev:
+        pts = ' '.join(f'{X(int(r["tokens"])):.1f},{Y2(float(r["dev_f1"])):.1f}' for r in dev)
+        parts.append(f'<polyline fill="none" stroke="#2ca02c" stroke-width="1.5" points="{pts}"/>')
+        for r in dev:
+            parts.append(f'<circle cx="{X(int(r["tokens"])):.1f}" cy="{Y2(float(r["dev_f1"])):.1f}" r="3" '
+                         f'fill="#2ca02c"/>')
+    lx = L + 10
+    for i, (c, name) in enumerate([('#1f77b4', 'training loss (weighted, 25-step mean)'),
+                                   ('#ff7f0e', 'answer-token loss (25-step mean)'),
+                                   ('#2ca02c', 'dev F1, greedy (right axis)')]):
+        parts.append(f'<line x1="{lx}" x2="{lx + 20}" y1="{T + 10 + 16 * i}" y2="{T + 10 + 16 * i}" '
+                     f'stroke="{c}" stroke-width="2"/><text x="{lx + 26}" y="{T + 14 + 16 * i}">{name}</text>')
+    parts.append(f'<line x1="{L}" x2="{L}" y1="{T}" y2="{H - B}" stroke="#333"/>'
+                 f'<line x1="{L}" x2="{W - R}" y1="{H - B}" y2="{H - B}" stroke="#333"/>'
+                 f'<line x1="{W - R}" x2="{W - R}" y1="{T}" y2="{H - B}" stroke="#333"/></svg>')
+    with open(path, 'w') as f:
+        f.write('\n'.join(parts) + '\n')
+
+
+def fmt(x, d=3):
+    return f'{x:.{d}f}' if isinstance(x, float) else str(x)
+
+
+def main():
+    run = json.load(open(os.path.join(LOGS, 'run.json')))
+    if 'torch' not in run:
+        try:
+            from importlib.metadata import version
+            run['torch'] = version('torch')
+        except Exception:  # noqa: BLE001
+            run['torch'] = ''
+    train = read_csv(os.path.join(LOGS, 'train_log.csv'))
+    dev = read_csv(os.path.join(LOGS, 'dev_log.csv'))
+    results_path = os.path.join(HERE, 'eval', 'results.json')
+    results = json.load(open(results_path)) if os.path.exists(results_path) else None
+    svg_chart(train, dev, os.path.join(LOGS, 'curve.svg'))
+    cfg = json.load(open(os.path.join(MODEL, 'config.json')))
+    a = run['args']
+    files = sorted(os.listdir(MODEL))
+    sizes = {f: os.path.getsize(os.path.join(MODEL, f)) for f in files}
+
+    # loss curve table: every ~10% of the run
+    n = len(train)
+    idx = sorted({min(n - 1, round(n * i / 10)) for i in range(1, 11)})
+    win = 25
+    curve_rows = []
+    for i in idx:
+        sl = train[max(0, i - win + 1): i + 1]
+        mean = lambda k: sum(float(r[k]) for r in sl if r[k] != 'nan') / max(1, sum(1 for r in sl if r[k] != 'nan'))  # noqa: E731,E501
+        curve_rows.append(f"| {train[i]['step']} | {int(train[i]['tokens']) / 1e6:.2f}M | {float(train[i]['minutes']):.1f} "
+                          f"| {float(train[i]['lr']):.2e} | {mean('loss'):.3f} | {mean('doc_loss'):.3f} "
+                          f"| {mean('answer_loss'):.3f} | {mean('answer_token_acc'):.3f} |")
+    dev_rows = [f"| {r['step']} | {int(r['tokens']) / 1e6:.2f}M | {float(r['minutes']):.1f} | {float(r['dev_em']):.3f} "
+                f"| {float(r['dev_f1']):.3f} | {float(r['dev_f1_1hop']):.3f} | {float(r['dev_f1_2hop']):.3f} |"
+                for r in dev]
+
+    held = ''
+    qtype_rows = ''
+    examples = ''
+    if results:
+        lay = results['layouts']
+        held_rows = []
+        for name, desc in [('concat', 'whole context as one sequence: BOS + chunks joined + question'),
+                           ('linked', 'every chunk with its own BOS (as KVCompile stores it), then the question'),
+                           ('runner', 'as linked, tail framed as src/eval/prompt.ts does today: '
+                                      '"\\n\\n{instruction}\\n\\n" before the question')]:
+            if name in lay:
+                s = lay[name]['summary']
+                held_rows.append(f"| {name} | {desc} | {s['n']} | **{s['f1']:.3f}** | {s['em']:.3f} "
+                                 f"| {s.get('f1_1hop', float('nan')):.3f} | {s.get('f1_2hop', float('nan')):.3f} |")
+        held = '\n'.join(held_rows)
+        if 'concat' in lay:
+            by = defaultdict(list)
+            for c in lay['concat']['cases']:
+                by[c['qtype']].append(c['f1'])
+            qtype_rows = '\n'.join(f'| {k} | {len(v)} | {sum(v) / len(v):.3f} |' for k, v in sorted(by.items()))
+            ex = lay['concat']['cases']
+            wrong = [c for c in ex if c['f1'] < 1][:5]
+            right = [c for c in ex if c['f1'] == 1][:3]
+            examples = '\n'.join(f"| {c['id']} | {c['qtype']} | {c['answers'][0]} | {c['pred']} | {c['f1']:.2f} |"
+                                 for c in right + wrong)
+
+    card = f"""# qa-demo: LegoKV's in-house document-QA model
+
+A {run['params'] / 1e6:.1f}M-parameter Llama (`LlamaForCausalLM`) trained from scratch on the CPU, in about an
+hour, on procedurally generated multi-document question answering. It exists so that LegoKV's accuracy-against-TTFT
+evaluation (EPIC / CacheBlend style: naive, full, legolink:k, cacheblend:r, ...) runs on any laptop CPU in
+minutes with a model that actually answers questions about its documents. It knows nothing outside its
+synthetic world of fictional people, companies, cities and objects: it is a test instrument, not an assistant.
+
+Everything in this card is written by `python train/report.py` from the training logs (`train/logs/`) and
+the held-out results (`train/eval/results.json`).
+
+## Files (`public/models/qa-demo/`, the standard Hugging Face layout)
+
+| file | bytes |
+| --- | --- |
+""" + '\n'.join(f'| `{f}` | {sizes[f]:,} |' for f in files) + f"""
+
+Weights are stored as F16 safetensors (computation in f32 gives the same greedy answers: the export check
+below compares the reloaded F16 model with the f32 training model). Tied input/output embeddings, so there
+is no `lm_head.weight`.
+
+## Model
+
+| | |
+| --- | --- |
+| architecture | `LlamaForCausalLM` (model_type `llama`): RoPE, RMSNorm, SwiGLU MLP, grouped-query attention |
+| parameters | **{run['params']:,}** (embeddings tied) |
+| layers | {cfg['num_hidden_layers']} |
+| hidden size | {cfg['hidden_size']} |
+| MLP size | {cfg['intermediate_size']} |
+| attention heads | {cfg['num_attention_heads']} query heads, {cfg['num_key_value_heads']} key/value heads, head dim {cfg.get('head_dim', cfg['hidden_size'] // cfg['num_attention_heads'])} |
+| RoPE | default (no scaling), theta {cfg.get('rope_theta', (cfg.get('rope_parameters') or {}).get('rope_theta'))} |
+| context | {cfg['max_position_embeddings']} positions (trained on rows of 256 to 2048 tokens) |
+| vocabulary | {cfg['vocab_size']:,}: byte-level BPE trained on generated text; `<|pad|>` 0, `<|bos|>` 1, `<|eos|>` 2 |
+| tokenizer | `tokenizer.json` (newlines and digits split before the GPT-2 byte-level split; the post-processor prepends `<|bos|>`), `tokenizer_config.json` (`PreTrainedTokenizerFast`, no chat template) |
+
+## Prompt format
+
+No instruction and no chat template: the documents, each with a title line and followed by a blank line,
+then the question. The model answers in a few words and stops with `<|eos|>`.
+
+```
+<|bos|>Title: Maren Tolvaski
+Maren Tolvaski works as a baker. She lives in Drunavik. ...
+
+Title: Drunavik
+Drunavik is a city in Osmeria. The mayor of Drunavik is Pell Odrasa. ...
+
+Question: Who is the mayor of the city where Maren Tolvaski lives?
+Answer:
+```
+
+15% of the training samples put one instruction line before `Question:` (for example the evaluation runner's
+default, "Answer the question based on the documents. Answer within 5 words."), so the model tolerates one.
+
+## Data (`train/data.py`)
+
+A seeded procedural generator; no text comes from anywhere else. Every sample is a fresh world: names are
+built from syllables for every sample (a fifth of them come from a small recurring pool whose facts change from
+sample to sample), attribute values come from shared pools, so the same name or value is attached to different
+facts in different samples and the model has to read. Each entity has one document (title line, then facts
+from several paraphrase templates in random order, pronouns, filler sentences, some facts left out). Questions
+are one hop (the answer is in the entity's own document: occupation, home city, employer, year of birth, pet,
+founder, headquarters, product, population, mayor, owner, maker, ...) or two hops (the entity's document names
+a second entity whose document holds the answer: "Who is the mayor of the city where X lives?", "Where is the
+company that made the Y based?", ...). Documents not needed by the question are distractors; names collide
+partly on purpose (shared first names, surnames and name stems).
+
+## Training (`train/train.py`)
+
+| | |
+| --- | --- |
+| command | `python train/train.py` (nice 19, 1 torch thread: on a busy 2-core machine a second thread only spin-waits) |
+| machine | 2-core AMD EPYC (Zen 4) VM shared with other work, PyTorch {run.get('torch', '')} CPU, bf16 autocast for matmuls |
+| wall time | **{run['train_minutes']:.1f} min** of training ({run['sessions']} session(s)) + {run.get('eval_minutes', 0):.1f} min held-out evaluation |
+| steps | {run['steps']:,} |
+| tokens seen | **{run['tokens_seen']:,}** (non-padding tokens processed; {a['tokens_per_step']:,}-token steps) |
+| optimizer | AdamW (betas 0.9/0.95, weight decay {a['weight_decay']}, grad clip 1.0), peak LR {a['lr']}, {a['warmup']} warmup steps, constant, linear decay to {a['min_lr_frac']:g}x over the last {a['decay_frac']:.0%} of the run |
+| schedule clock | progress = max(step / {a['steps']}, minutes / {a['max_minutes']:g}): on a slow machine the decay starts earlier and the run still ends on time |
+| seed | {a['seed']} (data of step s is drawn from seed "{a['seed']}-s", so a resumed run sees the same data) |
+| packing | rows of 256/512/1024/2048 tokens (short rows first), several samples per row with block-diagonal attention and positions restarting per sample; each sample carries several question/answer blocks that share its documents (every block sees the documents and itself only, at the positions right after the documents) |
+| loss | next-token cross-entropy on documents and questions, answer tokens and their `<|eos|>` weighted x{a['answer_weight']:g} |
+| final loss | {curve_rows[-1].split('|')[5].strip() if curve_rows else '?'} (weighted, last 25 steps); answer-token loss {curve_rows[-1].split('|')[7].strip() if curve_rows else '?'} |
+| export check | reloaded with `AutoModelForCausalLM` (F16 → f32): max logit difference {run['export_rel_err']:.1e} of the logit range, argmax agreement {run['export_argmax_agree']:.4f} |
+
+![training curve](../../train/logs/curve.svg)
+
+| step | tokens | minutes | LR | loss | document loss | answer loss | answer-token accuracy |
+| --- | --- | --- | --- | --- | --- | --- | --- |
+""" + '\n'.join(curve_rows) + """
+
+Development set (48 cases of 1K-2K tokens, seed 555000, not the held-out set), greedy generation with
+transformers during training:
+
+| step | tokens | minutes | EM | F1 | F1 one hop | F1 two hops |
+| --- | --- | --- | --- | --- | --- | --- |
+""" + '\n'.join(dev_rows) + f"""
+
+## Held-out evaluation (Full Recompute)
+
+`train/eval/qa-demo-eval.jsonl`: 200 cases (100 one-hop, 100 two-hop) written by `python train/data.py
+--eval-out train/eval/qa-demo-eval.jsonl` (seed 777000, never used in training), each 1,025 to 2,017 tokens of
+documents packed whole into chunks of at most ~512 tokens (3 to 5 chunks), in the project's JSONL format
+(`id`, `chunks`, `question`, `answers`, `metric: "f1"`, plus `instruction: ""`, `hops`, `qtype`). The
+`question` field holds the whole uncached tail, `Question: ...\\nAnswer:`, so a runner that appends
+instruction and question as text reproduces the training prompt; `instruction` is empty on purpose (no
+instruction).
+
+Scored by `python train/evaluate.py`: transformers {results['decoding'].split('transformers ')[-1] if results else ''}, greedy, at most 32 new
+tokens, LongBench-style F1 (lower-case, punctuation and articles removed, token overlap).
+
+| layout | prompt | cases | F1 | EM | F1 one hop | F1 two hops |
+| --- | --- | --- | --- | --- | --- | --- |
+{held}
+
+`concat` is the target measurement (whole context as one sequence). `linked` is what LegoKV's `full`
+algorithm computes over linked chunks, since KVCompile keeps each chunk's own BOS; the model never saw a BOS in
+the middle of a sequence during training, and the figures are reported as they are, not tuned.
+
+F1 by question type (`concat`):
+
+| type | cases | F1 |
+| --- | --- | --- |
+{qtype_rows}
+
+Examples (`concat`):
+
+| id | type | gold | prediction | F1 |
+| --- | --- | --- | --- | --- |
+{examples}
+
+## Linking algorithms
+
+The table of F1 and TTFT under naive, legolink:k (k = 1, 2, 4, 16), legolink0, attnlink:16 and
+cacheblend:r (r = 0.05, 0.15, 0.3), and the attention-sink share at chunk starts under naive linking, are
+produced by the project's evaluation runner (`npm run eval`, issue 5) on `train/eval/qa-demo-eval.jsonl` and
+will be added here by that command; this card does not type them by hand.
+
+## Reproduce
+
+```sh
+python3 -m venv /tmp/qavenv && /tmp/qavenv/bin/pip install torch transformers tokenizers safetensors
+nice -n 19 /tmp/qavenv/bin/python train/train.py --fresh        # tokenizer (if missing), eval set (if missing), training, export, eval
+/tmp/qavenv/bin/python train/evaluate.py                         # held-out F1 of public/models/qa-demo
+/tmp/qavenv/bin/python train/report.py                           # this card and train/logs/curve.svg
+```
+
+`train/tokenizer.py` and `python train/data.py --eval-out ...` rebuild the tokenizer and the eval set on their
+own. A stopped run resumes from `train/ckpt/last.pt` (git-ignored) when started again; `--max-minutes` caps the
+training wall time (resumes included) and the final model is exported whenever the run ends. `--smoke` runs
+the whole pipeline on a tiny model in about a minute. Training uses wall-clock progress, so on a busier or
+quieter machine the number of steps, and therefore the exact weights, differ.
+
+## Limitations
+
+- Only the generator's world: fictional entities, this document style, these question types. On real text it
+  produces fluent-looking nonsense.
+- Answers are short spans copied from the documents; no reasoning beyond two hops.
+- Trained contexts up to 2,048 tokens; longer contexts are untested.
+- Project-made model and data: no outside licence applies.
+"""
+    os.makedirs(os.path.dirname(CARD), exist_ok=True)
+    with open(CARD, 'w') as f:
+        f.write(card)
+    print(f'wrote {CARD} and {os.path.join(LOGS, "curve.svg")}')
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,501 @@
+#!/usr/bin/env python3
+"""Trains LegoKV's qa-demo model (a ~6M-parameter LlamaForCausalLM) on the CPU.
+
+    python train/train.py                      # the full run (resumes from train/ckpt/ if present)
+    python train/train.py --smoke              # a two-minute end-to-end check into /tmp/qa-demo-smoke
+    python train/train.py --max-minutes 30     # stop earlier (the LR decay is pulled in to finish by then)
+    python train/train.py --fresh              # ignore an existing checkpoint
+
+Steps, in order:
+ 1. tokenizer: byte-level BPE trained on generated text (train/tokenizer.py), unless the
+    output folder already has one;
+ 2. the 200-case held-out eval set (train/eval/qa-demo-eval.jsonl, seed 777000) and a
+    separate 48-case dev set for monitoring (seed 555000), both 1K-2K tokens of documents;
+ 3. training: every step draws fresh samples from train/data.py (seeded by the step
+    number, so a resumed run sees the same data). Samples are packed into rows of 256,
+    512, 1024 or 2048 tokens (short rows first, a curriculum), several samples per row
+    with a block-diagonal attention mask and position ids restarting at 0 per sample.
+    Each sample carries several question/answer blocks that share its documents: every
+    block attends to the documents and to itself only and sits at the positions right
+    after the documents, so each block is exactly one "BOS, documents, Question, Answer,
+    EOS" sequence (the documents are computed once). Loss: next-token cross-entropy on the
+    documents and the questions, answer tokens (and the EOS after them) weighted x3;
+ 4. LR schedule: linear warmup, constant, then linear decay over the last 25% of the run to
+    5% of the peak. Progress is max(step / steps, minutes / max-minutes), so on a slow or
+    busy machine the decay starts earlier and the run still ends by --max-minutes;
+ 5. every --eval-every steps: greedy generation with transformers' LlamaForCausalLM (the
+    current weights) on the dev set, exact match and F1 logged; checkpoints every few
+    minutes to train/ckpt/last.pt (git-ignored);
+ 6. export: model.safetensors (f16) + config.json + generation_config.json + tokenizer into
+    public/models/qa-demo/, reloaded with AutoModelForCausalLM and checked against the
+    training model's logits; then the held-out F1 (train/evaluate.py) into
+    train/eval/results.json.
+
+Logs: train/logs/train_log.csv (loss per step), train/logs/dev_log.csv (dev EM/F1), and
+train/logs/run.json (config, parameter count, tokens seen, wall time, results).
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import os
+import random
+import shutil
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, '..'))
+sys.path.insert(0, HERE)
+
+
+def parse_args(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument('--out', default=os.path.join(ROOT, 'public', 'models', 'qa-demo'))
+    ap.add_argument('--ckpt-dir', default=os.path.join(HERE, 'ckpt'))
+    ap.add_argument('--log-dir', default=os.path.join(HERE, 'logs'))
+    ap.add_argument('--eval-data', default=os.path.join(HERE, 'eval', 'qa-demo-eval.jsonl'))
+    ap.add_argument('--seed', type=int, default=1234)
+    ap.add_argument('--threads', type=int, default=1,
+                    help='torch threads (1 is fastest on a busy 2-core machine: 2 threads spin-wait)')
+    # model
+    ap.add_argument('--vocab', type=int, default=4096)
+    ap.add_argument('--hidden', type=int, default=192)
+    ap.add_argument('--intermediate', type=int, default=512)
+    ap.add_argument('--layers', type=int, default=6)
+    ap.add_argument('--heads', type=int, default=6)
+    ap.add_argument('--kv-heads', type=int, default=2)
+    ap.add_argument('--max-len', type=int, default=2048)
+    # optimization
+    ap.add_argument('--steps', type=int, default=3000)
+    ap.add_argument('--tokens-per-step', type=int, default=4096)
+    ap.add_argument('--lr', type=float, default=3e-3)
+    ap.add_argument('--min-lr-frac', type=float, default=0.05)
+    ap.add_argument('--warmup', type=int, default=100)
+    ap.add_argument('--decay-frac', type=float, default=0.25)
+    ap.add_argument('--weight-decay', type=float, default=0.1)
+    ap.add_argument('--answer-weight', type=float, default=3.0)
+    ap.add_argument('--bf16', type=int, default=1, help='bfloat16 autocast for matmuls (1/0)')
+    ap.add_argument('--max-minutes', type=float, default=60.0, help='training wall time, resumes included')
+    # monitoring
+    ap.add_argument('--eval-every', type=int, default=200)
+    ap.add_argument('--dev-n', type=int, default=48)
+    ap.add_argument('--ckpt-minutes', type=float, default=3.0)
+    ap.add_argument('--final-eval-n', type=int, default=200, help='held-out cases scored at the end (0: skip)')
+    ap.add_argument('--fresh', action='store_true', help='ignore an existing checkpoint')
+    ap.add_argument('--smoke', action='store_true', help='tiny model, a few steps, into /tmp/qa-demo-smoke')
+    args = ap.parse_args(argv)
+    if args.smoke:
+        smoke = '/tmp/qa-demo-smoke'
+        args.out, args.ckpt_dir, args.log_dir = smoke + '/model', smoke + '/ckpt', smoke + '/logs'
+        args.eval_data = smoke + '/eval.jsonl'
+        args.hidden, args.intermediate, args.layers, args.heads, args.kv_heads = 64, 128, 2, 4, 2
+        args.steps, args.tokens_per_step, args.warmup, args.eval_every = 30, 2048, 5, 15
+        args.dev_n, args.final_eval_n, args.max_minutes, args.lr = 8, 10, 3.0, 3e-3
+    return args
+
+
+# ----------------------------------------------------------------------------- batches
+
+ROW_LENS = (256, 512, 1024, 2048)
+
+
+def row_len_weights(progress: float):
+    """Curriculum: short rows first, then mostly long ones (the eval contexts are 1K-2K)."""
+    if progress < 0.25:
+        return (0.5, 0.5, 0.0, 0.0)
+    if progress < 0.5:
+        return (0.2, 0.4, 0.3, 0.1)
+    return (0.1, 0.2, 0.3, 0.4)
+
+
+class Packer:
+    """Builds rows of token ids, sample ids, segment ids, positions, labels and loss weights."""
+
+    def __init__(self, tok, bos: int, eos: int, pad: int, answer_weight: float):
+        self.tok, self.bos, self.eos, self.pad = tok, bos, eos, pad
+        self.answer_weight = answer_weight
+        self.cache: dict[str, list[int]] = {}
+
+    def enc(self, text: str) -> list[int]:
+        return self.tok.encode(text, add_special_tokens=False).ids
+
+    def count(self, text: str) -> int:
+        return len(self.enc(text))
+
+    def sample_parts(self, rng: random.Random, total: int):
+        """One sample of about `total` tokens: document ids and QA blocks (question ids, answer ids)."""
+        import data
+        n_q = 1 + total // 70
+        doc_budget = max(60, total - 1 - 22 * n_q)
+        s = data.make_sample(rng, doc_budget, n_questions=n_q, count=self.count)
+        docs = [self.bos]
+        for d in s.docs:
+            docs += self.enc(d)
+        blocks = [(self.enc(data.question_text(qa, s.instruction)), self.enc(data.answer_text(qa)) + [self.eos])
+                  for qa in s.qas]
+        return docs, blocks
+
+    def row(self, rng: random.Random, L: int):
+        ids, smp, seg, pos, kind = [], [], [], [], []  # kind: 0 doc, 1 question, 2 answer
+        layout = []  # (start, n_docs, end) per sample
+        k = 0
+        while L - len(ids) >= 120:
+            room = L - len(ids)
+            total = rng.randint(max(120, room // 2), room) if k == 0 else rng.randint(120, room)
+            for _ in range(4):
+                docs, blocks = self.sample_parts(rng, total)
+                if blocks and len(docs) + len(blocks[0][0]) + len(blocks[0][1]) <= room:
+                    break
+                total = int(total * 0.8)
+            else:
+                break
+            start = len(ids)
+            ids += docs
+            smp += [k] * len(docs)
+            seg += [0] * len(docs)
+            pos += list(range(len(docs)))
+            kind += [0] * len(docs)
+            for j, (q, a) in enumerate(blocks):
+                if len(ids) + len(q) + len(a) > L:
+                    break
+                ids += q + a
+                smp += [k] * (len(q) + len(a))
+                seg += [j + 1] * (len(q) + len(a))
+                pos += list(range(len(docs), len(docs) + len(q) + len(a)))
+                kind += [1] * len(q) + [2] * len(a)
+            layout.append((start, len(docs), len(ids)))
+            k += 1
+        n = L - len(ids)
+        ids += [self.pad] * n
+        smp += [-1] * n
+        seg += [0] * n
+        pos += [0] * n
+        kind += [-1] * n
+        # labels: next token of the same sample that continues this token's text
+        labels, weights = [-100] * L, [0.0] * L
+        for i in range(L - 1):
+            if smp[i] < 0 or smp[i + 1] != smp[i]:
+                continue
+            if seg[i + 1] == seg[i] or (seg[i] == 0 and seg[i + 1] == 1):
+                labels[i] = ids[i + 1]
+                weights[i] = self.answer_weight if kind[i + 1] == 2 else 1.0
+        return ids, smp, seg, pos, labels, weights, kind, layout
+
+    def batch(self, step_seed: str, progress: float, tokens_per_step: int):
+        import torch
+        from model import Segments
+        rng = random.Random(step_seed)
+        L = rng.choices(ROW_LENS, weights=row_len_weights(progress))[0]
+        B = max(1, tokens_per_step // L)
+        rows = [self.row(rng, L) for _ in range(B)]
+        t = lambda i, dt=torch.long: torch.tensor([r[i] for r in rows], dtype=dt)  # noqa: E731
+        ids, smp, seg, pos, labels = t(0), t(1), t(2), t(3), t(4)
+        weights, kind = t(5, torch.float32), t(6)
+        seg_rows = []
+        for r in rows:
+            samples = []
+            for start, d, end in r[7]:
+                s = torch.tensor(r[2][start + d:end])  # QA block ids of this sample's QA tokens
+                qa = torch.cat([torch.ones(len(s), d, dtype=torch.bool),
+                                (s[:, None] == s[None, :]) & torch.ones(len(s), len(s), dtype=torch.bool).tril()],
+                               dim=1) if len(s) else None
+                samples.append((start, d, end, qa))
+            seg_rows.append(samples)
+        return dict(ids=ids, pos=pos, mask=Segments(seg_rows, L), labels=labels, weights=weights, kind=kind, L=L,
+                    smp=smp, seg=seg)
+
+    @staticmethod
+    def dense_mask(b):
+        """The same attention as b['mask'], as a dense (B, 1, L, L) boolean mask (for tests)."""
+        import torch
+        smp, seg, L = b['smp'], b['seg'], b['L']
+        causal = torch.ones(L, L, dtype=torch.bool).tril()
+        mask = (smp[:, :, None] == smp[:, None, :]) & causal
+        mask &= (seg[:, None, :] == 0) | (seg[:, :, None] == seg[:, None, :])
+        return mask[:, None]
+
+
+# ----------------------------------------------------------------------------- schedule
+
+def lr_at(step: int, progress: float, a) -> float:
+    warm = min(1.0, (step + 1) / a.warmup)
+    start = 1.0 - a.decay_frac
+    if progress <= start:
+        f = 1.0
+    else:
+        f = 1.0 - (1.0 - a.min_lr_frac) * min(1.0, (progress - start) / a.decay_frac)
+    return a.lr * warm * f
+
+
+# ----------------------------------------------------------------------------- HF export
+
+def hf_config(a, tok_cfg):
+    from transformers import LlamaConfig
+    return LlamaConfig(
+        vocab_size=a.vocab, hidden_size=a.hidden, intermediate_size=a.intermediate,
+        num_hidden_layers=a.layers, num_attention_heads=a.heads, num_key_value_heads=a.kv_heads,
+        head_dim=a.hidden // a.heads, max_position_embeddings=a.max_len, rms_norm_eps=1e-5,
+        rope_theta=10000.0, hidden_act='silu', attention_bias=False, mlp_bias=False,
+        tie_word_embeddings=True, bos_token_id=tok_cfg['bos'], eos_token_id=tok_cfg['eos'],
+        pad_token_id=tok_cfg['pad'], initializer_range=0.02, use_cache=True,
+    )
+
+
+def to_hf(model, a, tok_cfg):
+    import torch
+    from transformers import LlamaForCausalLM
+    hf = LlamaForCausalLM(hf_config(a, tok_cfg)).eval()
+    sd = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    missing, unexpected = hf.load_state_dict(sd, strict=False)
+    missing = [m for m in missing if not m.endswith('rotary_emb.inv_freq') and m != 'lm_head.weight']
+    if missing or unexpected:
+        raise RuntimeError(f'state dict mismatch: missing {missing}, unexpected {unexpected}')
+    hf.tie_weights()
+    with torch.no_grad():
+        assert torch.equal(hf.lm_head.weight, hf.model.embed_tokens.weight)
+    return hf
+
+
+def export(model, a, tok_cfg, out: str, tokenizer_src: str, log):
+    import torch
+    from transformers import AutoModelForCausalLM, GenerationConfig
+    hf = to_hf(model, a, tok_cfg)
+    tmp = out + '.tmp'
+    shutil.rmtree(tmp, ignore_errors=True)
+    hf.to(torch.float16)
+    hf.generation_config = GenerationConfig(bos_token_id=tok_cfg['bos'], eos_token_id=tok_cfg['eos'],
+                                            pad_token_id=tok_cfg['pad'], do_sample=False, max_new_tokens=32)
+    hf.save_pretrained(tmp, safe_serialization=True)
+    for f in ('tokenizer.json', 'tokenizer_config.json'):
+        shutil.copy(os.path.join(tokenizer_src, f), os.path.join(tmp, f))
+    # reload the way users will, and check it against the training model
+    re = AutoModelForCausalLM.from_pretrained(tmp, dtype=torch.float32).eval()
+    g = torch.Generator().manual_seed(0)
+    ids = torch.randint(3, a.vocab, (1, 300), generator=g)
+    with torch.no_grad():
+        want = model(ids, torch.arange(300)[None], None).float()
+        got = re(ids).logits.float()
+    err = ((got - want).abs().max() / (want.max() - want.min())).item()
+    agree = (got.argmax(-1) == want.argmax(-1)).float().mean().item()
+    log(f'export check: max |logit diff| / logit range = {err:.2e}, argmax agreement {agree:.4f}')
+    if err > 2e-2:
+        raise RuntimeError(f'exported model does not match the trained one (relative error {err:.3e})')
+    if os.path.isdir(out):
+        for f in os.listdir(out):
+            if f not in ('tokenizer.json', 'tokenizer_config.json', 'README.md'):
+                os.remove(os.path.join(out, f))
+    os.makedirs(out, exist_ok=True)
+    for f in os.listdir(tmp):
+        shutil.move(os.path.join(tmp, f), os.path.join(out, f))
+    shutil.rmtree(tmp, ignore_errors=True)
+    return {'export_rel_err': err, 'export_argmax_agree': agree}
+
+
+# ----------------------------------------------------------------------------- main
+
+def main(argv=None):
+    a = parse_args(argv)
+    os.environ.setdefault('OMP_NUM_THREADS', str(a.threads))
+    import torch
+    import torch.nn.functional as F
+    from tokenizers import Tokenizer
+
+    import data
+    import evaluate
+    import tokenizer as tokmod
+    from model import ModelArgs, TinyLlama
+
+    torch.set_num_threads(a.threads)
+    os.makedirs(a.log_dir, exist_ok=True)
+    os.makedirs(a.ckpt_dir, exist_ok=True)
+    log_path = os.path.join(a.log_dir, 'train.out')
+
+    def log(msg: str):
+        line = time.strftime('%H:%M:%S ') + msg
+        print(line, flush=True)
+        with open(log_path, 'a') as f:
+            f.write(line + '\n')
+
+    # 1. tokenizer
+    tok_dir = a.out
+    if not os.path.exists(os.path.join(tok_dir, 'tokenizer.json')):
+        log(f'training the tokenizer (vocab {a.vocab}) into {tok_dir}')
+        tokmod.main(['--vocab', str(a.vocab), '--out', tok_dir])
+    tok = Tokenizer.from_file(os.path.join(tok_dir, 'tokenizer.json'))
+    if tok.get_vocab_size() != a.vocab:
+        raise SystemExit(f'tokenizer has {tok.get_vocab_size()} tokens, --vocab is {a.vocab}')
+    tok_cfg = {'bos': tok.token_to_id('<|bos|>'), 'eos': tok.token_to_id('<|eos|>'), 'pad': tok.token_to_id('<|pad|>')}
+    count = lambda t: len(tok.encode(t, add_special_tokens=False).ids)  # noqa: E731
+
+    # 2. eval and dev sets
+    if not os.path.exists(a.eval_data):
+        log(f'writing the held-out eval set to {a.eval_data}')
+        data.main(['--eval-out', a.eval_data, '--tokenizer', tok_dir, '--eval-n', '200'])
+    dev_cases = data.make_eval_cases(555_000, a.dev_n, count)
+
+    # 3. model, optimizer, resume
+    torch.manual_seed(a.seed)
+    random.seed(a.seed)
+    margs = ModelArgs(vocab_size=a.vocab, hidden_size=a.hidden, intermediate_size=a.intermediate,
+                      num_hidden_layers=a.layers, num_attention_heads=a.heads, num_key_value_heads=a.kv_heads,
+                      max_position_embeddings=a.max_len)
+    model = TinyLlama(margs)
+    n_params = model.num_params()
+    decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
+    no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
+    opt = torch.optim.AdamW([{'params': decay, 'weight_decay': a.weight_decay},
+                             {'params': no_decay, 'weight_decay': 0.0}], lr=a.lr, betas=(0.9, 0.95), eps=1e-8)
+    state = {'step': 0, 'tokens': 0, 'elapsed': 0.0, 'sessions': 0}
+    ckpt_path = os.path.join(a.ckpt_dir, 'last.pt')
+    train_csv = os.path.join(a.log_dir, 'train_log.csv')
+    dev_csv = os.path.join(a.log_dir, 'dev_log.csv')
+    if os.path.exists(ckpt_path) and not a.fresh:
+        ck = torch.load(ckpt_path, weights_only=False)
+        shape = ('vocab', 'hidden', 'intermediate', 'layers', 'heads', 'kv_heads', 'max_len')
+        if any(ck['args'].get(k) != getattr(a, k) for k in shape):
+            raise SystemExit(f'{ckpt_path} is for another model shape; use --fresh or another --ckpt-dir')
+        model.load_state_dict(ck['model'])
+        opt.load_state_dict(ck['opt'])
+        state = ck['state']
+        log(f"resumed from {ckpt_path}: step {state['step']}, {state['tokens']:,} tokens, "
+            f"{state['elapsed'] / 60:.1f} min")
+    else:
+        for p in (train_csv, dev_csv, log_path):
+            if os.path.exists(p) and p != log_path:
+                os.remove(p)
+    state['sessions'] += 1
+    log(f'model: {n_params:,} parameters ({a.layers} layers, hidden {a.hidden}, heads {a.heads}/{a.kv_heads} kv, '
+        f'ffn {a.intermediate}, vocab {a.vocab}); threads {torch.get_num_threads()}; bf16 autocast {bool(a.bf16)}')
+
+    packer = Packer(tok, tok_cfg['bos'], tok_cfg['eos'], tok_cfg['pad'], a.answer_weight)
+    hf_encode = lambda t: tok.encode(t, add_special_tokens=False).ids  # noqa: E731
+    hf_decode = lambda ids: tok.decode(ids, skip_special_tokens=True)  # noqa: E731
+
+    def dev_eval():
+        model.eval()
+        hf = to_hf(model, a, tok_cfg)
+        t0 = time.time()
+        preds = evaluate.generate_answers(hf, dev_cases, hf_encode, hf_decode, tok_cfg['bos'], tok_cfg['eos'],
+                                          'concat', max_new_tokens=16)
+        res = evaluate.score(dev_cases, preds)['summary']
+        model.train()
+        res['seconds'] = time.time() - t0
+        return res, preds
+
+    def save_ckpt():
+        tmp = ckpt_path + '.tmp'
+        torch.save({'model': model.state_dict(), 'opt': opt.state_dict(), 'state': state,
+                    'args': {k: v for k, v in vars(a).items()}}, tmp)
+        os.replace(tmp, ckpt_path)
+
+    new_train = not os.path.exists(train_csv)
+    ftrain = open(train_csv, 'a', newline='')
+    wtrain = csv.writer(ftrain)
+    if new_train:
+        wtrain.writerow(['step', 'tokens', 'minutes', 'lr', 'row_len', 'loss', 'doc_loss', 'answer_loss',
+                         'answer_token_acc', 'sec_per_step'])
+    new_dev = not os.path.exists(dev_csv)
+    fdev = open(dev_csv, 'a', newline='')
+    wdev = csv.writer(fdev)
+    if new_dev:
+        wdev.writerow(['step', 'tokens', 'minutes', 'dev_em', 'dev_f1', 'dev_f1_1hop', 'dev_f1_2hop'])
+
+    budget_s = a.max_minutes * 60
+    session_start = time.time()
+    base_elapsed = state['elapsed']
+    last_ckpt = time.time()
+    model.train()
+    ema = None
+    while True:
+        elapsed = base_elapsed + (time.time() - session_start)
+        progress = max(state['step'] / a.steps, elapsed / budget_s)
+        if progress >= 1.0:
+            break
+        step = state['step']
+        t0 = time.time()
+        b = packer.batch(f"{a.seed}-{step}", progress, a.tokens_per_step)
+        lr = lr_at(step, progress, a)
+        for g in opt.param_groups:
+            g['lr'] = lr
+        with torch.autocast('cpu', dtype=torch.bfloat16, enabled=bool(a.bf16)):
+            logits = model(b['ids'], b['pos'], b['mask'])
+        logits = logits.float()
+        ce = F.cross_entropy(logits.view(-1, a.vocab), b['labels'].view(-1), ignore_index=-100, reduction='none')
+        w = b['weights'].view(-1)
+        loss = (ce * w).sum() / w.sum()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        with torch.no_grad():
+            lab = b['labels'].view(-1)
+            nk = torch.full_like(lab, -1)
+            nk[:-1] = b['kind'].view(-1)[1:]  # the kind of the token each label predicts
+            valid = lab >= 0
+            is_ans = valid & (nk == 2)
+            is_doc = valid & (nk == 0)
+            ans_loss = ce[is_ans].mean().item() if is_ans.any() else float('nan')
+            doc_loss = ce[is_doc].mean().item() if is_doc.any() else float('nan')
+            acc = (logits.view(-1, a.vocab).argmax(-1)[is_ans] == lab[is_ans]).float().mean().item()
+        ntok = int((b['kind'] >= 0).sum())
+        state['tokens'] += ntok
+        state['step'] = step + 1
+        dt = time.time() - t0
+        ema = dt if ema is None else 0.9 * ema + 0.1 * dt
+        state['elapsed'] = base_elapsed + (time.time() - session_start)
+        wtrain.writerow([step + 1, state['tokens'], round(state['elapsed'] / 60, 3), f'{lr:.3e}', b['L'],
+                         f'{loss.item():.4f}', f'{doc_loss:.4f}', f'{ans_loss:.4f}', f'{acc:.4f}', f'{dt:.2f}'])
+        if (step + 1) % 10 == 0:
+            ftrain.flush()
+            log(f"step {step + 1} tok {state['tokens']:,} {state['elapsed'] / 60:.1f}min lr {lr:.2e} L{b['L']} "
+                f"loss {loss.item():.3f} doc {doc_loss:.3f} ans {ans_loss:.3f} acc {acc:.3f} {ema:.2f}s/step")
+        if (step + 1) % a.eval_every == 0:
+            res, preds = dev_eval()
+            wdev.writerow([step + 1, state['tokens'], round(state['elapsed'] / 60, 3), f"{res['em']:.4f}",
+                           f"{res['f1']:.4f}", f"{res.get('f1_1hop', float('nan')):.4f}",
+                           f"{res.get('f1_2hop', float('nan')):.4f}"])
+            fdev.flush()
+            log(f"dev @ step {step + 1}: EM {res['em']:.3f} F1 {res['f1']:.3f} (1-hop {res.get('f1_1hop', 0):.3f}, "
+                f"2-hop {res.get('f1_2hop', 0):.3f}) in {res['seconds']:.0f}s; e.g. {preds[0][0]!r} vs "
+                f"{dev_cases[0]['answers'][0]!r}")
+            # evaluation time counts toward the budget (it already does: wall clock)
+        if time.time() - last_ckpt > a.ckpt_minutes * 60:
+            save_ckpt()
+            last_ckpt = time.time()
+    ftrain.close()
+    state['elapsed'] = base_elapsed + (time.time() - session_start)
+    save_ckpt()
+    log(f"training done: {state['step']} steps, {state['tokens']:,} tokens, {state['elapsed'] / 60:.1f} min")
+
+    # 5-6. final dev score, export, held-out eval
+    model.eval()
+    res, _ = dev_eval()
+    wdev.writerow([state['step'], state['tokens'], round(state['elapsed'] / 60, 3), f"{res['em']:.4f}",
+                   f"{res['f1']:.4f}", f"{res.get('f1_1hop', float('nan')):.4f}",
+                   f"{res.get('f1_2hop', float('nan')):.4f}"])
+    fdev.close()
+    log(f"final dev: EM {res['em']:.3f} F1 {res['f1']:.3f}")
+    info = export(model, a, tok_cfg, a.out, tok_dir, log)
+    log(f'saved {a.out}: ' + ', '.join(f'{f} {os.path.getsize(os.path.join(a.out, f)):,} B'
+                                       for f in sorted(os.listdir(a.out))))
+    run = {'params': n_params, 'torch': torch.__version__, 'steps': state['step'], 'tokens_seen': state['tokens'],
+           'train_minutes': round(state['elapsed'] / 60, 2), 'sessions': state['sessions'],
+           'final_dev': res, **info, 'args': vars(a)}
+    if a.final_eval_n:
+        t0 = time.time()
+        rep = evaluate.main(['--model', a.out, '--data', a.eval_data, '--n', str(a.final_eval_n),
+                             '--threads', str(a.threads),
+                             '--out', os.path.join(os.path.dirname(a.eval_data), 'results.json')])
+        run['heldout'] = {k: v['summary'] for k, v in rep['layouts'].items()}
+        run['eval_minutes'] = round((time.time() - t0) / 60, 2)
+    with open(os.path.join(a.log_dir, 'run.json'), 'w') as f:
+        json.dump(run, f, indent=1)
+        f.write('\n')
+    log('run summary: ' + json.dumps({k: run[k] for k in run if k != 'args'}))
+
+
+if __name__ == '__main__':
+    main()
