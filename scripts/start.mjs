@@ -5,13 +5,10 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { ensureNodeModules } from './ensure-deps.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
-if (!existsSync(join(root, 'node_modules/.package-lock.json')) || !existsSync(join(root, 'node_modules/vite'))) {
-  console.log('[start] installing npm packages (npm ci)');
-  const r = spawnSync('npm', ['ci', '--no-audit', '--no-fund'], { cwd: root, stdio: 'inherit' });
-  if (r.status !== 0) process.exit(r.status ?? 1);
-}
+ensureNodeModules(root, 'start');
 if (!process.env.LEGOKV_NO_GEMMA) {
   const r = spawnSync(process.execPath, [join(root, 'scripts/fetch-gemma.mjs')], { cwd: root, stdio: 'inherit' });
   if (r.status !== 0) console.log('[start] Gemma 3 270M is not available; the app runs on the bundled stories260K.');

@@ -6,16 +6,10 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { gpuEnv } from './gpu-env.mjs';
+import { ensureNodeModules } from './ensure-deps.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
 const run = (cmd, args, opts = {}) => spawnSync(cmd, args, { stdio: 'inherit', cwd: root, ...opts });
-
-function ensureNodeModules() {
-  if (existsSync(join(root, 'node_modules/.package-lock.json')) && existsSync(join(root, 'node_modules/webgpu'))) return;
-  console.log('[test] installing npm packages (npm ci)');
-  const r = run('npm', ['ci', '--no-audit', '--no-fund']);
-  if (r.status !== 0) process.exit(r.status ?? 1);
-}
 
 function ensureChromium() {
   if (existsSync('/usr/bin/chromium') && existsSync('/usr/lib/chromium/libvk_swiftshader.so')) return;
@@ -41,7 +35,7 @@ function testFiles(dir) {
   return out.sort();
 }
 
-ensureNodeModules();
+ensureNodeModules(root, 'test');
 ensureChromium();
 
 const counts = { passed: 0, failed: 0, skipped: 0 };

@@ -1,0 +1,29 @@
+// Installs the npm packages when node_modules is missing or incomplete.
+//
+// `npm ci` is tried first: it installs exactly the lockfile. Some registries
+// (mirrors that carry only Linux builds, as on our CI machines) serve no
+// packages for other platforms, so the lockfile cannot list rollup's and
+// esbuild's optional per-platform binaries for them, and recent npm versions'
+// `npm ci` then refuses the lockfile as "out of sync". Only in that case does
+// this fall back to `npm install`, which still follows the lockfile's versions.
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+
+export function ensureNodeModules(root, tag, required = ['vite', 'webgpu', '@playwright/test']) {
+  const ok = existsSync(join(root, 'node_modules/.package-lock.json'))
+    && required.every((p) => existsSync(join(root, 'node_modules', p, 'package.json')));
+  if (ok) return;
+  console.log(`[${tag}] installing npm packages (npm ci)`);
+  const flags = ['--no-audit', '--no-fund'];
+  const ci = spawnSync('npm', ['ci', ...flags], { cwd: root, stdio: ['ignore', 'inherit', 'pipe'], encoding: 'utf8' });
+  if (ci.status === 0) return;
+  const err = ci.stderr ?? '';
+  if (!/can only install packages when your package\.json and package-lock\.json/.test(err)) {
+    process.stderr.write(err);
+    process.exit(ci.status ?? 1);
+  }
+  console.log(`[${tag}] npm ci rejected the lockfile (other platforms' optional packages are not on this registry); running npm install`);
+  const inst = spawnSync('npm', ['install', ...flags], { cwd: root, stdio: 'inherit' });
+  if (inst.status !== 0) process.exit(inst.status ?? 1);
+}
