@@ -11,7 +11,8 @@ import { openModel, type NodeSession } from '../node/session';
 import { KVStore, MemoryBlobBackend, MemoryIndexBackend } from '../kvstore';
 import { ContextCache, type CompletionEvent } from '../api/context-cache';
 import { buildParts } from '../api/messages';
-import { layoutParts } from '../kvlink/layout';
+import { layoutParts, type LinkLayout } from '../kvlink/layout';
+import type { ScoresResult } from '../engine/model/forward';
 import type { CompiledChunk } from '../kvcompile/compile';
 import type { EvalCase } from './dataset';
 import { variantFor, type Answer, type EvalBackend, type PreparedCase, type VariantName } from './backend';
@@ -106,6 +107,24 @@ export class NodeBackend implements EvalBackend {
       text: done.text, ttft: first.ttft, wallTtftMs: wall, recomputed: first.recomputed, recomputedFraction: first.recomputedFraction,
       promptTokens: first.promptTokens, newTokens: done.tokens, decodeTokensPerS: done.decodeTokensPerS, cancelled: done.cancelled,
     };
+  }
+
+  /**
+   * Links a prepared case with `algorithm` and returns the question rows' raw attention scores (q·k, -Infinity
+   * where masked) for every head of `layer`, with the linked layout (for the attention-sink report).
+   */
+  async attention(p: PreparedCase, algorithm: string, layer: number): Promise<{ layout: LinkLayout; scores: ScoresResult[] }> {
+    const ids = p.ids[variantFor(algorithm)];
+    if (!ids) throw new Error(`Case ${p.case.id} was not compiled for ${algorithm}`);
+    const heads = Array.from({ length: this.s.model.config.nHeads }, (_, h) => h);
+    for await (const ev of this.lego.chatCompletion({ messages: caseMessages(ids, p.case), algorithm, maxTokens: 1, scores: { layer, heads } })) {
+      if (ev.type === 'first-token') return { layout: ev.layout, scores: ev.scores };
+    }
+    throw new Error('chatCompletion ended without a first token');
+  }
+
+  get layers(): number {
+    return this.s.model.config.nLayers;
   }
 
   async release(p: PreparedCase): Promise<void> {

@@ -1,0 +1,145 @@
+/**
+ * npm run sinks -- --model <m> --data <file.jsonl> [--limit 20] [--algorithms naive,legolink:16,full]
+ *     [--sink-tokens 1] [--out sinks.json]
+ *
+ * The attention-sink report: how much of the question's attention lands on
+ * the first token(s) of every linked chunk. Each chunk was compiled alone
+ * from position 0 with its BOS (KVCompile), so under `naive` linking every
+ * chunk start keeps the key of a sequence start; EPIC (Fig. 4) shows those
+ * tokens drawing attention like the real first token does. For each case,
+ * algorithm and layer the chunks are linked, and the question rows' raw
+ * scores for every head are read back from the engine (the same capture as
+ * the studio's attention map), turned into softmax probabilities, and summed
+ * over each chunk's first `--sink-tokens` rows.
+ *
+ * Per chunk index (1 = the prompt's real start) it prints and writes: the
+ * mean share on the chunk's start, the share on the whole chunk, and the
+ * mean share of one ordinary token of that chunk, so "start / token" says how
+ * many ordinary tokens one chunk start weighs. Means are over cases, layers,
+ * heads and question rows; per-layer means are in the JSON.
+ */
+import { writeFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { readDataset } from './dataset';
+import { NodeBackend } from './node-backend';
+import { table } from './format';
+import { variantFor, type VariantName } from './backend';
+import type { LinkLayout } from '../kvlink/layout';
+import type { ScoresResult } from '../engine/model/forward';
+
+interface Acc { start: number; chunk: number; tokens: number; n: number }
+
+/** Per segment: softmax mass of the question rows on its first `sinkTokens` rows and on all of it. */
+export function chunkShares(layout: LinkLayout, s: ScoresResult, sinkTokens: number): { start: number; chunk: number; length: number }[] {
+  const out = layout.segments.map((g) => ({ start: 0, chunk: 0, length: g.length }));
+  const R = s.rows.length;
+  for (let r = 0; r < R; r++) {
+    const row = s.scores.subarray(r * s.keys, (r + 1) * s.keys);
+    let mx = -Infinity;
+    for (const v of row) if (v > mx) mx = v;
+    if (mx === -Infinity) continue;
+    let z = 0;
+    for (const v of row) z += v === -Infinity ? 0 : Math.exp(v - mx);
+    layout.segments.forEach((g, i) => {
+      for (let j = g.start; j < g.start + g.length; j++) {
+        const p = row[j] === -Infinity ? 0 : Math.exp(row[j] - mx) / z;
+        out[i].chunk += p / R;
+        if (j < g.start + sinkTokens) out[i].start += p / R;
+      }
+    });
+  }
+  return out;
+}
+
+async function main() {
+  const { values: a } = parseArgs({
+    options: {
+      model: { type: 'string', default: 'qa-demo' }, data: { type: 'string' }, limit: { type: 'string', default: '20' },
+      algorithms: { type: 'string', default: 'naive,legolink:16,full' }, 'sink-tokens': { type: 'string', default: '1' }, out: { type: 'string' },
+    },
+  });
+  if (!a.data) {
+    console.error('usage: npm run sinks -- --model <m> --data <file.jsonl> [--limit 20] [--algorithms naive,legolink:16,full] [--sink-tokens 1] [--out sinks.json]');
+    process.exit(2);
+  }
+  const cases = readDataset(a.data).slice(0, Number(a.limit));
+  const algorithms = a.algorithms!.split(',').map((x) => x.trim()).filter(Boolean);
+  const sinkTokens = Number(a['sink-tokens']);
+  const backend = await NodeBackend.open(a.model!);
+  const L = backend.layers;
+  console.error(`[${backend.adapter}] ${backend.model}: ${cases.length} cases, ${L} layers, algorithms ${algorithms.join(', ')}`);
+  // acc[algorithm][layer][chunk index]
+  const acc = new Map<string, Acc[][]>(algorithms.map((al) => [al, Array.from({ length: L }, () => [])]));
+  const variants = new Set<VariantName>(algorithms.map(variantFor));
+  try {
+    for (const [ci, c] of cases.entries()) {
+      const p = await backend.prepare(c, variants);
+      for (const al of algorithms) {
+        for (let l = 0; l < L; l++) {
+          const { layout, scores } = await backend.attention(p, al, l);
+          for (const s of scores) {
+            chunkShares(layout, s, sinkTokens).forEach((x, i) => {
+              const cell = (acc.get(al)![l][i] ??= { start: 0, chunk: 0, tokens: 0, n: 0 });
+              cell.start += x.start;
+              cell.chunk += x.chunk;
+              cell.tokens += x.chunk / x.length;
+              cell.n++;
+            });
+          }
+        }
+      }
+      await backend.release(p);
+      process.stderr.write(`\rcase ${ci + 1}/${cases.length}`);
+    }
+    process.stderr.write('\n');
+    const result = {
+      adapter: backend.adapter, model: backend.model, data: a.data, cases: cases.length, layers: L, sink_tokens: sinkTokens,
+      command: ['npm run sinks --', ...process.argv.slice(2)].join(' '),
+      algorithms: Object.fromEntries(algorithms.map((al) => {
+        const layers = acc.get(al)!;
+        const chunks = Math.max(...layers.map((x) => x.length));
+        const mean = (i: number, k: keyof Omit<Acc, 'n'>, ls = layers) => {
+          const cells = ls.map((x) => x[i]).filter(Boolean);
+          const n = cells.reduce((t, x) => t + x.n, 0);
+          return n ? cells.reduce((t, x) => t + x[k], 0) / n : NaN;
+        };
+        return [al, {
+          per_chunk: Array.from({ length: chunks }, (_, i) => ({
+            chunk: i + 1, start_share: mean(i, 'start'), chunk_share: mean(i, 'chunk'), token_share: mean(i, 'tokens'),
+            n: layers.reduce((t, x) => t + (x[i]?.n ?? 0), 0),
+          })),
+          per_layer: layers.map((_, l) => ({
+            layer: l, first_start_share: mean(0, 'start', [layers[l]]),
+            later_start_share: (() => {
+              const cells = layers[l].slice(1).filter(Boolean);
+              const n = cells.reduce((t, x) => t + x.n, 0);
+              return n ? cells.reduce((t, x) => t + x.start, 0) / n : NaN;
+            })(),
+          })),
+        }];
+      })),
+    };
+    const f = (x: number) => (Number.isFinite(x) ? x.toFixed(3) : '-');
+    console.log(`[${result.adapter}] ${result.model} on ${a.data}: attention share of the question rows (first ${sinkTokens} token(s) of each chunk)`);
+    const rows: (string | number)[][] = [];
+    for (const al of algorithms) {
+      for (const c of result.algorithms[al].per_chunk) {
+        rows.push([al, c.chunk, f(c.start_share), f(c.chunk_share), f(c.token_share), Number.isFinite(c.token_share) && c.token_share > 0 ? (c.start_share / sinkTokens / c.token_share).toFixed(1) : '-']);
+      }
+    }
+    console.log(table(['algorithm', 'chunk', 'start share', 'chunk share', 'token share', 'start / token'], rows));
+    if (a.out) {
+      writeFileSync(a.out, JSON.stringify(result, null, 1) + '\n');
+      console.log(`written: ${a.out}`);
+    }
+  } finally {
+    await backend.close();
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  main().catch((e) => {
+    console.error(e instanceof Error ? (e.stack ?? e.message) : e);
+    process.exit(1);
+  });
+}
