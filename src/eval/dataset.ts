@@ -5,7 +5,8 @@
  *    "metric": "f1" | "rougeL", "instruction"?: "…", "meta"?: {…}}
  *
  * `chunks` are linked as cached parts in the given order; `instruction` (or
- * DEFAULT_INSTRUCTION) and `question` are the uncached text after them;
+ * DEFAULT_INSTRUCTION) and `question` are the uncached text after them
+ * (an empty `instruction` puts the question after the chunks verbatim);
  * `answers` are the references (the score is the best over them); `meta` is
  * free-form (generator parameters such as depth or context tokens) and is
  * copied into the results.

@@ -10,8 +10,13 @@
 import type { ChatMessage } from '../api/context-cache';
 import { DEFAULT_INSTRUCTION, type EvalCase } from './dataset';
 
-/** The uncached text after the chunks. */
+/**
+ * The uncached text after the chunks. An empty `instruction` means the case frames its own tail: the question
+ * follows the chunks verbatim (the qa-demo set's "Question: …\nAnswer:" after chunks that end in a blank line,
+ * exactly its training layout).
+ */
 export function questionText(c: EvalCase): string {
+  if (c.instruction === '') return c.question;
   const instruction = c.instruction ?? DEFAULT_INSTRUCTION;
   const q = /:\s*$/.test(c.question) ? c.question : `Question: ${c.question}\nAnswer:`;
   return `\n\n${instruction}\n\n${q}`;

@@ -6,7 +6,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { parseDataset, toJsonl, validateCase } from '../../src/eval/dataset';
+import { DEFAULT_INSTRUCTION, parseDataset, toJsonl, validateCase } from '../../src/eval/dataset';
 import { generateAll, DATASET_DEFAULTS, type DatasetOptions } from '../../src/eval/datasets';
 import { DEFAULT_TOKENIZER, loadTokenizerOnly } from '../../src/eval/tokenizer';
 import { Rng } from '../../src/eval/rng';
@@ -90,3 +90,12 @@ test('parseDataset names what is wrong', () => {
   assert.throws(() => parseDataset('{nope', 'd'), /d:1: not valid JSON/);
   assert.equal(parseDataset(`\n${ok}\n\n`).length, 1);
 });
+
+test('question framing: LongBench shape with the default or given instruction; verbatim with an empty one', () => {
+  const base = { id: 'x', chunks: ['a'], answers: ['b'], metric: 'f1' as const };
+  assert.equal(questionText({ ...base, question: 'Who?' }), `\n\n${DEFAULT_INSTRUCTION}\n\nQuestion: Who?\nAnswer:`);
+  assert.equal(questionText({ ...base, question: 'Who?', instruction: 'Be brief.' }), '\n\nBe brief.\n\nQuestion: Who?\nAnswer:');
+  assert.equal(questionText({ ...base, question: 'Dialogue: hi\nSummary:', instruction: 'Sum up.' }), '\n\nSum up.\n\nDialogue: hi\nSummary:');
+  assert.equal(questionText({ ...base, question: 'Question: Who?\nAnswer:', instruction: '' }), 'Question: Who?\nAnswer:');
+});
+
