@@ -71,9 +71,11 @@ async function main() {
   // acc[algorithm][layer][chunk index]
   const acc = new Map<string, Acc[][]>(algorithms.map((al) => [al, Array.from({ length: L }, () => [])]));
   const variants = new Set<VariantName>(algorithms.map(variantFor));
+  const casesWithChunk: number[] = [];
   try {
     for (const [ci, c] of cases.entries()) {
       const p = await backend.prepare(c, variants);
+      c.chunks.forEach((_, i) => (casesWithChunk[i] = (casesWithChunk[i] ?? 0) + 1));
       for (const al of algorithms) {
         for (let l = 0; l < L; l++) {
           const { layout, scores } = await backend.attention(p, al, l);
@@ -106,7 +108,7 @@ async function main() {
         return [al, {
           per_chunk: Array.from({ length: chunks }, (_, i) => ({
             chunk: i + 1, start_share: mean(i, 'start'), chunk_share: mean(i, 'chunk'), token_share: mean(i, 'tokens'),
-            n: layers.reduce((t, x) => t + (x[i]?.n ?? 0), 0),
+            cases: casesWithChunk[i] ?? 0,
           })),
           per_layer: layers.map((_, l) => ({
             layer: l, first_start_share: mean(0, 'start', [layers[l]]),
