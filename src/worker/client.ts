@@ -57,9 +57,12 @@ export class EngineClient {
     return this.call<InitResult>({ type: 'init' }).result;
   }
 
-  /** Loads a model from any source; File objects in a `files` source are cloned to the worker, not copied. */
-  load(model: ModelSource, onProgress: LoadProgressFn) {
-    return this.call<LoadResult>({ type: 'load', model } as Omit<Request, 'id'>, (e) => {
+  /**
+   * Loads a model from any source; File objects in a `files` source are cloned to the worker, not copied. The
+   * weights' precision is the worker's choice by size unless given.
+   */
+  load(model: ModelSource, onProgress: LoadProgressFn, weightDtype?: 'f32' | 'f16') {
+    return this.call<LoadResult>({ type: 'load', model, weightDtype } as Omit<Request, 'id'>, (e) => {
       if (e.type === 'progress') onProgress(e.stage, e.loaded, e.total, e.file);
     });
   }
