@@ -1,7 +1,7 @@
 /**
  * npm run eval -- --model <m> --data <file.jsonl>
  *     [--algorithms full,naive,cacheblend:0.15,legolink:16,legolink0,attnlink:16,promptcache]
- *     [--max-new-tokens 32] [--out results.json] [--backend node] [--limit N]
+ *     [--max-new-tokens 32] [--out results.json] [--backend node|browser] [--limit N]
  *     [--dtype f32|f16] [--kv-dtype f32|f16] [--no-warmup]
  *
  * EPIC's synchronous workload on a dataset (format: src/eval/dataset.ts):
@@ -11,9 +11,14 @@
  * the adapter's name, and writes the results JSON after every answer.
  * Ctrl-C stops after the current step and keeps what was measured.
  * `--model` takes a path or a known name (stories260K, gemma-3-270m).
+ * Backends: `node` (default) runs the ContextCache API on Node's `webgpu`
+ * package; `browser` runs the app's own inference worker in headless
+ * Chromium, through a Vite dev server (src/eval/browser-backend.ts; no
+ * promptcache, --kv-dtype or --tokenizer there).
  */
 import { parseArgs } from 'node:util';
 import { readDataset } from './dataset';
+import type { EvalBackend } from './backend';
 import { NodeBackend } from './node-backend';
 import { runEval } from './runner';
 import { ProgressBar, resultsTable } from './format';
@@ -30,11 +35,15 @@ async function main() {
     },
   });
   if (!a.data) {
-    console.error('usage: npm run eval -- --model <path|stories260K|gemma-3-270m> --data <file.jsonl> [--algorithms a,b] [--max-new-tokens 32] [--out results.json] [--limit N]');
+    console.error('usage: npm run eval -- --model <path|stories260K|gemma-3-270m> --data <file.jsonl> [--algorithms a,b] [--max-new-tokens 32] [--out results.json] [--backend node|browser] [--limit N]');
     process.exit(2);
   }
-  if (a.backend !== 'node') {
-    console.error(`--backend ${a.backend}: only the node backend is implemented (the browser backend is not written yet)`);
+  if (a.backend !== 'node' && a.backend !== 'browser') {
+    console.error(`--backend ${a.backend}: expected node or browser`);
+    process.exit(2);
+  }
+  if (a.backend === 'browser' && (a['kv-dtype'] || a.tokenizer)) {
+    console.error('--kv-dtype and --tokenizer are options of the node backend only');
     process.exit(2);
   }
   let cases = readDataset(a.data);
@@ -53,9 +62,10 @@ async function main() {
       process.exit(130);
     }
   });
-  const backend = await NodeBackend.open(a.model!, {
-    weightDtype: a.dtype as 'f32' | 'f16' | undefined, kvDtype: a['kv-dtype'] as 'f32' | 'f16' | undefined, tokenizer: a.tokenizer,
-  });
+  const weightDtype = a.dtype as 'f32' | 'f16' | undefined;
+  const backend: EvalBackend = a.backend === 'browser'
+    ? await (await import('./browser-backend')).BrowserBackend.open(a.model!, { weightDtype })
+    : await NodeBackend.open(a.model!, { weightDtype, kvDtype: a['kv-dtype'] as 'f32' | 'f16' | undefined, tokenizer: a.tokenizer });
   console.error(`[${backend.adapter}] ${backend.model}: ${cases.length} cases from ${a.data}, algorithms ${algorithms.join(', ')}${backend.hasChatTemplate ? ', chat template' : ''}`);
   const bar = new ProgressBar();
   try {

@@ -1,0 +1,238 @@
+/**
+ * The runner's browser backend: the evaluation through the app's real
+ * inference worker in headless Chromium (WebGPU there, SwiftShader where
+ * there is no GPU). A Vite dev server for the repo serves the page
+ * src/eval/browser-page.html (no studio UI), which starts the worker and
+ * exposes load / tokenize / compile / ask / cancel / expire on
+ * `window.legokvEval`; this side calls them with `page.evaluate`.
+ *
+ * The model is fetched over HTTP from that server: from /public when it lives
+ * there (stories260K, qa-demo), otherwise through a middleware that serves
+ * exactly the model's files and nothing else. Chunks are tokenised by the
+ * worker's tokenizer and compiled with the studio's compile request; each
+ * answer is the studio's ask with the case's framed tail (prompt.ts) as its
+ * question text, which the worker puts after the cached chunks verbatim, so
+ * both backends put the same tokens in front of the model. Prompt Cache is
+ * not offered: the studio links plain and LegoLink-0 chunks only.
+ */
+import { createReadStream, existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { createServer as createNetServer, type AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { basename, dirname, join, relative, sep } from 'node:path';
+import { createServer, type Plugin, type ViteDevServer } from 'vite';
+import { chromium, type BrowserContext, type Page } from '@playwright/test';
+import { gpuEnv } from '../../scripts/gpu-env.mjs';
+import { detectFormat } from '../engine/formats/load';
+import type { BundledModelRef } from '../worker/protocol';
+import type { ChunkRef } from '../worker/studio-protocol';
+import type { EvalPageApi } from './browser-page';
+import type { EvalCase } from './dataset';
+import { variantFor, type Answer, type EvalBackend, type PreparedCase, type VariantName } from './backend';
+import { questionText } from './prompt';
+import { REPO_ROOT, resolveModelPath } from './tokenizer';
+
+/** Chromium's flags, as playwright.config.ts launches it for the e2e tests. */
+const CHROMIUM_ARGS = [
+  '--enable-unsafe-webgpu', '--disable-background-networking', '--disable-component-update', '--disable-sync',
+  '--no-first-run', '--disable-quic',
+];
+const PAGE = '/src/eval/browser-page.html';
+const MODEL_URL = '/@legokv-eval-model/';
+
+export interface BrowserBackendOptions {
+  weightDtype?: 'f32' | 'f16';
+  /** Forwards the page's and the worker's console errors (default: stderr). */
+  log?: (line: string) => void;
+}
+
+/** The files a model path stands for, by name, as the Node backend reads them (src/node/files.ts). */
+export function modelFiles(path: string): Map<string, string> {
+  if (!existsSync(path)) throw new Error(`No model at ${path}`);
+  const files = new Map<string, string>();
+  if (statSync(path).isDirectory()) {
+    const names = readdirSync(path).filter((f) => statSync(join(path, f)).isFile());
+    const format = detectFormat(names);
+    const keep = format === 'hf' ? /\.(json|safetensors)$/ : format === 'gguf' ? /\.gguf$/ : /\.bin$/;
+    for (const f of names) if (keep.test(f)) files.set(f, join(path, f));
+  } else {
+    files.set(basename(path), path);
+    if (path.endsWith('.bin')) {
+      for (const f of readdirSync(dirname(path))) {
+        if (f !== basename(path) && /^(tok.*|tokenizer)\.bin$/.test(f)) files.set(f, join(dirname(path), f));
+      }
+    }
+  }
+  return files;
+}
+
+/** The model as a URL folder on the server: its /public folder, or the model middleware. */
+function modelRef(id: string, files: Map<string, string>, origin: string): BundledModelRef {
+  const pub = join(REPO_ROOT, 'public');
+  const dirs = new Set([...files.values()].map(dirname));
+  const rel = dirs.size === 1 ? relative(pub, [...dirs][0]) : '..';
+  const inPublic = rel !== '..' && !rel.startsWith(`..${sep}`) && !rel.startsWith(sep);
+  const base = inPublic ? `${origin}/${rel.split(sep).map(encodeURIComponent).join('/')}/` : `${origin}${MODEL_URL}`;
+  return { kind: 'url', id, base, files: [...files.keys()] };
+}
+
+/** Serves the chosen model's files (and only those) under MODEL_URL. */
+function modelPlugin(files: Map<string, string>): Plugin {
+  return {
+    name: 'legokv-eval-model',
+    configureServer(server) {
+      server.middlewares.use(MODEL_URL, (req, res) => {
+        const path = files.get(decodeURIComponent((req.url ?? '').split('?')[0].replace(/^\//, '')));
+        if (!path) {
+          res.statusCode = 404;
+          res.end('not a file of the model under evaluation');
+          return;
+        }
+        res.setHeader('content-type', 'application/octet-stream');
+        res.setHeader('content-length', String(statSync(path).size));
+        createReadStream(path).pipe(res);
+      });
+    },
+  };
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createNetServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as AddressInfo;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/** One call of the page's API (arguments and result are structured-cloned). */
+function pageCall<K extends keyof EvalPageApi>(page: Page, name: K, ...args: Parameters<EvalPageApi[K]>): Promise<Awaited<ReturnType<EvalPageApi[K]>>> {
+  return page.evaluate(
+    ({ name, args }) => (window.legokvEval as unknown as Record<string, (...a: unknown[]) => unknown>)[name](...args),
+    { name, args: args as unknown[] },
+  ) as Promise<Awaited<ReturnType<EvalPageApi[K]>>>;
+}
+
+function cancelledAnswer(): Answer {
+  const ttft = { lookupMs: 0, loadMs: 0, recomputeMs: 0, firstTokenMs: 0, totalMs: 0, gpuMs: null, overlapMs: null, pipelined: true };
+  return { text: '', ttft, wallTtftMs: 0, recomputed: 0, recomputedFraction: 0, promptTokens: 0, newTokens: 0, decodeTokensPerS: 0, cancelled: true };
+}
+
+export class BrowserBackend implements EvalBackend {
+  readonly name = 'browser';
+  /** Each prepared case's chunks as the worker's ask takes them (token ids). */
+  private chunks = new WeakMap<PreparedCase, ChunkRef[]>();
+
+  private constructor(
+    private server: ViteDevServer,
+    private context: BrowserContext,
+    private profile: string,
+    private page: Page,
+    readonly adapter: string,
+    readonly model: string,
+    readonly hasChatTemplate: boolean,
+  ) {}
+
+  static async open(model: string, o: BrowserBackendOptions = {}): Promise<BrowserBackend> {
+    const path = resolveModelPath(model);
+    const files = modelFiles(path);
+    const log = o.log ?? ((l) => process.stderr.write(`${l}\n`));
+    const port = await freePort();
+    const origin = `http://127.0.0.1:${port}`;
+    let server: ViteDevServer | undefined;
+    let context: BrowserContext | undefined;
+    // A profile on disk (removed on close): the KV store lives in OPFS, whose quota is smaller in an in-memory one.
+    const profile = mkdtempSync(join(tmpdir(), 'legokv-eval-chromium-'));
+    try {
+      server = await createServer({
+        root: REPO_ROOT, configFile: join(REPO_ROOT, 'vite.config.ts'), logLevel: 'warn', clearScreen: false,
+        server: { host: '127.0.0.1', port, strictPort: true, watch: null, hmr: false }, plugins: [modelPlugin(files)],
+      });
+      await server.listen();
+      context = await chromium.launchPersistentContext(profile, {
+        executablePath: process.env.LEGOKV_CHROMIUM ?? '/usr/bin/chromium', args: CHROMIUM_ARGS, env: gpuEnv(), headless: true,
+        // Ctrl-C is the runner's: it cancels the answer in the worker and keeps what was measured (run.ts).
+        handleSIGINT: false,
+      });
+      const page = context.pages()[0] ?? (await context.newPage());
+      page.on('console', (m) => void ((m.type() === 'error' || m.type() === 'warning') && log(`[browser] ${m.text()}`)));
+      page.on('pageerror', (e) => log(`[browser] ${e.message}`));
+      await page.goto(`${origin}${PAGE}`);
+      await page.waitForFunction(() => !!window.legokvEval, undefined, { timeout: 120_000 });
+      const adapter = await pageCall(page, 'init');
+      // The Node backend's choice of weight precision, so that both backends run the same numbers.
+      const weightDtype = o.weightDtype ?? (/gemma/i.test(path) ? 'f16' : 'f32');
+      const info = await pageCall(page, 'load', modelRef(basename(path), files, origin), weightDtype);
+      return new BrowserBackend(server, context, profile, page, adapter, basename(path), info.hasChatTemplate);
+    } catch (e) {
+      await context?.close().catch(() => {});
+      await server?.close().catch(() => {});
+      rmSync(profile, { recursive: true, force: true });
+      throw e;
+    }
+  }
+
+  private call<K extends keyof EvalPageApi>(name: K, ...args: Parameters<EvalPageApi[K]>) {
+    return pageCall(this.page, name, ...args);
+  }
+
+  async prepare(c: EvalCase, variants: ReadonlySet<VariantName>): Promise<PreparedCase> {
+    const t0 = performance.now();
+    const chunks: ChunkRef[] = [];
+    for (const [i, text] of c.chunks.entries()) chunks.push({ key: `${c.id}#${i}`, label: `chunk ${i + 1}`, tokens: await this.call('tokenize', text) });
+    const ids: PreparedCase['ids'] = {};
+    for (const v of ['plain', 'legolink0'] as const) if (variants.has(v)) ids[v] = await this.call('compile', chunks, v);
+    const p: PreparedCase = { case: c, ids, compileMs: performance.now() - t0 };
+    this.chunks.set(p, chunks);
+    return p;
+  }
+
+  async preload(p: PreparedCase): Promise<void> {
+    for (const v of Object.keys(p.ids) as VariantName[]) {
+      await this.answer(p, v === 'legolink0' ? 'legolink0' : 'naive', 1);
+    }
+  }
+
+  async answer(p: PreparedCase, algorithm: string, maxNewTokens: number, signal?: AbortSignal): Promise<Answer> {
+    const v = variantFor(algorithm);
+    if (v === 'promptcache') throw new Error('The browser backend has no Prompt Cache (the studio links plain and LegoLink-0 chunks): use --backend node');
+    const chunks = this.chunks.get(p);
+    if (!chunks || !p.ids[v]) throw new Error(`Case ${p.case.id} was not compiled for the ${v} variant`);
+    if (signal?.aborted) return cancelledAnswer();
+    const onAbort = () => void this.call('cancel').catch(() => {});
+    signal?.addEventListener('abort', onAbort, { once: true });
+    try {
+      const { result, first, wallTtftMs } = await this.call('ask', {
+        chunks, question: questionText(p.case), algorithm, maxTokens: maxNewTokens, temperature: 0,
+      });
+      return {
+        text: result.text,
+        // The studio's summary has no GPU timestamps; its link always pipelines loading with recompute.
+        ttft: { ...first.ttft, gpuMs: null, overlapMs: null, pipelined: true },
+        wallTtftMs, recomputed: first.recomputed, recomputedFraction: first.recomputedFraction, promptTokens: first.promptTokens,
+        newTokens: result.tokens, decodeTokensPerS: result.decodeTokensPerS, cancelled: result.cancelled,
+      };
+    } catch (e) {
+      // Cancelled before its first token (the worker stops between chunk compiles).
+      if (signal?.aborted) return cancelledAnswer();
+      throw e;
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
+    }
+  }
+
+  async release(p: PreparedCase): Promise<void> {
+    for (const ids of Object.values(p.ids)) for (const id of ids) await this.call('expire', id);
+    this.chunks.delete(p);
+  }
+
+  async close(): Promise<void> {
+    try {
+      await this.context.close();
+    } finally {
+      await this.server.close();
+      rmSync(this.profile, { recursive: true, force: true });
+    }
+  }
+}
