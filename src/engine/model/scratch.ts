@@ -19,7 +19,11 @@ export class Scratch {
     if (have && have.bytes >= bytes) return have.buf;
     let size = 256;
     while (size < bytes) size *= 2;
-    have?.buf.destroy();
+    if (have) {
+      // Work recorded against the old buffer but not yet submitted would fail validation once it is destroyed.
+      this.beforeWrite();
+      have.buf.destroy();
+    }
     const buf = this.device.createBuffer({ label: name, size, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST });
     this.bufs.set(name, { buf, bytes: size });
     return buf;
