@@ -40,6 +40,9 @@ test('decode matches the Python tokenizer, skipping specials by default', async 
     assert.equal(tok.decode(t.ids, { skipSpecial: false }), t.decoded);
     assert.equal(tok.decode(t.ids), t.decoded_skip_special);
   }
+  // The empty sequence (the attention map decodes a token after an empty context) is the empty string.
+  assert.equal(tok.decode([]), '');
+  assert.equal(tok.decode([], { skipSpecial: false }), '');
 });
 
 test('chat template renders like Python and its ids match', async () => {

@@ -72,6 +72,8 @@ export async function createHfTokenizer(
       return o?.addBos && usesBos ? [bosId!, ...ids] : ids;
     },
     decode(ids, o) {
+      // transformers.js throws on an empty list; the empty sequence's text is the empty string.
+      if (!ids.length) return '';
       return tok.decode([...ids], { skip_special_tokens: o?.skipSpecial ?? true });
     },
   };
