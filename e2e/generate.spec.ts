@@ -10,7 +10,7 @@ import { join } from 'node:path';
 const fixture = JSON.parse(readFileSync(join(import.meta.dirname, '../tests/fixtures/llama2c/stories260K-greedy.json'), 'utf8'));
 
 test('bundled model streams a greedy completion equal to llama2.c', async ({ page }) => {
-  await page.goto('/');
+  await page.goto('/?model=stories260K');
   await expect(page.getByTestId('adapter')).toContainText('Adapter:');
   await expect(page.getByTestId('model-ready')).toBeVisible();
   const c = fixture.cases.find((x: { prompt: string; steps: number }) => x.prompt === 'Lily and Tom went to the' && x.steps === 200);
@@ -38,7 +38,7 @@ test('without WebGPU the page says so and how to enable it', async () => {
 });
 
 test('a lost GPU device is reported and the next request recovers without a reload', async ({ page }) => {
-  await page.goto('/?debug');
+  await page.goto('/?debug&model=stories260K');
   await expect(page.getByTestId('model-ready')).toBeVisible();
   await page.evaluate(() => (globalThis as unknown as { legokv: { simulateDeviceLoss(): Promise<void> } }).legokv.simulateDeviceLoss());
   await expect(page.getByRole('alert').filter({ hasText: 'GPU device was lost' })).toBeVisible();

@@ -70,7 +70,7 @@ async function startHub(): Promise<Hub> {
 }
 
 async function openApp(page: Page, hub?: string) {
-  await page.goto(hub ? `/?hub=${encodeURIComponent(hub)}` : '/');
+  await page.goto(hub ? `/?model=stories260K&hub=${encodeURIComponent(hub)}` : '/?model=stories260K');
   await expect(page.getByTestId('model-ready')).toContainText('stories260K (bundled)');
 }
 

@@ -40,7 +40,7 @@ function canvasColours(page: Page, index: number) {
 }
 
 test('documents → compile → reload → link in a new order → three algorithms, attention map and TTFT chart', async ({ page }) => {
-  await page.goto('/');
+  await page.goto('/?model=stories260K');
   await ready(page);
 
   // Two documents dropped, one HTML file picked (its tags and script are not kept).
@@ -175,7 +175,7 @@ test('documents → compile → reload → link in a new order → three algorit
 });
 
 test('bad files get clear messages and are not added', async ({ page }) => {
-  await page.goto('/');
+  await page.goto('/?model=stories260K');
   await ready(page);
   await dropFiles(page, 'doc-dropzone', [
     { name: 'photo.txt', type: 'text/plain', bytes: [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 0x0d, 0x49, 0x48, 0x44, 0x52] },
@@ -217,7 +217,7 @@ function tinyPdf(text: string): Buffer {
 }
 
 test('a PDF (through pdfjs) and pasted text become documents; evaluation results become the Pareto plot', async ({ page }) => {
-  await page.goto('/');
+  await page.goto('/?model=stories260K');
   await ready(page);
   await page.getByLabel('Add document files').setInputFiles({ name: 'ball.pdf', mimeType: 'application/pdf', buffer: tinyPdf('Max found a blue ball in the park.') });
   const pdf = page.getByTestId('document').filter({ hasText: 'ball.pdf' });
@@ -240,7 +240,7 @@ test('a PDF (through pdfjs) and pasted text become documents; evaluation results
 });
 
 test('guided demo: sample stories, compile, naive and legolink maps; a lost device recovers', async ({ page }) => {
-  await page.goto('/?debug');
+  await page.goto('/?debug&model=stories260K');
   await ready(page);
   for (let i = 1; i <= 4; i++) {
     await page.getByRole('button', { name: `Run step ${i}` }).click();
@@ -257,7 +257,7 @@ test('guided demo: sample stories, compile, naive and legolink maps; a lost devi
   await page.getByRole('button', { name: 'Again step 3' }).click();
   await expect(page.getByTestId('answers-latest').getByTestId('answer-card').last()).toContainText('done');
   await expect(page.getByTestId('answers-latest').getByTestId('answer-card').filter({ hasText: 'failed' })).toHaveCount(0);
-  await page.goto('/?debug#demo');
+  await page.goto('/?debug&model=stories260K#demo');
   await ready(page);
   await page.screenshot({ path: 'test-results/screens/studio-demo.png' });
 });

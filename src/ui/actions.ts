@@ -50,7 +50,11 @@ export async function startEngine(): Promise<void> {
     const index = (await (await fetch('models/index.json')).json()) as { models: BundledModel[] };
     state().set({ bundled: index.models });
     void refreshCached();
-    if (index.models.length) await loadBundled(index.models[0]);
+    // The first bundled model is the default; ?model=<id> picks another (a bookmarkable choice, and how tests pin one).
+    const wanted = new URLSearchParams(location.search).get('model');
+    const first = index.models.find((m) => m.id === wanted) ?? index.models[0];
+    if (wanted && first?.id !== wanted) state().set({ loadError: `No bundled model is called ${wanted}; loading ${first?.id ?? 'nothing'} instead.` });
+    if (first) await loadBundled(first);
   } catch (e) {
     const err = e as Error;
     state().set({ fatal: { title: err.name === 'NoWebGPUError' ? 'WebGPU is not available' : 'Could not start', message: err.message } });
