@@ -102,7 +102,7 @@ def _pool(rng: random.Random, make, n: int) -> list[str]:
     return out
 
 
-def syllable(rng: random.Random, coda_p: float = 0.25) -> str:
+def syllable(rng: random.Random, coda_p: float = 0.2) -> str:
     s = rng.choice(ONSETS) + rng.choice(VOWELS)
     if rng.random() < coda_p:
         s += rng.choice(CODAS)
@@ -115,12 +115,12 @@ def word(rng: random.Random, n: int, end: str = '') -> str:
 
 
 def first_name(rng: random.Random) -> str:
-    return word(rng, rng.choice([1, 2, 2, 2, 3]))
+    return word(rng, rng.choice([1, 2, 2]))
 
 
 def surname(rng: random.Random) -> str:
-    n = rng.choice([1, 2, 2, 3])
-    return word(rng, n, rng.choice(SURNAME_ENDS) if n < 3 else '')
+    n = rng.choice([1, 2, 2])
+    return word(rng, n, rng.choice(SURNAME_ENDS) if rng.random() < 0.4 else '')
 
 
 def city_name(rng: random.Random) -> str:
@@ -338,17 +338,17 @@ def company_doc(e: Entity, r: random.Random) -> tuple[str, set]:
             '{S} is based in ' + a['city'].name + '.'])),
         ('year', r.choice([
             '{S} was founded in ' + str(a['year']) + '.',
-            'The company was started in ' + str(a['year']) + '.'])),
+            '{S} was started in ' + str(a['year']) + '.'])),
         ('founder', r.choice([
-            'It was founded by ' + a['founder'].name + '.',
+            '{S} was founded by ' + a['founder'].name + '.',
             'The founder of {s} is ' + a['founder'].name + '.',
             a['founder'].name + ' started the company.'])),
         ('product', r.choice([
             '{S} makes ' + a['product'] + '.',
-            'The company is best known for its ' + a['product'] + '.',
+            '{S} is best known for its ' + a['product'] + '.',
             '{S} produces ' + a['product'] + '.'])),
         ('employees', r.choice([
-            'It employs about ' + fmt_int(a['employees']) + ' people.',
+            '{S} employs about ' + fmt_int(a['employees']) + ' people.',
             '{S} has about ' + fmt_int(a['employees']) + ' workers.'])),
     ]
     if a['ceo'] is not None:
@@ -397,20 +397,20 @@ def object_doc(e: Entity, r: random.Random) -> tuple[str, set]:
             '{S} is painted ' + a['color'] + '.'])),
         ('material', r.choice([
             '{S} is made of ' + a['material'] + '.',
-            'It is made of ' + a['material'] + '.'])),
+            '{S} is built of ' + a['material'] + '.'])),
         ('owner', r.choice([
             '{S} belongs to ' + a['owner'].name + '.',
-            'It is owned by ' + a['owner'].name + '.',
+            '{S} is owned by ' + a['owner'].name + '.',
             'The owner of {s} is ' + a['owner'].name + '.'])),
         ('maker', r.choice([
             '{S} was made by ' + a['maker'].name + '.',
-            'It was built by ' + a['maker'].name + '.'])),
+            '{S} was built by ' + a['maker'].name + '.'])),
         ('year', r.choice([
             '{S} was made in ' + str(a['year']) + '.',
-            'It dates from ' + str(a['year']) + '.'])),
+            '{S} dates from ' + str(a['year']) + '.'])),
         ('city', r.choice([
             'Today {s} is kept in ' + a['city'].name + '.',
-            'It is kept in a museum in ' + a['city'].name + '.',
+            '{S} is kept in a museum in ' + a['city'].name + '.',
             '{S} is kept in ' + a['city'].name + '.'])),
     ]
     fillers = ['It is said to bring good luck.', 'Few people have seen it up close.',
@@ -441,9 +441,10 @@ def compose(e: Entity, facts, fillers, r: random.Random, subject_names: list[str
     out = []
     for i, s in enumerate(sents):
         subj = subject_names[0]
-        if i > 0 and e.kind == 'person':
-            subj = r.choice(subject_names + [pronoun, pronoun])
-        elif i > 0 and e.kind in ('company', 'city') and s.startswith('{S}') and r.random() < 0.4:
+        # Most sentences name their subject in full; a few use a pronoun or the first name.
+        if i > 0 and e.kind == 'person' and r.random() < 0.25:
+            subj = r.choice(subject_names[1:] + [pronoun])
+        elif i > 0 and e.kind in ('company', 'city') and s.startswith('{S}') and r.random() < 0.15:
             subj = pronoun
         if subj == 'they':
             s = re.sub(r'\{([Ss])\} (rarely )?(\w+)',

@@ -10,9 +10,6 @@ Layouts (both are Full Recompute: every token attends to every earlier token):
   linked  each chunk tokenized on its own with its own BOS, as LegoKV's KVCompile stores it,
           then the question; this is what the engine's `full` algorithm computes over the
           linked chunks (a BOS at every chunk start).
-  runner  as `linked`, with the uncached tail framed the way src/eval/prompt.ts frames it
-          today: "\n\n{instruction}\n\n{question}" (the default instruction when the case
-          has none), i.e. four extra newlines before "Question:" for our empty instruction.
 
 Scores: LongBench-style F1 (lower-case, punctuation and articles removed, token overlap,
 best over the gold answers) and exact match after the same normalization.
@@ -32,9 +29,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, '..'))
 DEFAULT_MODEL = os.path.join(ROOT, 'public', 'models', 'qa-demo')
 DEFAULT_DATA = os.path.join(HERE, 'eval', 'qa-demo-eval.jsonl')
-
-
-RUNNER_DEFAULT_INSTRUCTION = 'Answer the question based on the documents. Answer within 5 words.'
 
 
 def normalize(s: str) -> str:
@@ -74,13 +68,11 @@ def prompt_ids(case: dict, encode, bos: int, layout: str) -> list[int]:
     tail = (instr + '\n' if instr else '') + case['question']
     if layout == 'concat':
         return [bos] + encode(''.join(case['chunks']) + tail)
-    if layout in ('linked', 'runner'):
+    if layout == 'linked':
+        # The evaluation runner's prompt (src/eval/prompt.ts): an empty instruction puts the question verbatim.
         ids: list[int] = []
         for ch in case['chunks']:
             ids += [bos] + encode(ch)
-        if layout == 'runner':
-            instr = case['instruction'] if 'instruction' in case else RUNNER_DEFAULT_INSTRUCTION
-            tail = '\n\n' + instr + '\n\n' + case['question']
         return ids + encode(tail)
     raise ValueError(f'unknown layout {layout}')
 
@@ -119,7 +111,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('--model', default=DEFAULT_MODEL)
     ap.add_argument('--data', default=DEFAULT_DATA)
-    ap.add_argument('--layout', default='concat,linked,runner')
+    ap.add_argument('--layout', default='concat,linked')
     ap.add_argument('--n', type=int, default=0, help='first N cases only (0: all)')
     ap.add_argument('--threads', type=int, default=2)
     ap.add_argument('--out', default=os.path.join(HERE, 'eval', 'results.json'))

@@ -19,6 +19,55 @@ MODEL = os.path.join(ROOT, 'public', 'models', 'qa-demo')
 CARD = os.path.join(ROOT, 'docs', 'models', 'qa-demo.md')
 
 
+EVAL_JSON = os.path.join(ROOT, 'docs', 'results', 'eval-qa-demo.json')
+SINKS_JSON = os.path.join(ROOT, 'docs', 'results', 'sinks-qa-demo.json')
+EVAL_CMD = ('npm run eval -- --model qa-demo --data train/eval/qa-demo-eval.jsonl --algorithms '
+            'full,naive,legolink:1,legolink:2,legolink:4,legolink:16,legolink0,attnlink:16,'
+            'cacheblend:0.05,cacheblend:0.15,cacheblend:0.3 --max-new-tokens 16 '
+            '--out docs/results/eval-qa-demo.json')
+SINKS_CMD = ('npm run sinks -- --model qa-demo --data train/eval/qa-demo-eval.jsonl '
+             '--algorithms naive,legolink:16,full --out docs/results/sinks-qa-demo.json')
+
+
+def linking_section() -> str:
+    """F1 and TTFT per linking algorithm (the evaluation runner's JSON) and the sink shares (npm run sinks)."""
+    out = []
+    if os.path.exists(EVAL_JSON):
+        ev = json.load(open(EVAL_JSON))
+        out.append(f"`{ev.get('command', EVAL_CMD)}` on **{ev['adapter']}**, {ev['backend']} backend, greedy "
+                   f"(LegoKV's own engine and WGSL kernels, not transformers). Chunks are compiled before timing; "
+                   f"each chunk keeps its own BOS, so `full` here is the `linked` layout above.\n")
+        out.append('| algorithm | cases | F1 | agreement with full | TTFT mean ms | TTFT median ms | recompute ms '
+                   '| recomputed tokens |')
+        out.append('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |')
+        for r in ev['results']:
+            agree = r.get('agreement_with_full')
+            out.append(f"| {r['algorithm']} | {r['n']} | {r['accuracy']:.3f} | "
+                       f"{'-' if agree is None else f'{agree:.3f}'} | {r['ttft_ms_mean']:.0f} | "
+                       f"{r['ttft_ms_median']:.0f} | {r['breakdown_ms_mean']['recompute']:.0f} | "
+                       f"{100 * r['recompute_fraction']:.1f}% |")
+    else:
+        out.append(f'Not measured yet: run `{EVAL_CMD}`, then `python train/report.py`.')
+    out.append('')
+    if os.path.exists(SINKS_JSON):
+        sk = json.load(open(SINKS_JSON))
+        out.append(f"### Attention sinks at chunk starts\n\n`{sk['command']}` on **{sk['adapter']}**: the share of "
+                   f"the question rows' attention (softmax, mean over {sk['cases']} cases, {sk['layers']} layers, every "
+                   f"head and question row) that lands on the first {sk['sink_tokens']} token(s) of each linked chunk, "
+                   "against the share of one ordinary token of the same chunk. Chunk 1 starts the prompt; every "
+                   "later chunk starts with its own BOS at a later position.\n")
+        out.append('| algorithm | chunk | cases | start share | whole-chunk share | one ordinary token | start / ordinary token |')
+        out.append('| --- | ---: | ---: | ---: | ---: | ---: | ---: |')
+        for al, v in sk['algorithms'].items():
+            for c in v['per_chunk']:
+                ratio = c['start_share'] / sk['sink_tokens'] / c['token_share'] if c['token_share'] else float('nan')
+                out.append(f"| {al} | {c['chunk']} | {c['cases']} | {c['start_share']:.3f} | {c['chunk_share']:.3f} | "
+                           f"{c['token_share']:.4f} | {ratio:.1f} |")
+    else:
+        out.append(f'Attention-sink shares not measured yet: run `{SINKS_CMD}`.')
+    return '\n'.join(out)
+
+
 def read_csv(path):
     with open(path) as f:
         return list(csv.DictReader(f))
@@ -128,9 +177,7 @@ def main():
         lay = results['layouts']
         held_rows = []
         for name, desc in [('concat', 'whole context as one sequence: BOS + chunks joined + question'),
-                           ('linked', 'every chunk with its own BOS (as KVCompile stores it), then the question'),
-                           ('runner', 'as linked, tail framed as src/eval/prompt.ts does today: '
-                                      '"\\n\\n{instruction}\\n\\n" before the question')]:
+                           ('linked', 'every chunk with its own BOS (as KVCompile stores it), then the question')]:
             if name in lay:
                 s = lay[name]['summary']
                 held_rows.append(f"| {name} | {desc} | {s['n']} | **{s['f1']:.3f}** | {s['em']:.3f} "
@@ -219,8 +266,8 @@ partly on purpose (shared first names, surnames and name stems).
 
 | | |
 | --- | --- |
-| command | `python train/train.py` (nice 19, 1 torch thread: on a busy 2-core machine a second thread only spin-waits) |
-| machine | 2-core AMD EPYC (Zen 4) VM shared with other work, PyTorch {run.get('torch', '')} CPU, bf16 autocast for matmuls |
+| command | `python train/train.py {' '.join(run.get('argv', []))}`, {a['threads']} torch thread(s) |
+| machine | {run.get('machine', 'a 2-core CPU VM')}, PyTorch {run.get('torch', '')} CPU, {'bf16 autocast for matmuls' if a['bf16'] else 'float32 throughout'} |
 | wall time | **{run['train_minutes']:.1f} min** of training ({run['sessions']} session(s)) + {run.get('eval_minutes', 0):.1f} min held-out evaluation |
 | steps | {run['steps']:,} |
 | tokens seen | **{run['tokens_seen']:,}** (non-padding tokens processed; {a['tokens_per_step']:,}-token steps) |
@@ -280,16 +327,13 @@ Examples (`concat`):
 
 ## Linking algorithms
 
-The table of F1 and TTFT under naive, legolink:k (k = 1, 2, 4, 16), legolink0, attnlink:16 and
-cacheblend:r (r = 0.05, 0.15, 0.3), and the attention-sink share at chunk starts under naive linking, are
-produced by the project's evaluation runner (`npm run eval`, issue 5) on `train/eval/qa-demo-eval.jsonl` and
-will be added here by that command; this card does not type them by hand.
+""" + linking_section() + f"""
 
 ## Reproduce
 
 ```sh
 python3 -m venv /tmp/qavenv && /tmp/qavenv/bin/pip install torch transformers tokenizers safetensors
-nice -n 19 /tmp/qavenv/bin/python train/train.py --fresh        # tokenizer (if missing), eval set (if missing), training, export, eval
+/tmp/qavenv/bin/python train/train.py --fresh --threads 2 --bf16 0   # tokenizer (if missing), eval set (if missing), training, export, eval
 /tmp/qavenv/bin/python train/evaluate.py                         # held-out F1 of public/models/qa-demo
 /tmp/qavenv/bin/python train/report.py                           # this card and train/logs/curve.svg
 ```

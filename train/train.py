@@ -58,8 +58,8 @@ def parse_args(argv=None):
     ap.add_argument('--log-dir', default=os.path.join(HERE, 'logs'))
     ap.add_argument('--eval-data', default=os.path.join(HERE, 'eval', 'qa-demo-eval.jsonl'))
     ap.add_argument('--seed', type=int, default=1234)
-    ap.add_argument('--threads', type=int, default=1,
-                    help='torch threads (1 is fastest on a busy 2-core machine: 2 threads spin-wait)')
+    ap.add_argument('--threads', type=int, default=2,
+                    help='torch threads (1 leaves a core free on a machine shared with other work)')
     # model
     ap.add_argument('--vocab', type=int, default=4096)
     ap.add_argument('--hidden', type=int, default=192)
@@ -77,7 +77,8 @@ def parse_args(argv=None):
     ap.add_argument('--decay-frac', type=float, default=0.25)
     ap.add_argument('--weight-decay', type=float, default=0.1)
     ap.add_argument('--answer-weight', type=float, default=3.0)
-    ap.add_argument('--bf16', type=int, default=1, help='bfloat16 autocast for matmuls (1/0)')
+    ap.add_argument('--bf16', type=int, default=0,
+                    help='bfloat16 autocast for matmuls (1/0): faster only on CPUs with native bf16 (AVX512-BF16, AMX)')
     ap.add_argument('--max-minutes', type=float, default=60.0, help='training wall time, resumes included')
     # monitoring
     ap.add_argument('--eval-every', type=int, default=200)
@@ -294,6 +295,17 @@ def export(model, a, tok_cfg, out: str, tokenizer_src: str, log):
     return {'export_rel_err': err, 'export_argmax_agree': agree}
 
 
+def machine_name() -> str:
+    """CPU model and core count, for the model card."""
+    name = ''
+    try:
+        with open('/proc/cpuinfo') as f:
+            name = next((ln.split(':', 1)[1].strip() for ln in f if ln.startswith('model name')), '')
+    except OSError:
+        pass
+    return f'{os.cpu_count()}-core {name or "CPU"}'
+
+
 # ----------------------------------------------------------------------------- main
 
 def main(argv=None):
@@ -481,7 +493,7 @@ def main(argv=None):
     info = export(model, a, tok_cfg, a.out, tok_dir, log)
     log(f'saved {a.out}: ' + ', '.join(f'{f} {os.path.getsize(os.path.join(a.out, f)):,} B'
                                        for f in sorted(os.listdir(a.out))))
-    run = {'params': n_params, 'torch': torch.__version__, 'steps': state['step'], 'tokens_seen': state['tokens'],
+    run = {'params': n_params, 'torch': torch.__version__, 'argv': sys.argv[1:], 'machine': machine_name(), 'steps': state['step'], 'tokens_seen': state['tokens'],
            'train_minutes': round(state['elapsed'] / 60, 2), 'sessions': state['sessions'],
            'final_dev': res, **info, 'args': vars(a)}
     if a.final_eval_n:
