@@ -18,6 +18,7 @@ export const REPO_ROOT = join(import.meta.dirname, '../..');
 /** Short names for the models this project knows about. */
 export const KNOWN_MODELS: Record<string, string> = {
   stories260K: join(REPO_ROOT, 'public/models/stories260K/stories260K.bin'),
+  'qa-demo': join(REPO_ROOT, 'public/models/qa-demo'),
   'gemma-3-270m': join(REPO_ROOT, '.cache/models/gemma-3-270m-q4_k_m.gguf'),
 };
 

@@ -1,0 +1,65 @@
+/**
+ * The trained qa-demo model (public/models/qa-demo, a Hugging Face folder
+ * with f16 safetensors) against transformers, the outside reference recorded
+ * by train/make_reference.py for a held-out document-QA prompt:
+ * - our tokenizer (transformers.js over tokenizer.json) gives the same ids as
+ *   Python's `tokenizers`;
+ * - the engine's last-position logits match transformers' float32 forward
+ *   within 1e-3 of the logits' range (f32 KV; 1e-2 with f16 KV);
+ * - greedy decoding continues with the same tokens.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Engine } from '../../src/engine/engine';
+import { loadHfFolder } from '../../src/engine/formats/hf';
+import { loadHfTokenizer } from '../../src/engine/tokenizer/hf';
+import { nodeFolderFiles } from '../../src/node/files';
+import { loadKernelSources } from '../../src/node/gpu';
+import { harness } from '../helpers/gpu';
+
+const root = join(import.meta.dirname, '../..');
+const MODEL = join(root, 'public/models/qa-demo');
+const ref = JSON.parse(readFileSync(join(root, 'tests/fixtures/qa-demo/reference.json'), 'utf8')) as {
+  text: string; tokens: number[]; vocab: number; last_logits_f32_base64: string; greedy: number[];
+};
+const want = new Float32Array(new Uint8Array(Buffer.from(ref.last_logits_f32_base64, 'base64')).buffer);
+
+test('qa-demo: tokenizer ids equal Python tokenizers for a held-out prompt', async () => {
+  const tok = await loadHfTokenizer(nodeFolderFiles(MODEL));
+  assert.deepEqual(tok.encode(ref.text, { addBos: true }), ref.tokens);
+});
+
+for (const kvDtype of ['f32', 'f16'] as const) {
+  test(`qa-demo: last logits and greedy continuation match transformers (${kvDtype} KV)`, async () => {
+    const h = await harness();
+    const m = await loadHfFolder(nodeFolderFiles(MODEL), { name: 'qa-demo' });
+    assert.equal(m.config.vocabSize, ref.vocab);
+    const engine = Engine.create(h.gpu, loadKernelSources());
+    await engine.load(m.config, m.weights, { weightDtype: 'f32', kvDtype });
+    const cache = engine.newCache(ref.tokens.length + ref.greedy.length + 1);
+    try {
+      let logits = (await engine.prefill(cache, ref.tokens)).logits;
+      let lo = Infinity, hi = -Infinity, d = 0;
+      for (let i = 0; i < want.length; i++) {
+        lo = Math.min(lo, want[i]);
+        hi = Math.max(hi, want[i]);
+        d = Math.max(d, Math.abs(logits[i] - want[i]));
+      }
+      const tol = (kvDtype === 'f32' ? 1e-3 : 1e-2) * (hi - lo);
+      assert.ok(d <= tol, `max |Δlogit| ${d.toExponential(2)} > ${tol.toExponential(2)} (range ${(hi - lo).toFixed(2)})`);
+      const got: number[] = [];
+      for (let i = 0; i < ref.greedy.length; i++) {
+        let best = 0;
+        for (let j = 1; j < logits.length; j++) if (logits[j] > logits[best]) best = j;
+        got.push(best);
+        if (i + 1 < ref.greedy.length) logits = await engine.decode(cache, best);
+      }
+      assert.deepEqual(got, ref.greedy);
+    } finally {
+      cache.destroy();
+      engine.destroy();
+    }
+  });
+}
