@@ -40,7 +40,8 @@ function canvasColours(page: Page, index: number) {
 }
 
 test('documents → compile → reload → link in a new order → three algorithms, attention map and TTFT chart', async ({ page }) => {
-  await page.goto('/?model=stories260K');
+  test.setTimeout(360_000); // the longest flow: about 30 s alone, several times that on a loaded 2-core machine
+  await page.goto('/?debug&model=stories260K');
   await ready(page);
 
   // Two documents dropped, one HTML file picked (its tags and script are not kept).
@@ -154,14 +155,17 @@ test('documents → compile → reload → link in a new order → three algorit
   await expect(latest.filter({ has: page.getByRole('heading', { name: 'legolink0' }) })).toContainText('compiled first');
   await expect(page.getByTestId('cache-entry')).toHaveCount(total + 3);
 
-  // Stop ends a long answer early. Stop is pressed as soon as it is enabled (while linking or decoding): waiting
-  // for the first token first would race the decode on a busy machine, where 200 tokens can pass before the click.
+  // Stop ends a long answer early. Decoding runs in slow motion (?debug: 50 ms after every token), so the answer
+  // is still streaming when Stop is pressed even on a busy machine; otherwise it can end (EOS) before the click.
+  await page.evaluate(() => (globalThis as unknown as { legokv: { setDecodeDelay(ms: number): Promise<void> } }).legokv.setDecodeDelay(50));
   await page.getByLabel('Answer tokens').fill('400');
   await page.getByRole('button', { name: 'Ask (full)' }).click();
-  await page.getByRole('button', { name: 'Stop answering' }).click();
   await expect(latest).toHaveCount(6);
   const long = latest.nth(5);
+  await expect(long).toContainText('answering');
+  await page.getByRole('button', { name: 'Stop answering' }).click();
   await expect(long).toContainText('stopped');
+  await page.evaluate(() => (globalThis as unknown as { legokv: { setDecodeDelay(ms: number): Promise<void> } }).legokv.setDecodeDelay(0));
   await expect(page.getByRole('button', { name: 'Stop answering' })).toBeDisabled();
 
   // A small TTFT sweep draws one line per algorithm.

@@ -36,10 +36,12 @@ export async function startEngine(): Promise<void> {
     return;
   }
   client = new EngineClient();
-  // ?debug exposes a device-loss switch, so recovery can be shown and tested.
+  // ?debug exposes a device-loss switch and a slow-motion decode, so recovery and Stop can be shown and tested.
   if (new URLSearchParams(location.search).has('debug')) {
     const c = client;
-    (globalThis as unknown as { legokv: object }).legokv = { simulateDeviceLoss: () => c.simulateDeviceLoss() };
+    (globalThis as unknown as { legokv: object }).legokv = {
+      simulateDeviceLoss: () => c.simulateDeviceLoss(), setDecodeDelay: (ms: number) => c.setDecodeDelay(ms),
+    };
   }
   client.onDeviceLost = (message) => {
     state().set({ notice: `The GPU device was lost (${message}). It is re-created on the next request.` });

@@ -72,6 +72,11 @@ export class EngineClient {
     return this.call<void>({ type: 'simulate-device-loss' }).result;
   }
 
+  /** Slow motion: the worker waits `ms` after every token it decodes for a studio answer (0: off). */
+  setDecodeDelay(ms: number) {
+    return this.call<void>({ type: 'set-decode-delay', ms } as Omit<Request, 'id'>).result;
+  }
+
   listCached() {
     return this.call<ListCachedResult>({ type: 'list-cached' }).result;
   }

@@ -11,6 +11,7 @@ import { decodeTokens, TextStream } from '../generate/generate';
 import { parseModel, resolveSource } from './sources';
 import { deleteCachedModel, listCachedModels, opfsRoot } from './opfs-cache';
 import type { Event, GenerateRequest, InitResult, LoadResult, Request, GenerateResult, ModelSource } from './protocol';
+import { setDecodeDelay } from './linked-answer';
 import { STUDIO_TYPES, StudioWorker, type ModelSession } from './studio';
 import type { StudioRequest } from './studio-protocol';
 
@@ -138,6 +139,7 @@ self.onmessage = async (ev: MessageEvent<Request>) => {
     if (r.type === 'init') result = await init();
     else if (r.type === 'load') result = await load(r.id, r.model, r.weightDtype);
     else if (r.type === 'simulate-device-loss') result = gpu?.device.destroy();
+    else if (r.type === 'set-decode-delay') result = setDecodeDelay(r.ms);
     else if (r.type === 'list-cached') result = await listCachedModels(await opfsRoot());
     else if (r.type === 'delete-cached') result = await deleteCachedModel(await opfsRoot(), r.key);
     else if (r.type === 'generate') result = await generate(r.id, r.req);

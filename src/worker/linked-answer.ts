@@ -36,6 +36,13 @@ export function chunkId(lego: ContextCache, tokens: number[], variant: CompileVa
   return cacheId({ modelId: lego.model.id, tokenizerId: lego.model.tokenizerId }, tokens, VARIANTS[variant]);
 }
 
+let decodeDelayMs = 0;
+
+/** Slow motion for watching (and testing) a streamed answer and Stop: a pause after every decoded token. */
+export function setDecodeDelay(ms: number) {
+  decodeDelayMs = Math.max(0, Math.min(10_000, ms));
+}
+
 /** Compiles every chunk whose cache is not stored yet, one at a time (cancellable between chunks). */
 export async function compileChunks(
   lego: ContextCache, chunks: ChunkRef[], variant: CompileVariantName, signal: AbortSignal | undefined,
@@ -145,6 +152,7 @@ export async function askLinked(
       generated.push(next);
       const delta = stream.push(next);
       if (delta) emit({ kind: 'text', text: delta });
+      if (decodeDelayMs) await new Promise((r) => setTimeout(r, decodeDelayMs));
       if (i + 1 < maxTokens) {
         const opts = scoresReq ? { scores: { ...scoresReq, rows: [0] } } : {};
         const r = await engine.exclusive(() => engine.step(linked.cache, next, undefined, opts));

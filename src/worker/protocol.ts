@@ -74,6 +74,8 @@ export type Request =
   | { id: number; type: 'load'; model: ModelSource; weightDtype?: 'f32' | 'f16' }
   /** Destroys the GPU device, as a driver reset would (for testing recovery). */
   | { id: number; type: 'simulate-device-loss' }
+  /** Waits `ms` after every decoded token of a studio answer: slow motion, to watch (and test) streaming and Stop. */
+  | { id: number; type: 'set-decode-delay'; ms: number }
   | { id: number; type: 'list-cached' }
   | { id: number; type: 'delete-cached'; key: string }
   | { id: number; type: 'generate'; req: GenerateRequest }
