@@ -23,10 +23,10 @@ EVAL_JSON = os.path.join(ROOT, 'docs', 'results', 'eval-qa-demo.json')
 SINKS_JSON = os.path.join(ROOT, 'docs', 'results', 'sinks-qa-demo.json')
 EVAL_CMD = ('npm run eval -- --model qa-demo --data train/eval/qa-demo-eval.jsonl --algorithms '
             'full,naive,legolink:1,legolink:2,legolink:4,legolink:16,legolink0,attnlink:16,'
-            'cacheblend:0.05,cacheblend:0.15,cacheblend:0.3 --max-new-tokens 16 '
+            'cacheblend:0.05,cacheblend:0.15,cacheblend:0.3 --max-new-tokens 16 --limit 6 '
             '--out docs/results/eval-qa-demo.json')
 SINKS_CMD = ('npm run sinks -- --model qa-demo --data train/eval/qa-demo-eval.jsonl '
-             '--algorithms naive,legolink:16,full --out docs/results/sinks-qa-demo.json')
+             '--limit 6 --algorithms naive,legolink:16 --out docs/results/sinks-qa-demo.json')
 
 
 def linking_section() -> str:
@@ -61,7 +61,7 @@ def linking_section() -> str:
         for al, v in sk['algorithms'].items():
             for c in v['per_chunk']:
                 ratio = c['start_share'] / sk['sink_tokens'] / c['token_share'] if c['token_share'] else float('nan')
-                out.append(f"| {al} | {c['chunk']} | {c['cases']} | {c['start_share']:.3f} | {c['chunk_share']:.3f} | "
+                out.append(f"| {al} | {c['chunk']} | {c['cases']} | {c['start_share']:.4f} | {c['chunk_share']:.3f} | "
                            f"{c['token_share']:.4f} | {ratio:.1f} |")
     else:
         out.append(f'Attention-sink shares not measured yet: run `{SINKS_CMD}`.')
@@ -194,13 +194,22 @@ def main():
             examples = '\n'.join(f"| {c['id']} | {c['qtype']} | {c['answers'][0]} | {c['pred']} | {c['f1']:.2f} |"
                                  for c in right + wrong)
 
+    status = ''
+    if results and 'concat' in results['layouts']:
+        f1 = results['layouts']['concat']['summary']['f1']
+        status = (f"**Status: held-out F1 {f1:.3f} under Full Recompute (target: at least 0.9), "
+                  f"{'met' if f1 >= 0.9 else 'not met yet'}.**" + ('' if f1 >= 0.9 else
+                  ' This run is too short for the model to have learned to look answers up reliably; it is bundled as '
+                  'a second model, not the default, until a recipe reaches the target within the CPU budget.'))
     card = f"""# qa-demo: LegoKV's in-house document-QA model
 
 A {run['params'] / 1e6:.1f}M-parameter Llama (`LlamaForCausalLM`) trained from scratch on the CPU, in about an
 hour, on procedurally generated multi-document question answering. It exists so that LegoKV's accuracy-against-TTFT
 evaluation (EPIC / CacheBlend style: naive, full, legolink:k, cacheblend:r, ...) runs on any laptop CPU in
-minutes with a model that actually answers questions about its documents. It knows nothing outside its
+minutes with a model whose job is to answer questions about its documents. It knows nothing outside its
 synthetic world of fictional people, companies, cities and objects: it is a test instrument, not an assistant.
+
+{status}
 
 Everything in this card is written by `python train/report.py` from the training logs (`train/logs/`) and
 the held-out results (`train/eval/results.json`).
