@@ -21,6 +21,7 @@ const budgetS = Number(a.budget);
 const root = join(import.meta.dirname, '../..');
 const candidates: Record<string, string> = {
   stories260K: join(root, 'public/models/stories260K/stories260K.bin'),
+  'qa-demo': join(root, 'public/models/qa-demo'),
   'gemma-3-270m': join(root, '.cache/models/gemma-3-270m-q4_k_m.gguf'),
 };
 const wanted = a.models ? a.models.split(',') : Object.keys(candidates);
