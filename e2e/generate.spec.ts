@@ -12,6 +12,7 @@ const fixture = JSON.parse(readFileSync(join(import.meta.dirname, '../tests/fixt
 test('bundled model streams a greedy completion equal to llama2.c', async ({ page }) => {
   await page.goto('/?model=stories260K');
   await expect(page.getByTestId('adapter')).toContainText('Adapter:');
+  await expect(page.getByTestId('adapter')).toContainText(/largest buffer [\d,]+ MiB · largest binding [\d,]+ MiB/);
   await expect(page.getByTestId('model-ready')).toBeVisible();
   const c = fixture.cases.find((x: { prompt: string; steps: number }) => x.prompt === 'Lily and Tom went to the' && x.steps === 200);
   await page.getByLabel('Prompt').fill(c.prompt);

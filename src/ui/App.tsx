@@ -27,6 +27,8 @@ const NAV = [
   ['library', 'Cache library'], ['model', 'Model'],
 ] as const;
 
+const mib = (bytes: number) => `${Math.round(bytes / 2 ** 20).toLocaleString('en')} MiB`;
+
 export function App() {
   // Not the streamed output: App re-renders only when these change.
   const s = useApp(useShallow((a) => ({ fatal: a.fatal, adapter: a.adapter, model: a.model, progress: !!a.progress, notice: a.notice })));
@@ -54,6 +56,7 @@ export function App() {
           <p className="adapter" data-testid="adapter">
             {s.adapter
               ? `Adapter: ${s.adapter.description}${s.adapter.isFallback ? ' (fallback, CPU)' : ''} · f16 ${s.adapter.hasF16 ? 'yes' : 'no'}`
+                + ` · largest buffer ${mib(s.adapter.maxBufferSize)} · largest binding ${mib(s.adapter.maxStorageBufferBindingSize)}`
               : 'Starting WebGPU…'}
           </p>
           <p data-testid="header-model">
