@@ -26,29 +26,21 @@ import { table } from './format';
 import { variantFor, type VariantName } from './backend';
 import type { LinkLayout } from '../kvlink/layout';
 import type { ScoresResult } from '../engine/model/forward';
+import { segmentShares } from '../analysis/attention-math';
 
 interface Acc { start: number; chunk: number; tokens: number; n: number }
 
-/** Per segment: softmax mass of the question rows on its first `sinkTokens` rows and on all of it. */
+/** Per segment: softmax mass of the question rows on its first `sinkTokens` rows and on all of it (analysis/attention-math). */
 export function chunkShares(layout: LinkLayout, s: ScoresResult, sinkTokens: number): { start: number; chunk: number; length: number }[] {
-  const out = layout.segments.map((g) => ({ start: 0, chunk: 0, length: g.length }));
-  const R = s.rows.length;
-  for (let r = 0; r < R; r++) {
-    const row = s.scores.subarray(r * s.keys, (r + 1) * s.keys);
-    let mx = -Infinity;
-    for (const v of row) if (v > mx) mx = v;
-    if (mx === -Infinity) continue;
-    let z = 0;
-    for (const v of row) z += v === -Infinity ? 0 : Math.exp(v - mx);
-    layout.segments.forEach((g, i) => {
-      for (let j = g.start; j < g.start + g.length; j++) {
-        const p = row[j] === -Infinity ? 0 : Math.exp(row[j] - mx) / z;
-        out[i].chunk += p / R;
-        if (j < g.start + sinkTokens) out[i].start += p / R;
-      }
-    });
-  }
-  return out;
+  const rows = s.rows.map((_, r) => s.scores.subarray(r * s.keys, (r + 1) * s.keys));
+  return segmentShares(rows, s.keys, layout.segments, sinkTokens).map((x, i) => ({ start: x.sink, chunk: x.chunk, length: layout.segments[i].length }));
+}
+
+/** Mean of field `k` over the accumulated cells (each weighted by its count). */
+function mean(cells: (Acc | undefined)[], k: keyof Omit<Acc, 'n'>): number {
+  const live = cells.filter((c): c is Acc => !!c);
+  const n = live.reduce((t, x) => t + x.n, 0);
+  return n ? live.reduce((t, x) => t + x[k], 0) / n : NaN;
 }
 
 async function main() {
@@ -100,24 +92,15 @@ async function main() {
       algorithms: Object.fromEntries(algorithms.map((al) => {
         const layers = acc.get(al)!;
         const chunks = Math.max(...layers.map((x) => x.length));
-        const mean = (i: number, k: keyof Omit<Acc, 'n'>, ls = layers) => {
-          const cells = ls.map((x) => x[i]).filter(Boolean);
-          const n = cells.reduce((t, x) => t + x.n, 0);
-          return n ? cells.reduce((t, x) => t + x[k], 0) / n : NaN;
-        };
         return [al, {
-          per_chunk: Array.from({ length: chunks }, (_, i) => ({
-            chunk: i + 1, start_share: mean(i, 'start'), chunk_share: mean(i, 'chunk'), token_share: mean(i, 'tokens'),
-            cases: casesWithChunk[i] ?? 0,
-          })),
-          per_layer: layers.map((_, l) => ({
-            layer: l, first_start_share: mean(0, 'start', [layers[l]]),
-            later_start_share: (() => {
-              const cells = layers[l].slice(1).filter(Boolean);
-              const n = cells.reduce((t, x) => t + x.n, 0);
-              return n ? cells.reduce((t, x) => t + x.start, 0) / n : NaN;
-            })(),
-          })),
+          per_chunk: Array.from({ length: chunks }, (_, i) => {
+            const cells = layers.map((x) => x[i]);
+            return {
+              chunk: i + 1, start_share: mean(cells, 'start'), chunk_share: mean(cells, 'chunk'), token_share: mean(cells, 'tokens'),
+              cases: casesWithChunk[i] ?? 0,
+            };
+          }),
+          per_layer: layers.map((cells, l) => ({ layer: l, first_start_share: mean(cells.slice(0, 1), 'start'), later_start_share: mean(cells.slice(1), 'start') })),
         }];
       })),
     };

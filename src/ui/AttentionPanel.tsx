@@ -8,7 +8,7 @@ import { useStudio, type Settings } from './studio-store';
 import { useApp } from './store';
 import { refreshMaps } from './ask-actions';
 import { Heatmap } from './Heatmap';
-import { sinkShares, type Normalization } from './attention-math';
+import { sinkShares, type Normalization } from '../analysis/attention-math';
 import type { AttentionMap } from '../worker/studio-protocol';
 
 const pct = (v: number) => `${(100 * v).toFixed(1)}%`;

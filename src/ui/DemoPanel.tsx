@@ -9,7 +9,7 @@ import { addDocument, compileKeys } from './doc-actions';
 import { askAlgorithms } from './ask-actions';
 import { chunkKey, studio, useStudio } from './studio-store';
 import { useApp } from './store';
-import { sinkShares } from './attention-math';
+import { sinkShares } from '../analysis/attention-math';
 import { describeError } from './errors';
 
 interface DemoIndex {

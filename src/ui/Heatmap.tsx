@@ -7,7 +7,7 @@
  */
 import { useEffect, useMemo, useRef, useState, type KeyboardEvent, type MouseEvent } from 'react';
 import type { AttentionMap } from '../worker/studio-protocol';
-import { binSums, columnSums, downsample, heatColour, normalizeMap, type Normalization } from './attention-math';
+import { binSums, columnSums, downsample, heatColour, normalizeMap, type Normalization } from '../analysis/attention-math';
 
 const LABEL_H = 34;
 const STRIP_H = 40;

@@ -8,7 +8,7 @@ import type { SplitMode } from '../kvsplit/types';
 import type {
   AskFirst, AttentionMap, ChunkInfo, LibraryResult, SweepPoint,
 } from '../worker/studio-protocol';
-import type { Normalization } from './attention-math';
+import type { Normalization } from '../analysis/attention-math';
 
 export type DocKind = 'txt' | 'md' | 'html' | 'pdf' | 'paste' | 'sample';
 

@@ -5,7 +5,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { binSums, columnSums, downsample, heatColour, normalizeMap, normalizeRow, sinkShares } from '../../src/ui/attention-math';
+import { binSums, columnSums, downsample, heatColour, normalizeMap, normalizeRow, sinkShares } from '../../src/analysis/attention-math';
 import { moveItem, wordStep } from '../../src/ui/list-ops';
 import { paretoFront, parseResults } from '../../src/ui/pareto';
 import type { AttentionMap } from '../../src/worker/studio-protocol';

@@ -1,8 +1,9 @@
 /**
- * Attention-map arithmetic, kept apart from drawing so it can be tested:
- * per-row normalization (softmax probabilities, or EPIC Fig. 4's min-max
- * scaling of QKᵀ), column sums, per-chunk sink shares, and column
- * downsampling for long contexts.
+ * Attention-map arithmetic, kept apart from drawing so it can be tested and
+ * shared by the studio's maps and the `npm run sinks` report: per-row
+ * normalization (softmax probabilities, or EPIC Fig. 4's min-max scaling of
+ * QKᵀ), column sums, per-chunk sink shares, and column downsampling for long
+ * contexts.
  */
 import type { AttentionMap } from '../worker/studio-protocol';
 
@@ -67,19 +68,29 @@ export interface SinkShare {
   chunk: number;
 }
 
-/** Per chunk, the fraction of attention mass (softmax) on its first `sinkTokens` tokens, averaged over rows. */
-export function sinkShares(map: AttentionMap, sinkTokens: number): { chunks: SinkShare[]; total: number } {
-  const probs = normalizeMap(map, 'softmax');
-  const sums = columnSums(probs);
-  const rows = Math.max(1, probs.rows);
+/**
+ * Per segment, the softmax attention mass of raw score rows (-Infinity where masked) on its first `sinkTokens`
+ * columns and on all of it, averaged over the rows.
+ */
+export function segmentShares(
+  rows: ArrayLike<number>[], cols: number, segments: { start: number; length: number }[], sinkTokens: number,
+): { sink: number; chunk: number }[] {
+  const values = new Float32Array(rows.length * cols);
+  rows.forEach((r, i) => values.set(normalizeRow(r, cols, 'softmax'), i * cols));
+  const sums = columnSums({ rows: rows.length, cols, values });
+  const n = Math.max(1, rows.length);
   const range = (a: number, b: number) => {
     let s = 0;
     for (let j = a; j < Math.min(b, sums.length); j++) s += sums[j];
-    return s / rows;
+    return s / n;
   };
-  const chunks = map.segments.map((s) => ({
-    label: s.label, start: s.start, sink: range(s.start, s.start + Math.min(sinkTokens, s.length)), chunk: range(s.start, s.start + s.length),
-  }));
+  return segments.map((s) => ({ sink: range(s.start, s.start + Math.min(sinkTokens, s.length)), chunk: range(s.start, s.start + s.length) }));
+}
+
+/** Per chunk of a map, the fraction of attention mass (softmax) on its first `sinkTokens` tokens, averaged over rows. */
+export function sinkShares(map: AttentionMap, sinkTokens: number): { chunks: SinkShare[]; total: number } {
+  const shares = segmentShares(map.rows.map((r) => r.scores), map.columns.length, map.segments, sinkTokens);
+  const chunks = map.segments.map((s, i) => ({ label: s.label, start: s.start, ...shares[i] }));
   return { chunks, total: chunks.reduce((a, c) => a + c.sink, 0) };
 }
 
