@@ -4,7 +4,7 @@
  * scaled QKᵀ (EPIC Fig. 4), with each chunk's sink share.
  */
 import { useEffect, useRef, useState } from 'react';
-import { useStudio, type Settings } from './studio-store';
+import { mapTarget, useStudio, type Settings } from './studio-store';
 import { useApp } from './store';
 import { refreshMaps } from './ask-actions';
 import { Heatmap } from './Heatmap';
@@ -56,7 +56,8 @@ export function AttentionPanel() {
   const layers = model?.layers ?? 1;
   const heads = model?.heads ?? 1;
   const colW = Math.floor((width - 16) / 2);
-  const stale = (m?: AttentionMap) => m && (m.layer !== st.layer || m.head !== st.head);
+  const target = mapTarget(st, model);
+  const stale = (m?: AttentionMap) => m && (m.layer !== target.layer || m.head !== target.head);
 
   return (
     <section className="panel" id="attention" aria-labelledby="attention-title">
@@ -66,10 +67,10 @@ export function AttentionPanel() {
         rest; LegoLink recomputes each chunk's first k tokens so they learn they are no longer first.
       </p>
       <div className="row">
-        <label>Layer <select aria-label="Layer" value={st.layer} onChange={(e) => setSettings({ layer: Number(e.target.value) })}>
+        <label>Layer <select aria-label="Layer" value={target.layer} onChange={(e) => setSettings({ layer: Number(e.target.value) })}>
           {Array.from({ length: layers }, (_, i) => <option key={i} value={i}>{i}</option>)}
         </select></label>
-        <label>Head <select aria-label="Head" value={st.head} onChange={(e) => setSettings({ head: Number(e.target.value) })}>
+        <label>Head <select aria-label="Head" value={target.head} onChange={(e) => setSettings({ head: Number(e.target.value) })}>
           {Array.from({ length: heads }, (_, i) => <option key={i} value={i}>{i}</option>)}
         </select></label>
         <label>Values <select aria-label="Normalization" value={st.norm} onChange={(e) => setSettings({ norm: e.target.value as Normalization })}>

@@ -6,11 +6,9 @@
 import type { AskResult, ChunkRef, StudioEvent, SweepPoint } from '../worker/studio-protocol';
 import { client, refreshLibrary } from './doc-actions';
 import { describeError, isAbort } from './errors';
-import { algorithmSpec, allChunks, studio, type AnswerCard } from './studio-store';
+import { algorithmSpec, allChunks, mapTarget, studio, type AnswerCard } from './studio-store';
 import { engineClient } from './actions';
 import { useApp } from './store';
-
-const appState = () => useApp.getState();
 
 let job: number | null = null;
 let stopped = false;
@@ -18,19 +16,6 @@ let nextCard = 1;
 
 function patchCard(id: number, p: Partial<AnswerCard> | ((c: AnswerCard) => Partial<AnswerCard>)) {
   studio().set((s) => ({ answers: s.answers.map((c) => (c.id === id ? { ...c, ...(typeof p === 'function' ? p(c) : p) } : c)) }));
-}
-
-/**
- * The settings, with the attention map's layer and head brought inside the loaded model's range (a model with
- * fewer layers or heads than the last one leaves them pointing past its end).
- */
-function mapTarget() {
-  const st = studio().settings;
-  const m = appState().model;
-  if (!m) return st;
-  const layer = Math.min(st.layer, m.layers - 1), head = Math.min(st.head, m.heads - 1);
-  if (layer !== st.layer || head !== st.head) studio().set((x) => ({ settings: { ...x.settings, layer, head } }));
-  return { ...st, layer, head };
 }
 
 /** The composer's chunks in order, as the worker wants them. */
@@ -47,7 +32,7 @@ export function composerChunks(): ChunkRef[] {
 async function askWith(algorithm: string, group: number, opts: { maxTokens?: number } = {}): Promise<AskResult | null> {
   const s = studio();
   const chunks = composerChunks();
-  const st = mapTarget();
+  const st = s.settings;
   const card: AnswerCard = {
     id: nextCard++, group, algorithm, question: st.question, chunkLabels: chunks.map((c) => c.label), status: 'compiling', text: '',
   };
@@ -59,7 +44,7 @@ async function askWith(algorithm: string, group: number, opts: { maxTokens?: num
   };
   const j = client().studio<AskResult>({
     type: 'ask',
-    req: { chunks, question: st.question, algorithm, maxTokens: opts.maxTokens ?? st.maxTokens, temperature: st.temperature, scores: { layer: st.layer, head: st.head } },
+    req: { chunks, question: st.question, algorithm, maxTokens: opts.maxTokens ?? st.maxTokens, temperature: st.temperature, scores: mapTarget(st, useApp.getState().model) },
   }, onEvent);
   job = j.id;
   try {

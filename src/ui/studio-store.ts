@@ -155,6 +155,15 @@ export function modeKey(m: SplitMode): string {
   }
 }
 
+/**
+ * The layer and head the attention maps capture: the chosen ones, kept inside the loaded model (one with fewer
+ * layers or heads than the last leaves the settings pointing past its end). Derived, so the settings keep the choice.
+ */
+export function mapTarget(st: Pick<Settings, 'layer' | 'head'>, model: { layers: number; heads: number } | null): { layer: number; head: number } {
+  if (!model) return { layer: st.layer, head: st.head };
+  return { layer: Math.min(st.layer, model.layers - 1), head: Math.min(st.head, model.heads - 1) };
+}
+
 /** The algorithm spec of the settings: kind plus its parameter. */
 export function algorithmSpec(s: Pick<Settings, 'algorithm' | 'k' | 'r'>): string {
   if (s.algorithm === 'legolink' || s.algorithm === 'attnlink') return `${s.algorithm}:${Math.max(0, Math.round(s.k))}`;

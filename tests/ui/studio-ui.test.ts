@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { binSums, columnSums, downsample, heatColour, normalizeMap, normalizeRow, sinkShares } from '../../src/analysis/attention-math';
 import { moveItem, wordStep } from '../../src/ui/list-ops';
 import { paretoFront, parseResults } from '../../src/ui/pareto';
+import { mapTarget } from '../../src/ui/studio-store';
 import type { AttentionMap } from '../../src/worker/studio-protocol';
 
 const close = (a: ArrayLike<number>, b: number[], eps = 1e-6) => b.forEach((v, i) => assert.ok(Number.isNaN(v) ? Number.isNaN(a[i]) : Math.abs(a[i] - v) < eps, `${i}: ${a[i]} vs ${v}`));
@@ -74,4 +75,10 @@ test('evaluation results: parsed leniently, Pareto front by TTFT', () => {
   assert.deepEqual(paretoFront(pts).map((p) => p.algorithm), ['naive', 'legolink:16', 'full']);
   assert.equal(parseResults([{ algorithm: 'x', score: 1, ttftMs: 2 }])[0].accuracy, 1);
   assert.throws(() => parseResults({ nothing: 1 }), /results/);
+});
+
+test('map target: the chosen layer and head, kept inside the loaded model', () => {
+  assert.deepEqual(mapTarget({ layer: 2, head: 6 }, { layers: 5, heads: 8 }), { layer: 2, head: 6 });
+  assert.deepEqual(mapTarget({ layer: 7, head: 6 }, { layers: 6, heads: 6 }), { layer: 5, head: 5 });
+  assert.deepEqual(mapTarget({ layer: 7, head: 6 }, null), { layer: 7, head: 6 });
 });
