@@ -1,4 +1,5 @@
 import { defineConfig } from '@playwright/test';
+import { CHROMIUM_ARGS, chromiumPath } from './scripts/gpu-env.mjs';
 
 const PORT = Number(process.env.LEGOKV_E2E_PORT ?? 5199);
 
@@ -15,11 +16,8 @@ export default defineConfig({
     browserName: 'chromium',
     viewport: { width: 1280, height: 900 },
     launchOptions: {
-      executablePath: process.env.LEGOKV_CHROMIUM ?? '/usr/bin/chromium',
-      args: [
-        '--enable-unsafe-webgpu', '--disable-background-networking', '--disable-component-update', '--disable-sync',
-        '--no-first-run', '--disable-quic',
-      ],
+      executablePath: chromiumPath(),
+      args: CHROMIUM_ARGS,
     },
   },
   webServer: {

@@ -6,6 +6,7 @@
 import { test, expect, chromium } from '@playwright/test';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { chromiumPath } from '../scripts/gpu-env.mjs';
 
 const fixture = JSON.parse(readFileSync(join(import.meta.dirname, '../tests/fixtures/llama2c/stories260K-greedy.json'), 'utf8'));
 
@@ -28,7 +29,7 @@ test('bundled model streams a greedy completion equal to llama2.c', async ({ pag
 
 test('without WebGPU the page says so and how to enable it', async () => {
   const browser = await chromium.launch({
-    executablePath: process.env.LEGOKV_CHROMIUM ?? '/usr/bin/chromium',
+    executablePath: chromiumPath(),
     args: ['--disable-features=WebGPU', '--disable-webgpu'],
   });
   const page = await browser.newPage();

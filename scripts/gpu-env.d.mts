@@ -1,1 +1,3 @@
 export function gpuEnv(base?: NodeJS.ProcessEnv): NodeJS.ProcessEnv;
+export function chromiumPath(): string;
+export const CHROMIUM_ARGS: string[];

@@ -5,6 +5,13 @@
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 
+/** Debian's chromium (or $LEGOKV_CHROMIUM) and the flags it needs for WebGPU headless (ENVIRONMENT.md). */
+export const chromiumPath = () => process.env.LEGOKV_CHROMIUM ?? '/usr/bin/chromium';
+export const CHROMIUM_ARGS = [
+  '--enable-unsafe-webgpu', '--disable-background-networking', '--disable-component-update', '--disable-sync',
+  '--no-first-run', '--disable-quic',
+];
+
 export function gpuEnv(base = process.env) {
   const env = { ...base };
   const chromiumDir = '/usr/lib/chromium';

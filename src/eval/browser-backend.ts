@@ -21,7 +21,7 @@ import { tmpdir } from 'node:os';
 import { basename, dirname, join, relative, sep } from 'node:path';
 import { createServer, type Plugin, type ViteDevServer } from 'vite';
 import { chromium, type BrowserContext, type Page } from '@playwright/test';
-import { gpuEnv } from '../../scripts/gpu-env.mjs';
+import { CHROMIUM_ARGS, chromiumPath, gpuEnv } from '../../scripts/gpu-env.mjs';
 import { detectFormat } from '../engine/formats/load';
 import type { BundledModelRef } from '../worker/protocol';
 import type { ChunkRef } from '../worker/studio-protocol';
@@ -31,11 +31,6 @@ import { variantFor, type Answer, type EvalBackend, type PreparedCase, type Vari
 import { questionText } from './prompt';
 import { REPO_ROOT, resolveModelPath } from './tokenizer';
 
-/** Chromium's flags, as playwright.config.ts launches it for the e2e tests. */
-const CHROMIUM_ARGS = [
-  '--enable-unsafe-webgpu', '--disable-background-networking', '--disable-component-update', '--disable-sync',
-  '--no-first-run', '--disable-quic',
-];
 const PAGE = '/src/eval/browser-page.html';
 const MODEL_URL = '/@legokv-eval-model/';
 
@@ -151,7 +146,7 @@ export class BrowserBackend implements EvalBackend {
       });
       await server.listen();
       context = await chromium.launchPersistentContext(profile, {
-        executablePath: process.env.LEGOKV_CHROMIUM ?? '/usr/bin/chromium', args: CHROMIUM_ARGS, env: gpuEnv(), headless: true,
+        executablePath: chromiumPath(), args: CHROMIUM_ARGS, env: gpuEnv(), headless: true,
         // Ctrl-C is the runner's: it cancels the answer in the worker and keeps what was measured (run.ts).
         handleSIGINT: false,
       });
