@@ -29,7 +29,8 @@ import type { EvalPageApi } from './browser-page';
 import type { EvalCase } from './dataset';
 import { variantFor, type Answer, type EvalBackend, type PreparedCase, type VariantName } from './backend';
 import { questionText } from './prompt';
-import { REPO_ROOT, resolveModelPath } from './tokenizer';
+import { REPO_ROOT, defaultWeightDtype, resolveModelPath } from './tokenizer';
+import { modelFilePaths } from '../node/files';
 
 const PAGE = '/src/eval/browser-page.html';
 const MODEL_URL = '/@legokv-eval-model/';
@@ -43,21 +44,12 @@ export interface BrowserBackendOptions {
 /** The files a model path stands for, by name, as the Node backend reads them (src/node/files.ts). */
 export function modelFiles(path: string): Map<string, string> {
   if (!existsSync(path)) throw new Error(`No model at ${path}`);
-  const files = new Map<string, string>();
-  if (statSync(path).isDirectory()) {
-    const names = readdirSync(path).filter((f) => statSync(join(path, f)).isFile());
-    const format = detectFormat(names);
-    const keep = format === 'hf' ? /\.(json|safetensors)$/ : format === 'gguf' ? /\.gguf$/ : /\.bin$/;
-    for (const f of names) if (keep.test(f)) files.set(f, join(path, f));
-  } else {
-    files.set(basename(path), path);
-    if (path.endsWith('.bin')) {
-      for (const f of readdirSync(dirname(path))) {
-        if (f !== basename(path) && /^(tok.*|tokenizer)\.bin$/.test(f)) files.set(f, join(dirname(path), f));
-      }
-    }
-  }
-  return files;
+  if (!statSync(path).isDirectory()) return modelFilePaths(path);
+  // A folder: only the files its format loads (the page fetches every file listed).
+  const names = readdirSync(path).filter((f) => statSync(join(path, f)).isFile());
+  const format = detectFormat(names);
+  const keep = format === 'hf' ? /\.(json|safetensors)$/ : format === 'gguf' ? /\.gguf$/ : /\.bin$/;
+  return new Map(names.filter((f) => keep.test(f)).map((f) => [f, join(path, f)]));
 }
 
 /** The model as a URL folder on the server: its /public folder, or the model middleware. */
@@ -157,7 +149,7 @@ export class BrowserBackend implements EvalBackend {
       await page.waitForFunction(() => !!window.legokvEval, undefined, { timeout: 120_000 });
       const adapter = await pageCall(page, 'init');
       // The Node backend's choice of weight precision, so that both backends run the same numbers.
-      const weightDtype = o.weightDtype ?? (/gemma/i.test(path) ? 'f16' : 'f32');
+      const weightDtype = o.weightDtype ?? defaultWeightDtype(path);
       const info = await pageCall(page, 'load', modelRef(basename(path), files, origin), weightDtype);
       return new BrowserBackend(server, context, profile, page, adapter, basename(path), info.hasChatTemplate);
     } catch (e) {

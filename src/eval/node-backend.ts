@@ -17,7 +17,7 @@ import type { CompiledChunk } from '../kvcompile/compile';
 import type { EvalCase } from './dataset';
 import { variantFor, type Answer, type EvalBackend, type PreparedCase, type VariantName } from './backend';
 import { caseMessages } from './prompt';
-import { resolveModelPath } from './tokenizer';
+import { defaultWeightDtype, resolveModelPath } from './tokenizer';
 
 export interface NodeBackendOptions {
   weightDtype?: 'f32' | 'f16';
@@ -35,7 +35,7 @@ export class NodeBackend implements EvalBackend {
 
   static async open(model: string, o: NodeBackendOptions = {}): Promise<NodeBackend> {
     const path = resolveModelPath(model);
-    const weightDtype = o.weightDtype ?? (/gemma/i.test(path) ? 'f16' : 'f32');
+    const weightDtype = o.weightDtype ?? defaultWeightDtype(path);
     const s = await openModel(path, { weightDtype, kvDtype: o.kvDtype, tokenizer: o.tokenizer });
     const store = new KVStore({ blobs: new MemoryBlobBackend(), index: new MemoryIndexBackend(), budgets: { ram: 4 * 2 ** 30, opfs: 16 * 2 ** 30 } });
     await store.open();

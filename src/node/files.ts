@@ -51,9 +51,11 @@ export function nodeFolderFiles(dir: string): ModelFiles {
   };
 }
 
-/** A folder, or one file (plus its tokenizer: named, or llama2.c's tok*.bin beside it), as a model. */
-export function nodeModelFiles(path: string, tokenizer?: string): ModelFiles {
-  if (statSync(path).isDirectory()) return nodeFolderFiles(path);
+/**
+ * The files one model file stands for, by name: itself plus its tokenizer (named, or llama2.c's tok*.bin beside
+ * a .bin checkpoint).
+ */
+export function modelFilePaths(path: string, tokenizer?: string): Map<string, string> {
   const map = new Map<string, string>([[basename(path), path]]);
   if (tokenizer) map.set(basename(tokenizer), tokenizer);
   else if (path.endsWith('.bin')) {
@@ -61,6 +63,13 @@ export function nodeModelFiles(path: string, tokenizer?: string): ModelFiles {
       if (f !== basename(path) && /^(tok.*|tokenizer)\.bin$/.test(f)) map.set(f, join(dirname(path), f));
     }
   }
+  return map;
+}
+
+/** A folder, or one file (plus its tokenizer: named, or llama2.c's tok*.bin beside it), as a model. */
+export function nodeModelFiles(path: string, tokenizer?: string): ModelFiles {
+  if (statSync(path).isDirectory()) return nodeFolderFiles(path);
+  const map = modelFilePaths(path, tokenizer);
   return {
     names: () => [...map.keys()],
     get: async (n) => (map.has(n) ? nodeFileSource(map.get(n)!, n) : undefined),
