@@ -7,24 +7,18 @@
  * shape over our matmul variants. Every figure carries the adapter's name.
  */
 import { existsSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { openModel } from '../node/session';
 import type { ModelConfig } from '../engine/model/config';
 import { bestMatmul } from './matmul';
+import { KNOWN_MODELS } from '../eval/tokenizer';
 
 const { values: a } = parseArgs({
   options: { json: { type: 'string' }, lengths: { type: 'string' }, models: { type: 'string' }, budget: { type: 'string', default: '120' } },
 });
 /** Seconds one prefill may be expected to take before a longer length is skipped (unless --lengths names it). */
 const budgetS = Number(a.budget);
-const root = join(import.meta.dirname, '../..');
-const candidates: Record<string, string> = {
-  stories260K: join(root, 'public/models/stories260K/stories260K.bin'),
-  'qa-demo': join(root, 'public/models/qa-demo'),
-  'gemma-3-270m': join(root, '.cache/models/gemma-3-270m-q4_k_m.gguf'),
-};
-const wanted = a.models ? a.models.split(',') : Object.keys(candidates);
+const wanted = a.models ? a.models.split(',') : Object.keys(KNOWN_MODELS);
 const forced = !!a.lengths;
 const lengths = (a.lengths ?? '128,512,2048').split(',').map(Number);
 
@@ -43,7 +37,7 @@ export function prefillFlops(c: ModelConfig, n: number): { matmul: number; atten
 
 const results: Record<string, unknown>[] = [];
 for (const name of wanted) {
-  const path = candidates[name];
+  const path = KNOWN_MODELS[name];
   if (!path || !existsSync(path)) {
     console.log(`${name}: not present, skipped (run npm start to fetch it)`);
     continue;
