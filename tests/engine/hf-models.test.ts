@@ -18,20 +18,11 @@ import { nodeFolderFiles } from '../../src/node/files';
 import { loadKernelSources } from '../../src/node/gpu';
 import { referenceForward } from '../helpers/reference-model';
 import { harness } from '../helpers/gpu';
+import { maxDiffOverRange } from '../helpers/compare';
 
 const FIX = join(import.meta.dirname, '../fixtures/hf');
 
 interface Case { name: string; tokens: number[]; positions: number[]; logits: string; shape: [number, number] }
-
-function maxDiffOverRange(got: Float32Array, want: Float32Array) {
-  let lo = Infinity, hi = -Infinity, d = 0;
-  for (let i = 0; i < want.length; i++) {
-    lo = Math.min(lo, want[i]);
-    hi = Math.max(hi, want[i]);
-    d = Math.max(d, Math.abs(got[i] - want[i]));
-  }
-  return { d, range: hi - lo };
-}
 
 for (const name of ['llama3-smollm', 'qwen2', 'gemma3']) {
   const dir = join(FIX, name);

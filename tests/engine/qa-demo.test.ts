@@ -18,6 +18,8 @@ import { loadHfTokenizer } from '../../src/engine/tokenizer/hf';
 import { nodeFolderFiles } from '../../src/node/files';
 import { loadKernelSources } from '../../src/node/gpu';
 import { harness } from '../helpers/gpu';
+import { maxDiffOverRange } from '../helpers/compare';
+import { argmax } from '../../src/generate/sampling';
 
 const root = join(import.meta.dirname, '../..');
 const MODEL = join(root, 'public/models/qa-demo');
@@ -41,18 +43,12 @@ for (const kvDtype of ['f32', 'f16'] as const) {
     const cache = engine.newCache(ref.tokens.length + ref.greedy.length + 1);
     try {
       let logits = (await engine.prefill(cache, ref.tokens)).logits;
-      let lo = Infinity, hi = -Infinity, d = 0;
-      for (let i = 0; i < want.length; i++) {
-        lo = Math.min(lo, want[i]);
-        hi = Math.max(hi, want[i]);
-        d = Math.max(d, Math.abs(logits[i] - want[i]));
-      }
-      const tol = (kvDtype === 'f32' ? 1e-3 : 1e-2) * (hi - lo);
-      assert.ok(d <= tol, `max |Δlogit| ${d.toExponential(2)} > ${tol.toExponential(2)} (range ${(hi - lo).toFixed(2)})`);
+      const { d, range } = maxDiffOverRange(logits, want);
+      const tol = (kvDtype === 'f32' ? 1e-3 : 1e-2) * range;
+      assert.ok(d <= tol, `max |Δlogit| ${d.toExponential(2)} > ${tol.toExponential(2)} (range ${range.toFixed(2)})`);
       const got: number[] = [];
       for (let i = 0; i < ref.greedy.length; i++) {
-        let best = 0;
-        for (let j = 1; j < logits.length; j++) if (logits[j] > logits[best]) best = j;
+        const best = argmax(logits);
         got.push(best);
         if (i + 1 < ref.greedy.length) logits = await engine.decode(cache, best);
       }
