@@ -6,7 +6,7 @@
  */
 import { EngineClient } from '../worker/client';
 import type { BundledModelRef, ModelInfo } from '../worker/protocol';
-import type { AskFirst, AskRequest, AskResult, ChunkRef, CompileVariantName, SplitResult, StudioEvent } from '../worker/studio-protocol';
+import type { AskFirst, AskRequest, AskResult, ChunkRef, CompileVariantName, StudioEvent } from '../worker/studio-protocol';
 
 export interface EvalAnswer {
   result: AskResult;
@@ -46,10 +46,8 @@ const api: EvalPageApi = {
   load(ref, weightDtype) {
     return client.load(ref, () => {}, weightDtype).result;
   },
-  async tokenize(text) {
-    // A fixed-size split with a budget no text reaches is one run of encode(text): the whole text, untrimmed.
-    const r = await client.studio<SplitResult>({ type: 'split', docId: 'eval', text, mode: { kind: 'fixed', tokens: Number.MAX_SAFE_INTEGER } }).result;
-    return r.chunks.flatMap((c) => c.tokens);
+  tokenize(text) {
+    return client.studio<number[]>({ type: 'tokenize', text }).result;
   },
   async compile(chunks, variant) {
     return (await client.studio<{ ids: string[] }>({ type: 'compile', chunks, variant }).result).ids;

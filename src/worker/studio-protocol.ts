@@ -133,6 +133,8 @@ export interface SweepPoint {
 
 export type StudioRequest =
   | { type: 'split'; docId: string; text: string; mode: SplitMode }
+  /** Token ids of a text as the model's tokenizer encodes it, without BOS. */
+  | { type: 'tokenize'; text: string }
   | { type: 'compile'; chunks: ChunkRef[]; variant: CompileVariantName }
   | { type: 'library' }
   | { type: 'expire'; cacheId: string }

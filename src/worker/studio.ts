@@ -20,7 +20,7 @@ export interface ModelSession {
   key: string;
 }
 
-export const STUDIO_TYPES: ReadonlySet<string> = new Set(['split', 'compile', 'library', 'expire', 'clear-library', 'ask', 'sweep']);
+export const STUDIO_TYPES: ReadonlySet<string> = new Set(['split', 'tokenize', 'compile', 'library', 'expire', 'clear-library', 'ask', 'sweep']);
 
 const toEntry = (e: EntryInfo): LibraryEntry => ({
   id: e.id, modelId: e.modelId, variant: e.variant, tokens: e.tokens, bytes: e.bytes, tier: e.inRam ? 'RAM + OPFS' : 'OPFS',
@@ -65,6 +65,8 @@ export class StudioWorker {
     switch (r.type) {
       case 'split':
         return this.split(r.docId, r.text, r.mode);
+      case 'tokenize':
+        return (await this.cc()).model.tokenizer.encode(r.text, { addBos: false });
       case 'compile': {
         const { ids, compiled, ms } = await compileChunks(await this.cc(), r.chunks, r.variant, signal, emit);
         return { ids, compiled, ms };
