@@ -29,6 +29,11 @@ async function ready(page: Page) {
   await expect(page.getByTestId('model-ready')).toContainText('stories260K');
 }
 
+/** The ?debug page's slow-motion decode: the worker waits `ms` after every token of an answer. */
+function setDecodeDelay(page: Page, ms: number) {
+  return page.evaluate((d) => (globalThis as unknown as { legokv: { setDecodeDelay(ms: number): Promise<void> } }).legokv.setDecodeDelay(d), ms);
+}
+
 /** True when the canvas holds more than a handful of distinct colours (a drawn heatmap, not a blank box). */
 function canvasColours(page: Page, index: number) {
   return page.getByTestId('attention-canvas').nth(index).evaluate((c: HTMLCanvasElement) => {
@@ -157,7 +162,7 @@ test('documents → compile → reload → link in a new order → three algorit
 
   // Stop ends a long answer early. Decoding runs in slow motion (?debug: 50 ms after every token), so the answer
   // is still streaming when Stop is pressed even on a busy machine; otherwise it can end (EOS) before the click.
-  await page.evaluate(() => (globalThis as unknown as { legokv: { setDecodeDelay(ms: number): Promise<void> } }).legokv.setDecodeDelay(50));
+  await setDecodeDelay(page, 50);
   await page.getByLabel('Answer tokens').fill('400');
   await page.getByRole('button', { name: 'Ask (full)' }).click();
   await expect(latest).toHaveCount(6);
@@ -165,7 +170,7 @@ test('documents → compile → reload → link in a new order → three algorit
   await expect(long).toContainText('answering');
   await page.getByRole('button', { name: 'Stop answering' }).click();
   await expect(long).toContainText('stopped');
-  await page.evaluate(() => (globalThis as unknown as { legokv: { setDecodeDelay(ms: number): Promise<void> } }).legokv.setDecodeDelay(0));
+  await setDecodeDelay(page, 0);
   await expect(page.getByRole('button', { name: 'Stop answering' })).toBeDisabled();
 
   // A small TTFT sweep draws one line per algorithm.
