@@ -62,12 +62,22 @@ def load_cases(path: str, n: int | None = None) -> list[dict]:
     return cases[:n] if n else cases
 
 
+def question_tail(case: dict) -> str:
+    """The text after the documents: an instruction line (when the case has one), then the question."""
+    instr = case.get('instruction') or ''
+    return (instr + '\n' if instr else '') + case['question']
+
+
+def concat_text(case: dict) -> str:
+    """The whole prompt as one text (the `concat` layout, without BOS)."""
+    return ''.join(case['chunks']) + question_tail(case)
+
+
 def prompt_ids(case: dict, encode, bos: int, layout: str) -> list[int]:
     """Token ids of the prompt; `encode` tokenizes text without special tokens."""
-    instr = case.get('instruction') or ''
-    tail = (instr + '\n' if instr else '') + case['question']
+    tail = question_tail(case)
     if layout == 'concat':
-        return [bos] + encode(''.join(case['chunks']) + tail)
+        return [bos] + encode(concat_text(case))
     if layout == 'linked':
         # The evaluation runner's prompt (src/eval/prompt.ts): an empty instruction puts the question verbatim.
         ids: list[int] = []

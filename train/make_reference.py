@@ -5,7 +5,7 @@ that tests/engine/qa-demo.test.ts compares LegoKV's engine and tokenizer with.
     python train/make_reference.py [--model public/models/qa-demo] [--out tests/fixtures/qa-demo]
 
 For the first held-out case that fits in --max-tokens, it writes reference.json: the prompt
-text (the case's chunks joined, then the evaluation runner's question framing), its token ids
+text (the case's chunks joined, then its question: evaluate.py's `concat` layout), its token ids
 from the `tokenizers` package (BOS first), the last position's logits (f32, little-endian,
 base64) from transformers' LlamaForCausalLM in float32, and transformers' greedy continuation.
 Developers run this after training; CI only reads the file.
@@ -21,8 +21,6 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, '..'))
 sys.path.insert(0, HERE)
-
-INSTRUCTION = 'Answer the question based on the documents. Answer within 5 words.'
 
 
 def main(argv=None):
@@ -40,17 +38,15 @@ def main(argv=None):
     from tokenizers import Tokenizer
     from transformers import AutoModelForCausalLM
 
+    from evaluate import concat_text
+
     torch.manual_seed(0)
     tok = Tokenizer.from_file(os.path.join(a.model, 'tokenizer.json'))
     model = AutoModelForCausalLM.from_pretrained(a.model, dtype=torch.float32).eval()
     cfg = model.config
     cases = [json.loads(line) for line in open(a.data)]
     for c in cases:
-        # The evaluation runner's framing (src/eval/prompt.ts) after the chunks, as one sequence;
-        # an empty instruction puts the question verbatim.
-        instr = c.get('instruction')
-        tail = c['question'] if instr == '' else f"\n\n{instr or INSTRUCTION}\n\nQuestion: {c['question']}\nAnswer:"
-        text = ''.join(c['chunks']) + tail
+        text = concat_text(c)  # the whole context as one sequence, as evaluate.py's `concat` layout
         ids = [cfg.bos_token_id] + tok.encode(text, add_special_tokens=False).ids
         if len(ids) <= a.max_tokens:
             break
