@@ -26,7 +26,7 @@ EVAL_CMD = ('npm run eval -- --model qa-demo --data train/eval/qa-demo-eval.json
             'cacheblend:0.05,cacheblend:0.15,cacheblend:0.3 --max-new-tokens 16 --limit 6 '
             '--out docs/results/eval-qa-demo.json')
 SINKS_CMD = ('npm run sinks -- --model qa-demo --data train/eval/qa-demo-eval.jsonl '
-             '--limit 6 --algorithms naive,legolink:16 --out docs/results/sinks-qa-demo.json')
+             '--limit 6 --algorithms naive,legolink:16,full --out docs/results/sinks-qa-demo.json')
 
 
 def linking_section() -> str:

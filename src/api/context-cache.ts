@@ -24,7 +24,7 @@ import { LoadingController } from '../kvlink/controller';
 import { formatAlgorithm, parseAlgorithm } from '../kvlink/algorithms';
 import { link, type TtftBreakdown } from '../kvlink/link';
 import type { LinkLayout } from '../kvlink/layout';
-import type { ScoresResult } from '../engine/model/forward';
+import type { ScoresRequest, ScoresResult } from '../engine/model/forward';
 import { decodeTokens, TextStream } from '../generate/generate';
 import { buildParts, type ChatMessage } from './messages';
 
@@ -40,8 +40,8 @@ export interface CompletionRequest {
   seed?: number;
   stop?: number[];
   signal?: AbortSignal;
-  /** Attention scores of the question rows to capture (one layer, some heads); see 'first-token'. */
-  scores?: { layer: number; heads: number[] };
+  /** Attention scores of the question rows to capture (one layer or several, some heads); see 'first-token'. */
+  scores?: { layer: ScoresRequest['layer']; heads: number[] };
 }
 
 export type CompletionEvent =

@@ -110,14 +110,15 @@ export class NodeBackend implements EvalBackend {
   }
 
   /**
-   * Links a prepared case with `algorithm` and returns the question rows' raw attention scores (q·k, -Infinity
-   * where masked) for every head of `layer`, with the linked layout (for the attention-sink report).
+   * Links a prepared case with `algorithm` once and returns the question rows' raw attention scores (q·k,
+   * -Infinity where masked) for every layer and head, with the linked layout (for the attention-sink report).
    */
-  async attention(p: PreparedCase, algorithm: string, layer: number): Promise<{ layout: LinkLayout; scores: ScoresResult[] }> {
+  async attention(p: PreparedCase, algorithm: string): Promise<{ layout: LinkLayout; scores: ScoresResult[] }> {
     const ids = p.ids[variantFor(algorithm)];
     if (!ids) throw new Error(`Case ${p.case.id} was not compiled for ${algorithm}`);
-    const heads = Array.from({ length: this.s.model.config.nHeads }, (_, h) => h);
-    for await (const ev of this.lego.chatCompletion({ messages: caseMessages(ids, p.case), algorithm, maxTokens: 1, scores: { layer, heads } })) {
+    const { nLayers, nHeads } = this.s.model.config;
+    const scores = { layer: Array.from({ length: nLayers }, (_, l) => l), heads: Array.from({ length: nHeads }, (_, h) => h) };
+    for await (const ev of this.lego.chatCompletion({ messages: caseMessages(ids, p.case), algorithm, maxTokens: 1, scores })) {
       if (ev.type === 'first-token') return { layout: ev.layout, scores: ev.scores };
     }
     throw new Error('chatCompletion ended without a first token');

@@ -69,17 +69,16 @@ async function main() {
       const p = await backend.prepare(c, variants);
       c.chunks.forEach((_, i) => (casesWithChunk[i] = (casesWithChunk[i] ?? 0) + 1));
       for (const al of algorithms) {
-        for (let l = 0; l < L; l++) {
-          const { layout, scores } = await backend.attention(p, al, l);
-          for (const s of scores) {
-            chunkShares(layout, s, sinkTokens).forEach((x, i) => {
-              const cell = (acc.get(al)![l][i] ??= { start: 0, chunk: 0, tokens: 0, n: 0 });
-              cell.start += x.start;
-              cell.chunk += x.chunk;
-              cell.tokens += x.chunk / x.length;
-              cell.n++;
-            });
-          }
+        // One link per algorithm captures every layer and head.
+        const { layout, scores } = await backend.attention(p, al);
+        for (const s of scores) {
+          chunkShares(layout, s, sinkTokens).forEach((x, i) => {
+            const cell = (acc.get(al)![s.layer][i] ??= { start: 0, chunk: 0, tokens: 0, n: 0 });
+            cell.start += x.start;
+            cell.chunk += x.chunk;
+            cell.tokens += x.chunk / x.length;
+            cell.n++;
+          });
         }
       }
       await backend.release(p);

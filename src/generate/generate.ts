@@ -5,7 +5,7 @@
  */
 import type { Engine } from '../engine/engine';
 import type { KVCache } from '../engine/model/kv-cache';
-import type { ScoresResult } from '../engine/model/forward';
+import type { ScoresRequest, ScoresResult } from '../engine/model/forward';
 import type { Tokenizer } from '../engine/tokenizer/types';
 import { rng, sample, type SamplingOptions } from './sampling';
 
@@ -15,7 +15,7 @@ export interface DecodeOptions {
   stopIds: readonly number[];
   signal?: AbortSignal;
   /** Capture each generated row's attention scores (one layer, some heads) for the attention maps. */
-  scores?: { layer: number; heads: number[]; onScores: (s: ScoresResult[]) => void };
+  scores?: { layer: ScoresRequest['layer']; heads: number[]; onScores: (s: ScoresResult[]) => void };
 }
 
 /** Yields generated token ids until a stop token, the budget, or an abort. */

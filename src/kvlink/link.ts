@@ -56,9 +56,9 @@ export interface LinkOptions {
   reserve?: number;
   /**
    * Attention scores to capture during the recompute pass, for the rows of
-   * the prompt after its last cached chunk (the question): one layer, some heads.
+   * the prompt after its last cached chunk (the question): one layer or several, some heads.
    */
-  scores?: { layer: number; heads: number[] };
+  scores?: { layer: ScoresRequest['layer']; heads: number[] };
   /** Load layer l + 1 while layer l recomputes (default), or load everything first. */
   pipeline?: boolean;
   /** CacheBlend's loading controller: measures load and recompute speed, picks the ratio for cacheblend:auto. */

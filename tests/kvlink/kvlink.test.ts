@@ -149,6 +149,27 @@ test('link returns the question rows\' attention scores over the whole prompt, f
   engine.destroy();
 });
 
+test('scores of several layers in one link equal one link per layer', async () => {
+  const { engine, ctx, bosId, V } = await setup('stories');
+  const chunks = [await compileChunk(ctx, toks(6, 1, V)), await compileChunk(ctx, toks(6, 2, V))];
+  const parts: LinkPart[] = [...chunks.map((chunk) => ({ kind: 'cache' as const, chunk })), { kind: 'text', tokens: toks(3, 9, V) }];
+  for (const spec of ['naive', 'cacheblend:0.5']) {
+    const all = await link(engine, parts, parseAlgorithm(spec), { bosId, scores: { layer: [0, 2, 4], heads: [0, 3] } });
+    all.cache.destroy();
+    assert.deepEqual(all.scores.map((s) => `${s.layer}.${s.head}`).sort(), ['0.0', '0.3', '2.0', '2.3', '4.0', '4.3'], spec);
+    for (const layer of [0, 2, 4]) {
+      const one = await link(engine, parts, parseAlgorithm(spec), { bosId, scores: { layer, heads: [0, 3] } });
+      one.cache.destroy();
+      for (const s of one.scores) {
+        const m = all.scores.find((x) => x.layer === layer && x.head === s.head)!;
+        assert.deepEqual(m.rows, s.rows);
+        assertClose(m.scores, s.scores, 0, 0, `${spec} layer ${layer} head ${s.head}`);
+      }
+    }
+  }
+  engine.destroy();
+});
+
 test('pipelined and sequential loading give the same logits; GPU time and overlap are reported', async () => {
   const { engine, ctx, bosId, V } = await setup('gemma3');
   const chunks = [await compileChunk(ctx, toks(12, 1, V)), await compileChunk(ctx, toks(9, 2, V))];

@@ -20,7 +20,8 @@ import { Scratch } from './scratch';
 import { keyBounds, unmaskScores, type Ops } from '../ops';
 
 export interface ScoresRequest {
-  layer: number;
+  /** One layer, or several (each gives its own results, in the same pass). */
+  layer: number | readonly number[];
   heads: number[];
   /** Indices into the pass's rows whose scores are wanted. */
   rows: number[];
@@ -33,6 +34,11 @@ export interface ScoresResult {
   /** Raw scaled scores q·k, [rows, keys], -Infinity where masked. */
   scores: Float32Array;
   keys: number;
+}
+
+/** Whether a scores request covers layer `l`. */
+function wantsLayer(layer: ScoresRequest['layer'], l: number): boolean {
+  return typeof layer === 'number' ? layer === l : layer.includes(l);
 }
 
 export class ForwardPass {
@@ -135,7 +141,7 @@ export class ForwardPass {
       n: this.cache.length, H: c.nHeads, NKV: c.nKvHeads, HD, window, scale: c.attnScale,
     };
     ops.attention({ ...common, v: this.cache.v[l], out: att, T, bounds: this.scratch.get(`bounds.${kind}`, 0) });
-    if (opts.scores && opts.scores.layer === l) this.requestScores(opts.scores, common);
+    if (opts.scores && wantsLayer(opts.scores.layer, l)) this.requestScores(opts.scores, l, common);
 
     this.residual(att, Lw.wo, qDim, Lw.postAttnNorm);
     ops.rmsnorm({ x: this.x!, w: Lw.ffnNorm, y: xn, T, D, eps, plusOne });
@@ -160,7 +166,7 @@ export class ForwardPass {
     [this.x, this.other] = [this.other, this.x];
   }
 
-  private requestScores(req: ScoresRequest, common: Parameters<Ops['attnScores']>[0] extends infer A ? Omit<A, 'rows' | 'R' | 'head' | 'out'> : never) {
+  private requestScores(req: ScoresRequest, layer: number, common: Parameters<Ops['attnScores']>[0] extends infer A ? Omit<A, 'rows' | 'R' | 'head' | 'out'> : never) {
     const R = req.rows.length;
     const n = this.cache.length;
     const rowsBuf = this.scratch.put(`probe.rows`, Uint32Array.from(req.rows));
@@ -170,7 +176,7 @@ export class ForwardPass {
       const cacheRows = req.rows.map((r) => this.rows[r]);
       this.pendingScores.push(
         this.ops.d.read(out, 0, R * n * 4).then((b) => ({
-          layer: req.layer, head, rows: cacheRows, scores: unmaskScores(new Float32Array(b)), keys: n,
+          layer, head, rows: cacheRows, scores: unmaskScores(new Float32Array(b)), keys: n,
         })),
       );
     }
