@@ -22,11 +22,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, '..'))
 sys.path.insert(0, HERE)
 
+from evaluate import DEFAULT_DATA, DEFAULT_MODEL, concat_text  # noqa: E402
+
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument('--model', default=os.path.join(ROOT, 'public', 'models', 'qa-demo'))
-    ap.add_argument('--data', default=os.path.join(HERE, 'eval', 'qa-demo-eval.jsonl'))
+    ap.add_argument('--model', default=DEFAULT_MODEL)
+    ap.add_argument('--data', default=DEFAULT_DATA)
     ap.add_argument('--out', default=os.path.join(ROOT, 'tests', 'fixtures', 'qa-demo'))
     ap.add_argument('--max-tokens', type=int, default=1200)
     ap.add_argument('--new-tokens', type=int, default=8)
@@ -37,8 +39,6 @@ def main(argv=None):
     import transformers
     from tokenizers import Tokenizer
     from transformers import AutoModelForCausalLM
-
-    from evaluate import concat_text
 
     torch.manual_seed(0)
     tok = Tokenizer.from_file(os.path.join(a.model, 'tokenizer.json'))
