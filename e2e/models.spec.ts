@@ -28,7 +28,7 @@ interface Hub {
 /**
  * A tiny Hub on 127.0.0.1: `/test/<repo>/resolve/main/<file>` with content-length and CORS, 404 for anything
  * else. Repos: `llama3-smollm` (the fixture), `truncated` (its first shard cut in half, announced as such),
- * `slow` (the fixture, slowly); and one GGUF file at `/files/tiny-llama.gguf`.
+ * `slow` (the fixture, slowly), `huge` (only a config.json too big for any adapter); and one GGUF file at `/files/tiny-llama.gguf`.
  * Weights go out in 64 KiB pieces a few ms apart, so the progress bar can be seen.
  */
 async function startHub(): Promise<Hub> {
@@ -42,6 +42,11 @@ async function startHub(): Promise<Hub> {
     }
     const m = /^\/test\/([\w.-]+)\/resolve\/main\/([\w.-]+)$/.exec(req.url ?? '');
     const path = m ? join(FIXTURE, m[2]) : '';
+    if (m?.[1] === 'huge' && m[2] === 'config.json') {
+      // The fixture's config with a 100M-token vocabulary: an embedding no adapter binds in one buffer.
+      const config = { ...JSON.parse(readFileSync(join(FIXTURE, 'config.json'), 'utf8')), vocab_size: 100_000_000 };
+      return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(config));
+    }
     if (!m || !['llama3-smollm', 'truncated', 'slow'].includes(m[1]) || !HUB_FILES.has(m[2]) || !existsSync(path)) {
       res.writeHead(404, { 'content-type': 'text/plain' }).end('Entry not found');
       return;
@@ -115,7 +120,7 @@ test('Hub download with progress, generation, then offline from the OPFS cache, 
   await expect(page.getByTestId('cached-models')).toContainText('No models are cached');
 });
 
-test('a truncated shard or a missing repo: a clear error and nothing cached', async ({ page }) => {
+test('a truncated shard, a missing repo or a model too big for the adapter: a clear error and nothing cached', async ({ page }) => {
   const hub = await startHub();
   try {
     await openApp(page, hub.url);
@@ -131,6 +136,14 @@ test('a truncated shard or a missing repo: a clear error and nothing cached', as
     await loadFromHub(page, 'test/no-such-model');
     await expect(alert).toContainText('test/no-such-model has no config.json at revision "main" (HTTP 404)');
     await expect(page.getByTestId('cached-model')).toHaveCount(0);
+
+    // A model too big for the adapter is refused from its config.json, before any weights are downloaded.
+    await loadFromHub(page, 'test/huge');
+    await expect(alert).toContainText('test/huge will not fit on this adapter: Tensor embed of test/huge needs');
+    await expect(alert).toContainText('Nothing was uploaded. stories260K stays loaded.');
+    expect(hub.requests.filter((r) => r.includes('/test/huge/') && !r.endsWith('config.json'))).toEqual([]);
+    await expect(page.getByTestId('cached-model')).toHaveCount(0);
+    await expect(page.getByTestId('model-ready')).toContainText('stories260K (bundled)');
   } finally {
     await hub.stop();
   }

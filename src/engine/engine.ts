@@ -19,7 +19,8 @@ import { KernelLibrary, type KernelSources } from './gpu/kernels';
 import type { ModelConfig } from './model/config';
 import { validateConfig } from './model/config';
 import { ForwardPass, type ScoresRequest, type ScoresResult } from './model/forward';
-import { GpuModel } from './model/gpu-model';
+import { GpuModel, OutOfGpuMemoryError } from './model/gpu-model';
+import { planGpuMemory, type GpuPlan } from './model/gpu-plan';
 import { KVCache } from './model/kv-cache';
 import { readRows, RowWriter, writeRows, type LayerRows } from './model/kv-io';
 import { Scratch } from './model/scratch';
@@ -72,8 +73,16 @@ export class Engine {
     return this.model.config;
   }
 
+  /** What `config` would need on this device in `weightDtype`, and whether it fits; allocates nothing. */
+  plan(config: ModelConfig, weightDtype: StoreDType = 'f32'): GpuPlan {
+    return planGpuMemory(config, weightDtype, this.gpu.device.limits);
+  }
+
+  /** Uploads a model in place of the loaded one; a model that breaks the adapter's limits is refused first, leaving the loaded one. */
   async load(config: ModelConfig, weights: HostWeights, opts: LoadOptions = {}): Promise<GpuModel> {
     validateConfig(config);
+    const plan = this.plan(config, opts.weightDtype ?? 'f32');
+    if (plan.problems.length) throw new OutOfGpuMemoryError(plan.problems.join(' '));
     this.model?.destroy();
     this.model = null;
     this.model = await GpuModel.upload(this.gpu.device, config, weights, opts.weightDtype ?? 'f32');

@@ -9,8 +9,12 @@ import type { LoadedModel } from '../engine/formats/load';
 import '../engine/formats/all';
 import { decodeTokens, TextStream } from '../generate/generate';
 import { parseModel, resolveSource } from './sources';
+import { hfConfigToModelConfig } from '../engine/formats/hf';
+import { weightDtypeFor, type GpuPlan } from '../engine/model/gpu-plan';
+import type { ModelConfig } from '../engine/model/config';
+import type { StoreDType } from '../engine/ops';
 import { deleteCachedModel, listCachedModels, opfsRoot } from './opfs-cache';
-import type { Event, GenerateRequest, InitResult, LoadResult, Request, GenerateResult, ModelSource } from './protocol';
+import type { Event, GenerateRequest, InitResult, LoadResult, LoadStage, Request, GenerateResult, ModelSource } from './protocol';
 import { setDecodeDelay } from './linked-answer';
 import { STUDIO_TYPES, StudioWorker, type ModelSession } from './studio';
 import type { StudioRequest } from './studio-protocol';
@@ -47,18 +51,21 @@ async function load(id: number, ref: ModelSource, requested?: 'f32' | 'f16'): Pr
   const ac = new AbortController();
   aborts.set(id, ac);
   const { signal } = ac;
-  const resolved = await resolveSource(ref, signal, (stage, loaded, total, file) =>
-    post({ id, type: 'progress', stage, loaded, total, file }),
-  );
+  const progress = (stage: LoadStage, loaded: number, total: number, file?: string) =>
+    post({ id, type: 'progress', stage, loaded, total, file });
+  // A Hub model's config is checked before its weights are downloaded.
+  const preflight = (raw: unknown) => assertFits(hfConfigToModelConfig(raw, undefined, refLabel(ref)), requested);
+  const resolved = await resolveSource(ref, signal, progress, preflight);
   signal.throwIfAborted();
-  post({ id, type: 'progress', stage: 'parse', loaded: 0, total: 0 });
+  progress('parse', 0, 0);
   const m = await parseModel(resolved);
   signal.throwIfAborted();
-  post({ id, type: 'progress', stage: 'upload', loaded: 0, total: 0 });
   let params = 0;
   for (const t of m.weights.values()) params += t.data.length;
-  // Small models keep f32 weights (exact); larger ones are stored as packed f16 to halve GPU memory.
-  const weightDtype = requested ?? (params > 50e6 ? 'f16' : 'f32');
+  // Checked before the previous model is dropped: a model that will not fit leaves it loaded.
+  const plan = assertFits(m.config, requested);
+  const weightDtype = plan.weightDtype;
+  progress('upload', 0, 0);
   let gm: Awaited<ReturnType<Engine['load']>>;
   try {
     gm = await engine!.load(m.config, m.weights, { weightDtype });
@@ -77,9 +84,29 @@ async function load(id: number, ref: ModelSource, requested?: 'f32' | 'f16'): Pr
   const c = m.config;
   return {
     id: resolved.name, source: resolved.source, arch: c.arch, params, layers: c.nLayers, heads: c.nHeads, hidden: c.hidden,
-    vocab: c.vocabSize, gpuBytes: gm.bytes, hasChatTemplate: !!m.tokenizer.applyChatTemplate,
+    vocab: c.vocabSize, gpuBytes: gm.bytes, weightDtype, kvBytesPerToken: plan.kvBytesPerToken, hasChatTemplate: !!m.tokenizer.applyChatTemplate,
     cacheKey: modelKey,
   };
+}
+
+const refLabel = (ref: ModelSource) =>
+  ref.kind === 'url' ? ref.id : ref.kind === 'hub' ? ref.input : ref.kind === 'files' ? ref.name : ref.key;
+
+/**
+ * What `config` needs on this adapter in the precision it would be loaded in
+ * (f32 for small models, exact; packed f16 above 50M weights, half the memory).
+ * Throws ModelWontFitError, before anything is downloaded or uploaded, when a
+ * buffer breaks the adapter's limits.
+ */
+function assertFits(config: ModelConfig, requested?: StoreDType): GpuPlan {
+  const plan = engine!.plan(config, requested ?? weightDtypeFor(config));
+  if (plan.problems.length) {
+    const keep = model ? ` ${model.config.name} stays loaded.` : '';
+    const err = new Error(`${config.name} will not fit on this adapter: ${plan.problems.join(' ')}. Nothing was uploaded.${keep}`);
+    err.name = 'ModelWontFitError';
+    throw err;
+  }
+  return plan;
 }
 
 /** The engine and model, loaded again first when the device was lost. */

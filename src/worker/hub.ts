@@ -96,6 +96,8 @@ export interface DownloadDeps {
   onProgress: (loaded: number, total: number, file: string) => void;
   /** Bytes this origin may still store, when known (navigator.storage.estimate). */
   freeBytes?: () => Promise<number | undefined>;
+  /** Sees config.json before any weights are downloaded; throws to stop (unsupported, will not fit). */
+  checkConfig?: (config: unknown) => void;
 }
 
 const mib = (b: number) => `${(b / 2 ** 20).toFixed(1)} MiB`;
@@ -183,6 +185,7 @@ export async function downloadToCache(t: HubTarget, deps: DownloadDeps): Promise
       await saveWeights([t.file]);
     } else {
       await save('config.json', (await get('config.json', true))!);
+      if (deps.checkConfig) deps.checkConfig(await readConfig(await writer.read('config.json')));
       for (const name of OPTIONAL_JSON) {
         const r = await get(name, false);
         if (r) await save(name, r);
@@ -199,6 +202,14 @@ export async function downloadToCache(t: HubTarget, deps: DownloadDeps): Promise
   } catch (e) {
     await writer.discard();
     throw e;
+  }
+}
+
+async function readConfig(file: File): Promise<unknown> {
+  try {
+    return JSON.parse(await file.text());
+  } catch (e) {
+    throw new ModelFormatError(`config.json is not valid JSON (${(e as Error).message})`);
   }
 }
 

@@ -94,6 +94,10 @@ export interface ModelInfo {
   hidden: number;
   vocab: number;
   gpuBytes: number;
+  /** Precision the weights are stored in on the GPU. */
+  weightDtype: 'f32' | 'f16';
+  /** GPU memory the KV cache takes per context token (f32 keys and values, every layer). */
+  kvBytesPerToken: number;
   hasChatTemplate: boolean;
   /** Names weights, precision and tokenizer in cache ids (the studio's chunks are cut and hashed for it). */
   cacheKey: string;

@@ -69,7 +69,13 @@ async function copyToCache(root: CacheDir, key: string, name: string, files: Loc
   }
 }
 
-export async function resolveSource(src: ModelSource, signal: AbortSignal, progress: ProgressFn): Promise<ResolvedModel> {
+/**
+ * The model's files, wherever they are. `checkConfig` sees a Hub model's
+ * config.json before its weights are downloaded, and may throw to stop.
+ */
+export async function resolveSource(
+  src: ModelSource, signal: AbortSignal, progress: ProgressFn, checkConfig?: (config: unknown) => void,
+): Promise<ResolvedModel> {
   switch (src.kind) {
     case 'url': {
       const files = await fetchModelFiles(src, signal, (l, t) => progress('download', l, t));
@@ -78,7 +84,7 @@ export async function resolveSource(src: ModelSource, signal: AbortSignal, progr
     case 'hub': {
       const t = parseHubInput(src.input, src.revision, src.endpoint || DEFAULT_HUB);
       const { files, fromCache } = await hubModelFiles(t, {
-        root: await opfsRoot(), signal, freeBytes, onProgress: (l, tot, f) => progress('download', l, tot, f),
+        root: await opfsRoot(), signal, freeBytes, checkConfig, onProgress: (l, tot, f) => progress('download', l, tot, f),
       });
       return { files, name: t.id, source: fromCache ? 'Hugging Face Hub, cached copy' : 'Hugging Face Hub', cacheKey: t.key };
     }

@@ -164,6 +164,21 @@ test('not enough storage is reported before the weights download', async () => {
   await assertNothingCached(root, t);
 });
 
+test('config.json is checked before the weights download: a refusal downloads no weights and caches nothing', async () => {
+  const root = new FakeDir();
+  const t = repo('llama3-smollm');
+  const seen: unknown[] = [];
+  const from = requests.length;
+  const checkConfig = (c: unknown) => {
+    seen.push(c);
+    throw Object.assign(new Error('will not fit'), { name: 'ModelWontFitError' });
+  };
+  await assert.rejects(downloadToCache(t, { ...deps(root), checkConfig }), { name: 'ModelWontFitError' });
+  assert.equal((seen[0] as { hidden_size: number }).hidden_size, 32, 'the parsed config.json');
+  assert.deepEqual(requests.slice(from).filter((r) => r.includes('.safetensors')), []);
+  await assertNothingCached(root, t);
+});
+
 test('a folder without its manifest (an interrupted download) is listed as incomplete, never opened', async () => {
   const root = new FakeDir();
   const w = await CacheWriter.begin(root, 'x@main');

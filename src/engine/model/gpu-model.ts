@@ -9,6 +9,7 @@ import type { HostTensor, HostWeights, LayerTensorName } from './weights';
 import { layerName } from './weights';
 import { floatToHalf, halfToFloat } from '../f16';
 import type { StoreDType } from '../ops';
+import { paddedBytes, planGpuMemory } from './gpu-plan';
 
 export interface GpuLayer {
   attnNorm: GPUBuffer; wqkv: GPUBuffer; bqkv?: GPUBuffer; qNorm?: GPUBuffer; kNorm?: GPUBuffer;
@@ -44,6 +45,9 @@ export class GpuModel {
   }
 
   static async upload(device: GPUDevice, config: ModelConfig, w: HostWeights, dtype: StoreDType): Promise<GpuModel> {
+    // Every buffer is checked against the adapter's limits before the first is created.
+    const plan = planGpuMemory(config, dtype, device.limits);
+    if (plan.problems.length) throw new OutOfGpuMemoryError(plan.problems.join(' '));
     const m = new GpuModel(device, config, dtype);
     device.pushErrorScope('out-of-memory');
     try {
@@ -86,14 +90,7 @@ export class GpuModel {
   }
 
   private alloc(label: string, bytes: number): GPUBuffer {
-    const max = this.device.limits.maxStorageBufferBindingSize;
-    if (bytes > max) {
-      throw new OutOfGpuMemoryError(
-        `Tensor ${label} of ${this.config.name} needs ${(bytes / 2 ** 20).toFixed(1)} MiB in one buffer; this adapter allows ` +
-          `${(max / 2 ** 20).toFixed(0)} MiB${this.dtype === 'f32' ? ' (try f16 weights)' : ''}.`,
-      );
-    }
-    const b = this.device.createBuffer({ label, size: Math.max(16, Math.ceil(bytes / 16) * 16), usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC });
+    const b = this.device.createBuffer({ label, size: paddedBytes(bytes), usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC });
     this.buffers.push(b);
     this.bytes += b.size;
     return b;

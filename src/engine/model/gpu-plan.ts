@@ -1,0 +1,92 @@
+/**
+ * What a model will need on the GPU, computed from its config alone, before
+ * a byte of weights is read or downloaded: the buffers GpuModel.upload will
+ * create (same labels, same sizes), their total, the KV cache per token, and
+ * whether every buffer fits the adapter's limits. The page uses it to warn
+ * that a model will not fit; GpuModel.upload checks it before allocating.
+ */
+import type { ModelConfig } from './config';
+import type { StoreDType } from '../ops';
+
+export interface PlannedBuffer {
+  label: string;
+  bytes: number;
+}
+
+export interface AdapterLimits {
+  maxStorageBufferBindingSize: number;
+  maxBufferSize: number;
+}
+
+export interface GpuPlan {
+  weightDtype: StoreDType;
+  params: number;
+  buffers: PlannedBuffer[];
+  /** Sum of the weight buffers. */
+  weightBytes: number;
+  largest: PlannedBuffer;
+  /** f32 keys and values of every layer, per context token. */
+  kvBytesPerToken: number;
+  /** One sentence per limit the model breaks; empty when it fits. */
+  problems: string[];
+}
+
+/** Buffers are padded to 16 bytes, as GpuModel allocates them. */
+export const paddedBytes = (bytes: number) => Math.max(16, Math.ceil(bytes / 16) * 16);
+
+const mib = (b: number) => `${(b / 2 ** 20).toFixed(b < 2 ** 20 ? 2 : 1)} MiB`;
+
+/** Weight count from the config (the same tensors as the loaders' expected shapes). */
+export function paramCount(c: ModelConfig): number {
+  const H = c.hidden, Q = c.nHeads * c.headDim, KV = c.nKvHeads * c.headDim, I = c.intermediate;
+  let perLayer = H + (Q + 2 * KV) * H + H * Q + H + 2 * I * H + H * I;
+  if (c.qkvBias) perLayer += Q + 2 * KV;
+  if (c.qkNorm) perLayer += 2 * c.headDim;
+  if (c.postNorms) perLayer += 2 * H;
+  return c.vocabSize * H * (c.tiedEmbeddings ? 1 : 2) + H + c.nLayers * perLayer;
+}
+
+/** The precision the app stores weights in unless asked otherwise: f32 (exact) for small models, f16 above 50M weights. */
+export function weightDtypeFor(c: ModelConfig): StoreDType {
+  return paramCount(c) > 50e6 ? 'f16' : 'f32';
+}
+
+export function planGpuMemory(c: ModelConfig, dtype: StoreDType, limits: AdapterLimits): GpuPlan {
+  const H = c.hidden, Q = c.nHeads * c.headDim, KV = c.nKvHeads * c.headDim, I = c.intermediate;
+  const w = dtype === 'f16' ? 2 : 4;
+  const buffers: PlannedBuffer[] = [];
+  const matrix = (label: string, n: number) => buffers.push({ label, bytes: paddedBytes(n * w) });
+  const vector = (label: string, n: number) => buffers.push({ label, bytes: paddedBytes(n * 4) });
+  matrix('embed', c.vocabSize * H);
+  vector('final_norm', H);
+  if (!c.tiedEmbeddings) matrix('lm_head', c.vocabSize * H);
+  for (let i = 0; i < c.nLayers; i++) {
+    vector(`${i}.attn_norm`, H);
+    matrix(`${i}.wqkv`, (Q + 2 * KV) * H);
+    if (c.qkvBias) vector(`${i}.bqkv`, Q + 2 * KV);
+    if (c.qkNorm) {
+      vector(`${i}.q_norm`, c.headDim);
+      vector(`${i}.k_norm`, c.headDim);
+    }
+    matrix(`${i}.wo`, H * Q);
+    if (c.postNorms) vector(`${i}.post_attn_norm`, H);
+    vector(`${i}.ffn_norm`, H);
+    matrix(`${i}.w_gate_up`, 2 * I * H);
+    matrix(`${i}.w_down`, H * I);
+    if (c.postNorms) vector(`${i}.post_ffn_norm`, H);
+  }
+  const largest = buffers.reduce((a, b) => (b.bytes > a.bytes ? b : a));
+  const limit = Math.min(limits.maxStorageBufferBindingSize, limits.maxBufferSize);
+  const problems: string[] = [];
+  if (largest.bytes > limit) {
+    problems.push(
+      `Tensor ${largest.label} of ${c.name} needs ${mib(largest.bytes)} in one buffer; this adapter allows ${mib(limit)}` +
+        (dtype === 'f32' ? ' (try f16 weights)' : ''),
+    );
+  }
+  return {
+    weightDtype: dtype, params: paramCount(c), buffers, largest, problems,
+    weightBytes: buffers.reduce((a, b) => a + b.bytes, 0),
+    kvBytesPerToken: c.nLayers * 2 * KV * 4,
+  };
+}
