@@ -22,7 +22,7 @@ import type { HostWeights } from '../../src/engine/model/weights';
 const ROOT = join(import.meta.dirname, '../..');
 
 async function models(): Promise<{ config: ModelConfig; weights: HostWeights }[]> {
-  const out = [
+  const out: { config: ModelConfig; weights: HostWeights }[] = [
     await loadModelFiles(nodeModelFiles(join(ROOT, 'public/models/stories260K/stories260K.bin')), 'stories260K'),
     await loadModelFiles(nodeModelFiles(join(ROOT, 'public/models/qa-demo')), 'qa-demo'),
   ];
