@@ -6,7 +6,7 @@
  */
 import type { Tokenizer } from '../engine/tokenizer/types';
 import type { CompiledChunk } from '../kvcompile/compile';
-import type { LinkPart } from '../kvlink/layout';
+import { layoutParts, type LinkPart } from '../kvlink/layout';
 
 export type ContentPart = { type: 'text'; text: string } | { type: 'cache'; id: string };
 export interface ChatMessage {
@@ -43,4 +43,18 @@ export async function buildParts(
     }
   }
   return parts;
+}
+
+/**
+ * Prompt Cache's schema for a prompt of cached chunks: one module per chunk,
+ * at the positions the chunk takes in this prompt (after BOS and any
+ * chat-template text before it). `tokensOf` gives each cache id's tokens;
+ * returns the positions of each chunk, in the order they appear.
+ */
+export async function moduleSchemaPositions(
+  messages: ChatMessage[], tok: Tokenizer, bosId: number | null, tokensOf: (id: string) => number[],
+): Promise<number[][]> {
+  const stand = (id: string): CompiledChunk => ({ id, variant: { kind: 'legolink0' }, tokens: tokensOf(id), positions: [], layers: [] });
+  const layout = layoutParts(await buildParts(messages, tok, bosId, async (id) => stand(id)), bosId);
+  return layout.segments.map((s) => layout.positions.slice(s.start, s.start + s.length));
 }

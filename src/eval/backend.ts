@@ -4,18 +4,13 @@
  * and drop its caches. The Node backend (node-backend.ts) runs the
  * ContextCache API on the `webgpu` package.
  */
+import { compileVariantOf } from '../kvlink/algorithms';
 import type { TtftBreakdown } from '../kvlink/link';
 import type { EvalCase } from './dataset';
 
 /** Which compile variant an algorithm links. */
-export type VariantName = 'plain' | 'legolink0' | 'promptcache';
-
-export function variantFor(algorithm: string): VariantName {
-  const name = algorithm.trim().toLowerCase().split(':')[0];
-  if (name === 'legolink0') return 'legolink0';
-  if (name === 'promptcache') return 'promptcache';
-  return 'plain';
-}
+export type VariantName = ReturnType<typeof compileVariantOf>;
+export const variantFor = compileVariantOf;
 
 export interface PreparedCase {
   case: EvalCase;

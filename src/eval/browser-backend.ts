@@ -12,8 +12,9 @@
  * worker's tokenizer and compiled with the studio's compile request; each
  * answer is the studio's ask with the case's framed tail (prompt.ts) as its
  * question text, which the worker puts after the cached chunks verbatim, so
- * both backends put the same tokens in front of the model. Prompt Cache is
- * not offered: the studio links plain and LegoLink-0 chunks only.
+ * both backends put the same tokens in front of the model. Prompt Cache's
+ * modules are compiled for the case's prompt (each chunk at the positions it
+ * takes there), like the Node backend's schema of one module per chunk.
  */
 import { createReadStream, existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { createServer as createNetServer, type AddressInfo } from 'node:net';
@@ -169,7 +170,9 @@ export class BrowserBackend implements EvalBackend {
     const chunks: ChunkRef[] = [];
     for (const [i, text] of c.chunks.entries()) chunks.push({ key: `${c.id}#${i}`, label: `chunk ${i + 1}`, tokens: await this.call('tokenize', text) });
     const ids: PreparedCase['ids'] = {};
-    for (const v of ['plain', 'legolink0'] as const) if (variants.has(v)) ids[v] = await this.call('compile', chunks, v);
+    for (const v of ['plain', 'legolink0', 'promptcache'] as const) {
+      if (variants.has(v)) ids[v] = await this.call('compile', chunks, v, questionText(c));
+    }
     const p: PreparedCase = { case: c, ids, compileMs: performance.now() - t0 };
     this.chunks.set(p, chunks);
     return p;
@@ -177,13 +180,12 @@ export class BrowserBackend implements EvalBackend {
 
   async preload(p: PreparedCase): Promise<void> {
     for (const v of Object.keys(p.ids) as VariantName[]) {
-      await this.answer(p, v === 'legolink0' ? 'legolink0' : 'naive', 1);
+      await this.answer(p, v === 'plain' ? 'naive' : v, 1);
     }
   }
 
   async answer(p: PreparedCase, algorithm: string, maxNewTokens: number, signal?: AbortSignal): Promise<Answer> {
     const v = variantFor(algorithm);
-    if (v === 'promptcache') throw new Error('The browser backend has no Prompt Cache (the studio links plain and LegoLink-0 chunks): use --backend node');
     const chunks = this.chunks.get(p);
     if (!chunks || !p.ids[v]) throw new Error(`Case ${p.case.id} was not compiled for the ${v} variant`);
     if (signal?.aborted) return cancelledAnswer();
@@ -195,8 +197,7 @@ export class BrowserBackend implements EvalBackend {
       });
       return {
         text: result.text,
-        // The studio's summary has no GPU timestamps; its link always pipelines loading with recompute.
-        ttft: { ...first.ttft, gpuMs: null, overlapMs: null, pipelined: true },
+        ttft: first.ttft,
         wallTtftMs, recomputed: first.recomputed, recomputedFraction: first.recomputedFraction, promptTokens: first.promptTokens,
         newTokens: result.tokens, decodeTokensPerS: result.decodeTokensPerS, cancelled: result.cancelled,
       };

@@ -21,8 +21,8 @@ export interface EvalPageApi {
   load(ref: BundledModelRef, weightDtype?: 'f32' | 'f16'): Promise<ModelInfo>;
   /** Token ids of a text, without BOS, as the worker's tokenizer encodes it (nothing trimmed). */
   tokenize(text: string): Promise<number[]>;
-  /** Compiles the chunks that are not stored yet; returns their cache ids. */
-  compile(chunks: ChunkRef[], variant: CompileVariantName): Promise<string[]>;
+  /** Compiles the chunks that are not stored yet; returns their cache ids (Prompt Cache: modules for this question's prompt). */
+  compile(chunks: ChunkRef[], variant: CompileVariantName | 'promptcache', question?: string): Promise<string[]>;
   ask(req: AskRequest): Promise<EvalAnswer>;
   /** Cancels the running ask, if any. */
   cancel(): void;
@@ -49,8 +49,8 @@ const api: EvalPageApi = {
   tokenize(text) {
     return client.studio<number[]>({ type: 'tokenize', text }).result;
   },
-  async compile(chunks, variant) {
-    return (await client.studio<{ ids: string[] }>({ type: 'compile', chunks, variant }).result).ids;
+  async compile(chunks, variant, question) {
+    return (await client.studio<{ ids: string[] }>({ type: 'compile', chunks, variant, question }).result).ids;
   },
   async ask(req) {
     const t0 = performance.now();

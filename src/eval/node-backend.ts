@@ -10,10 +10,9 @@ import { basename } from 'node:path';
 import { openModel, type NodeSession } from '../node/session';
 import { KVStore, MemoryBlobBackend, MemoryIndexBackend } from '../kvstore';
 import { ContextCache, type CompletionEvent } from '../api/context-cache';
-import { buildParts } from '../api/messages';
-import { layoutParts, type LinkLayout } from '../kvlink/layout';
+import { moduleSchemaPositions } from '../api/messages';
+import type { LinkLayout } from '../kvlink/layout';
 import type { ScoresResult } from '../engine/model/forward';
-import type { CompiledChunk } from '../kvcompile/compile';
 import type { EvalCase } from './dataset';
 import { variantFor, type Answer, type EvalBackend, type PreparedCase, type VariantName } from './backend';
 import { caseMessages } from './prompt';
@@ -57,13 +56,9 @@ export class NodeBackend implements EvalBackend {
   }
 
   /** Positions each chunk takes in the linked prompt: Prompt Cache's schema, one module per chunk. */
-  async promptCachePositions(c: EvalCase, tokens: number[][]): Promise<number[][]> {
-    const tok = this.s.model.tokenizer;
-    const bos = this.s.model.config.bosId;
-    const fake = tokens.map((t, i): CompiledChunk => ({ id: `module${i}`, variant: { kind: 'legolink0' }, tokens: t, positions: [], layers: [] }));
-    const parts = await buildParts(caseMessages(fake.map((f) => f.id), c), tok, bos, async (id) => fake[Number(id.slice(6))]);
-    const layout = layoutParts(parts, bos);
-    return layout.segments.map((s) => layout.positions.slice(s.start, s.start + s.length));
+  promptCachePositions(c: EvalCase, tokens: number[][]): Promise<number[][]> {
+    const names = tokens.map((_, i) => `module${i}`);
+    return moduleSchemaPositions(caseMessages(names, c), this.s.model.tokenizer, this.s.model.config.bosId, (id) => tokens[Number(id.slice(6))]);
   }
 
   async prepare(c: EvalCase, variants: ReadonlySet<VariantName>): Promise<PreparedCase> {

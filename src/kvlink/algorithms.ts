@@ -57,6 +57,12 @@ export function parseAlgorithm(spec: string): LinkAlgorithm {
   }
 }
 
+/** The compile variant whose chunks an algorithm links: LegoLink-0's sink-free caches, Prompt Cache's modules, or plain. */
+export function compileVariantOf(spec: string): 'plain' | 'legolink0' | 'promptcache' {
+  const kind = parseAlgorithm(spec).kind;
+  return kind === 'legolink0' || kind === 'promptcache' ? kind : 'plain';
+}
+
 export function formatAlgorithm(a: LinkAlgorithm): string {
   if (a.kind === 'cacheblend') return a.auto !== undefined ? `cacheblend:auto:${a.auto}` : `cacheblend:${a.r}${a.gradual ? ':gradual' : ''}`;
   if (a.kind === 'legolink' || a.kind === 'attnlink') return `${a.kind}:${a.k}`;

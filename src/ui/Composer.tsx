@@ -5,7 +5,7 @@
  */
 import { useState, type DragEvent } from 'react';
 import { useShallow } from 'zustand/react/shallow';
-import { useStudio, allChunks, algorithmSpec, type Settings } from './studio-store';
+import { useStudio, allChunks, algorithmSpec, ALGORITHMS, type Settings } from './studio-store';
 import { askSelected, compareAll, stopAll } from './ask-actions';
 import { useApp } from './store';
 import { moveItem } from './list-ops';
@@ -13,15 +13,6 @@ import { StudioError } from './StudioError';
 
 const CHUNK = 'application/x-legokv-chunk';
 const ORDER = 'application/x-legokv-order';
-
-export const ALGORITHMS: { value: string; label: string }[] = [
-  { value: 'naive', label: 'Naive (no recompute)' },
-  { value: 'full', label: 'Full recompute' },
-  { value: 'cacheblend', label: 'CacheBlend-r' },
-  { value: 'legolink', label: 'LegoLink-k' },
-  { value: 'attnlink', label: 'AttnLink-k' },
-  { value: 'legolink0', label: 'LegoLink-0 (sink-free compile)' },
-];
 
 export function Composer() {
   const s = useStudio(useShallow((x) => ({ docs: x.docs, splits: x.splits, composer: x.composer, settings: x.settings, busy: x.busy, set: x.set })));

@@ -165,6 +165,17 @@ export function mapTarget(st: Pick<Settings, 'layer' | 'head'>, model: { layers:
 }
 
 /** The algorithm spec of the settings: kind plus its parameter. */
+/** The algorithms the composer offers: every KVLink algorithm (its parameter k or r is set beside it). */
+export const ALGORITHMS: { value: Settings['algorithm']; label: string }[] = [
+  { value: 'naive', label: 'Naive (no recompute)' },
+  { value: 'full', label: 'Full recompute' },
+  { value: 'cacheblend', label: 'CacheBlend-r' },
+  { value: 'legolink', label: 'LegoLink-k' },
+  { value: 'attnlink', label: 'AttnLink-k' },
+  { value: 'legolink0', label: 'LegoLink-0 (sink-free compile)' },
+  { value: 'promptcache', label: 'Prompt Cache (chunks as modules at fixed positions)' },
+];
+
 export function algorithmSpec(s: Pick<Settings, 'algorithm' | 'k' | 'r'>): string {
   if (s.algorithm === 'legolink' || s.algorithm === 'attnlink') return `${s.algorithm}:${Math.max(0, Math.round(s.k))}`;
   if (s.algorithm === 'cacheblend') return `cacheblend:${Math.min(1, Math.max(0, s.r))}`;

@@ -10,10 +10,10 @@
  * decode loop.
  */
 import type { ContextCache } from '../api/context-cache';
-import { buildParts, type ContentPart } from '../api/messages';
+import { buildParts, moduleSchemaPositions, type ChatMessage } from '../api/messages';
 import { cacheId, type CompileVariant, type CompiledChunk } from '../kvcompile/compile';
 import { link } from '../kvlink/link';
-import { formatAlgorithm, parseAlgorithm } from '../kvlink/algorithms';
+import { compileVariantOf, formatAlgorithm, parseAlgorithm } from '../kvlink/algorithms';
 import { TextStream } from '../generate/generate';
 import { rng, sample } from '../generate/sampling';
 import type { ScoresResult } from '../engine/model/forward';
@@ -25,15 +25,28 @@ export const VARIANTS: Record<CompileVariantName, CompileVariant> = {
   legolink0: { kind: 'legolink0' },
 };
 
-/** The compile variant an algorithm's chunks need. */
-export function variantFor(algorithm: string): CompileVariantName {
-  const a = parseAlgorithm(algorithm);
-  if (a.kind === 'promptcache') throw new Error('Prompt Cache needs a schema of modules; the studio links plain chunks (use the API for schemas)');
-  return a.kind === 'legolink0' ? 'legolink0' : 'plain';
+export function chunkId(lego: ContextCache, tokens: number[], variant: CompileVariant): Promise<string> {
+  return cacheId({ modelId: lego.model.id, tokenizerId: lego.model.tokenizerId }, tokens, variant);
 }
 
-export function chunkId(lego: ContextCache, tokens: number[], variant: CompileVariantName): Promise<string> {
-  return cacheId({ modelId: lego.model.id, tokenizerId: lego.model.tokenizerId }, tokens, VARIANTS[variant]);
+/** The prompt an ask links: its chunks in order, then the question as text (chat template where the model has one). */
+const askMessages = (ids: string[], question: string): ChatMessage[] =>
+  [{ role: 'user', content: [...ids.map((id) => ({ type: 'cache' as const, id })), { type: 'text', text: question }] }];
+
+/**
+ * The compile variant of every chunk of an ask. Prompt Cache's schema is the
+ * chunks in this order: each is a module compiled at the positions it takes
+ * in this prompt, so another order compiles other modules.
+ */
+export async function askVariants(
+  lego: ContextCache, chunks: ChunkRef[], question: string, kind: CompileVariantName | 'promptcache',
+): Promise<CompileVariant[]> {
+  if (kind !== 'promptcache') return chunks.map(() => VARIANTS[kind]);
+  const names = chunks.map((_, i) => String(i));
+  const positions = await moduleSchemaPositions(
+    askMessages(names, question), lego.model.tokenizer, lego.model.config.bosId, (id) => chunks[Number(id)].tokens,
+  );
+  return positions.map((p) => ({ kind: 'promptcache', positions: p }));
 }
 
 let decodeDelayMs = 0;
@@ -43,9 +56,9 @@ export function setDecodeDelay(ms: number) {
   decodeDelayMs = Math.max(0, Math.min(10_000, ms));
 }
 
-/** Compiles every chunk whose cache is not stored yet, one at a time (cancellable between chunks). */
+/** Compiles every chunk whose cache is not stored yet, one at a time (cancellable between chunks), chunk i as variants[i]. */
 export async function compileChunks(
-  lego: ContextCache, chunks: ChunkRef[], variant: CompileVariantName, signal: AbortSignal | undefined,
+  lego: ContextCache, chunks: ChunkRef[], variants: CompileVariant[], signal: AbortSignal | undefined,
   onProgress: (ev: Extract<StudioEvent, { kind: 'compile' }>) => void,
 ): Promise<{ ids: string[]; compiled: number; ms: number }> {
   const ids: string[] = [];
@@ -54,11 +67,11 @@ export async function compileChunks(
   for (const [i, c] of chunks.entries()) {
     signal?.throwIfAborted();
     if (!c.tokens.length) throw new Error(`Chunk ${c.label} has no tokens`);
-    const id = await chunkId(lego, c.tokens, variant);
+    const id = await chunkId(lego, c.tokens, variants[i]);
     const t = performance.now();
     const cached = await lego.store.has(id);
     if (!cached) {
-      await lego.compileContext([c.tokens], { variant: VARIANTS[variant] });
+      await lego.compileContext([c.tokens], { variant: variants[i] });
       compiled++;
     }
     ids.push(id);
@@ -68,14 +81,14 @@ export async function compileChunks(
 }
 
 /** Reads a compiled chunk from the store; a missing or corrupt one is compiled again from its tokens. */
-async function loadChunk(lego: ContextCache, id: string, tokens: number[], variant: CompileVariantName) {
+async function loadChunk(lego: ContextCache, id: string, tokens: number[], variant: CompileVariant) {
   let r = await lego.store.get(id);
   const t = r.timing;
   const lookupMs = t.ms - t.readMs - t.decodeMs;
   let loadMs = t.readMs + t.decodeMs;
   if (r.status !== 'hit') {
     const t0 = performance.now();
-    await lego.compileContext([tokens], { variant: VARIANTS[variant] });
+    await lego.compileContext([tokens], { variant });
     r = await lego.store.get(id);
     loadMs += performance.now() - t0;
     if (r.status !== 'hit') throw new Error(`The cache of a chunk could not be stored and read back (${r.status})`);
@@ -87,6 +100,7 @@ async function loadChunk(lego: ContextCache, id: string, tokens: number[], varia
 
 const ttftOf = (t: TtftSummary): TtftSummary => ({
   lookupMs: t.lookupMs, loadMs: t.loadMs, recomputeMs: t.recomputeMs, firstTokenMs: t.firstTokenMs, totalMs: t.totalMs,
+  gpuMs: t.gpuMs, overlapMs: t.overlapMs, pipelined: t.pipelined,
 });
 
 /**
@@ -108,15 +122,15 @@ export async function askLinked(
       throw new Error(`Layer ${layer} / head ${head} is out of range (${config.nLayers} layers, ${config.nHeads} heads)`);
     }
   }
-  const variant = variantFor(algorithm);
-  const compiled = await compileChunks(lego, req.chunks, variant, signal, emit);
+  const variants = await askVariants(lego, req.chunks, req.question, compileVariantOf(algorithm));
+  const compiled = await compileChunks(lego, req.chunks, variants, signal, emit);
   signal?.throwIfAborted();
 
-  const content: ContentPart[] = [...compiled.ids.map((id) => ({ type: 'cache' as const, id })), { type: 'text', text: req.question }];
-  const tokensOf = new Map(compiled.ids.map((id, i) => [id, req.chunks[i].tokens]));
+  const chunkOf = new Map(compiled.ids.map((id, i) => [id, i]));
   let lookupMs = 0, hostLoadMs = 0;
-  const parts = await buildParts([{ role: 'user', content }], tok, config.bosId, async (id) => {
-    const r = await loadChunk(lego, id, tokensOf.get(id)!, variant);
+  const parts = await buildParts(askMessages(compiled.ids, req.question), tok, config.bosId, async (id) => {
+    const i = chunkOf.get(id)!;
+    const r = await loadChunk(lego, id, req.chunks[i].tokens, variants[i]);
     lookupMs += r.lookupMs;
     hostLoadMs += r.loadMs;
     return r.chunk;

@@ -59,13 +59,19 @@ export interface TtftSummary {
   recomputeMs: number;
   firstTokenMs: number;
   totalMs: number;
+  /** GPU busy time of the load and recompute passes (timestamp queries); null where the adapter has none. */
+  gpuMs: number | null;
+  /** How much loading and GPU work overlapped, when measurable. */
+  overlapMs: number | null;
+  /** Whether layer l + 1 was loaded while layer l recomputed. */
+  pipelined: boolean;
 }
 
 export interface AskRequest {
   /** The chunks in the order they are linked. */
   chunks: ChunkRef[];
   question: string;
-  /** A KVLink spec: full, naive, cacheblend:0.15, legolink:16, attnlink:16, legolink0. */
+  /** A KVLink spec: full, naive, cacheblend:0.15, legolink:16, attnlink:16, legolink0, promptcache. */
   algorithm: string;
   maxTokens: number;
   temperature: number;
@@ -135,7 +141,8 @@ export type StudioRequest =
   | { type: 'split'; docId: string; text: string; mode: SplitMode }
   /** Token ids of a text as the model's tokenizer encodes it, without BOS. */
   | { type: 'tokenize'; text: string }
-  | { type: 'compile'; chunks: ChunkRef[]; variant: CompileVariantName }
+  /** Prompt Cache modules are compiled at the positions the chunks take, in this order, before `question`. */
+  | { type: 'compile'; chunks: ChunkRef[]; variant: CompileVariantName | 'promptcache'; question?: string }
   | { type: 'library' }
   | { type: 'expire'; cacheId: string }
   | { type: 'clear-library' }

@@ -9,7 +9,7 @@ import type { Engine } from '../engine/engine';
 import type { LoadedModel } from '../engine/formats/load';
 import { createBrowserKVStore, type EntryInfo, type KVStore } from '../kvstore';
 import { splitDocument } from '../kvsplit';
-import { askLinked, chunkId, compileChunks } from './linked-answer';
+import { askLinked, askVariants, chunkId, compileChunks, VARIANTS } from './linked-answer';
 import { runSweep } from './sweep';
 import type { LibraryEntry, LibraryResult, SplitResult, StudioEvent, StudioRequest } from './studio-protocol';
 
@@ -50,7 +50,7 @@ export class StudioWorker {
     const out = [];
     for (const c of chunks) {
       if (!c.tokens.length) continue;
-      const ids = { plain: await chunkId(lego, c.tokens, 'plain'), legolink0: await chunkId(lego, c.tokens, 'legolink0') };
+      const ids = { plain: await chunkId(lego, c.tokens, VARIANTS.plain), legolink0: await chunkId(lego, c.tokens, VARIANTS.legolink0) };
       out.push({ index: out.length, start: c.start, end: c.end, tokens: c.tokens, ids });
     }
     return { modelKey: lego.model.id, chunks: out, totalTokens: out.reduce((a, c) => a + c.tokens.length, 0) };
@@ -68,7 +68,8 @@ export class StudioWorker {
       case 'tokenize':
         return (await this.cc()).model.tokenizer.encode(r.text, { addBos: false });
       case 'compile': {
-        const { ids, compiled, ms } = await compileChunks(await this.cc(), r.chunks, r.variant, signal, emit);
+        const lego = await this.cc();
+        const { ids, compiled, ms } = await compileChunks(lego, r.chunks, await askVariants(lego, r.chunks, r.question ?? '', r.variant), signal, emit);
         return { ids, compiled, ms };
       }
       case 'library':

@@ -8,7 +8,8 @@ import assert from 'node:assert/strict';
 import { binSums, columnSums, downsample, heatColour, normalizeMap, normalizeRow, sinkShares } from '../../src/analysis/attention-math';
 import { moveItem, wordStep } from '../../src/ui/list-ops';
 import { paretoFront, parseResults } from '../../src/ui/pareto';
-import { mapTarget } from '../../src/ui/studio-store';
+import { ALGORITHMS, algorithmSpec, mapTarget } from '../../src/ui/studio-store';
+import { parseAlgorithm } from '../../src/kvlink/algorithms';
 import type { AttentionMap } from '../../src/worker/studio-protocol';
 
 const close = (a: ArrayLike<number>, b: number[], eps = 1e-6) => b.forEach((v, i) => assert.ok(Number.isNaN(v) ? Number.isNaN(a[i]) : Math.abs(a[i] - v) < eps, `${i}: ${a[i]} vs ${v}`));
@@ -81,4 +82,11 @@ test('map target: the chosen layer and head, kept inside the loaded model', () =
   assert.deepEqual(mapTarget({ layer: 2, head: 6 }, { layers: 5, heads: 8 }), { layer: 2, head: 6 });
   assert.deepEqual(mapTarget({ layer: 7, head: 6 }, { layers: 6, heads: 6 }), { layer: 5, head: 5 });
   assert.deepEqual(mapTarget({ layer: 7, head: 6 }, null), { layer: 7, head: 6 });
+});
+
+test('the composer offers every linking algorithm, each as a spec KVLink parses', () => {
+  const kinds = ALGORITHMS.map((a) => parseAlgorithm(algorithmSpec({ algorithm: a.value, k: 16, r: 0.15 })).kind);
+  assert.deepEqual(kinds.sort(), ['attnlink', 'cacheblend', 'full', 'legolink', 'legolink0', 'naive', 'promptcache']);
+  assert.equal(algorithmSpec({ algorithm: 'legolink', k: 4.4, r: 0 }), 'legolink:4');
+  assert.equal(algorithmSpec({ algorithm: 'cacheblend', k: 0, r: 3 }), 'cacheblend:1');
 });
