@@ -44,6 +44,32 @@ function canvasColours(page: Page, index: number) {
   });
 }
 
+/** Presses Tab until the focused control's accessible text is `name`; returns how many presses it took. */
+async function tabTo(page: Page, name: string): Promise<number> {
+  for (let i = 1; i <= 300; i++) {
+    await page.keyboard.press('Tab');
+    const focused = await page.evaluate(() => {
+      const a = document.activeElement as HTMLElement | null;
+      return a ? (a.getAttribute('aria-label') ?? a.textContent ?? '').trim() : '';
+    });
+    if (focused === name) return i;
+  }
+  throw new Error(`Tab never reached "${name}"`);
+}
+
+/** Controls without a name a screen reader could read (no text, aria-label, labelledby, title or label). */
+function unnamedControls(page: Page) {
+  return page.evaluate(() => [...document.querySelectorAll('button, input, select, textarea, [role="button"]')]
+    .filter((el) => {
+      const e = el as HTMLElement;
+      if (e.closest('[aria-hidden="true"]') || (e as HTMLInputElement).type === 'hidden') return false;
+      const label = e.id ? document.querySelector(`label[for="${CSS.escape(e.id)}"]`) : null;
+      return !(e.getAttribute('aria-label') || e.getAttribute('aria-labelledby') || e.title || label || e.closest('label')
+        || (e.tagName === 'BUTTON' && e.textContent?.trim()));
+    })
+    .map((e) => e.outerHTML.slice(0, 120)));
+}
+
 test('documents → compile → reload → link in a new order → three algorithms, attention map and TTFT chart', async ({ page }) => {
   test.setTimeout(360_000); // the longest flow: about 30 s alone, several times that on a loaded 2-core machine
   await page.goto('/?debug&model=stories260K');
@@ -248,10 +274,15 @@ test('a PDF (through pdfjs) and pasted text become documents; evaluation results
   await expect(page.getByTestId('pareto-chart')).toContainText('legolink:16');
 });
 
-test('guided demo: sample stories, compile, naive and legolink maps; a lost device recovers', async ({ page }) => {
+test('guided demo by keyboard: sample stories, compile, naive and legolink maps; fits a laptop screen; a lost device recovers', async ({ page }) => {
   await page.goto('/?debug&model=stories260K');
   await ready(page);
-  for (let i = 1; i <= 4; i++) {
+  // Keyboard only: Tab reaches the demo's first step and Enter runs it.
+  await page.locator('body').click({ position: { x: 1, y: 1 } });
+  await tabTo(page, 'Run step 1');
+  await page.keyboard.press('Enter');
+  await expect(page.getByRole('button', { name: 'Again step 1' })).toBeVisible();
+  for (let i = 2; i <= 4; i++) {
     await page.getByRole('button', { name: `Run step ${i}` }).click();
     await expect(page.getByRole('button', { name: `Again step ${i}` })).toBeVisible();
   }
@@ -261,6 +292,13 @@ test('guided demo: sample stories, compile, naive and legolink maps; a lost devi
   expect(await canvasColours(page, 0)).toBeGreaterThan(20);
   expect(await canvasColours(page, 1)).toBeGreaterThan(20);
   await page.screenshot({ path: 'test-results/screens/studio-demo-maps.png' });
+  // With documents, answers and maps on the page: no sideways scrolling at 1280 px or on a 1366×768 laptop, and
+  // every control is named.
+  for (const size of [{ width: 1280, height: 900 }, { width: 1366, height: 768 }]) {
+    await page.setViewportSize(size);
+    expect(await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth), `${size.width} px`).toBeLessThanOrEqual(0);
+  }
+  expect(await unnamedControls(page)).toEqual([]);
   await page.evaluate(() => (globalThis as unknown as { legokv: { simulateDeviceLoss(): Promise<void> } }).legokv.simulateDeviceLoss());
   await expect(page.getByRole('alert').filter({ hasText: 'GPU device was lost' })).toBeVisible();
   await page.getByRole('button', { name: 'Again step 3' }).click();
