@@ -5,7 +5,7 @@
  */
 import { useState, type DragEvent } from 'react';
 import { useShallow } from 'zustand/react/shallow';
-import { useStudio, allChunks, algorithmSpec, ALGORITHMS, type Settings } from './studio-store';
+import { useStudio, allChunks, algorithmSpec, framingFor, ALGORITHMS, type Settings } from './studio-store';
 import { askSelected, compareAll, stopAll } from './ask-actions';
 import { useApp } from './store';
 import { moveItem } from './list-ops';
@@ -17,9 +17,12 @@ const ORDER = 'application/x-legokv-order';
 export function Composer() {
   const s = useStudio(useShallow((x) => ({ docs: x.docs, splits: x.splits, composer: x.composer, settings: x.settings, busy: x.busy, set: x.set })));
   const model = useApp((a) => a.model);
+  const bundled = useApp((a) => a.bundled);
+  const profile = bundled.find((m) => m.id === model?.id)?.prompt;
   const [overIdx, setOverIdx] = useState<number | null>(null);
   const all = allChunks(s);
   const st = s.settings;
+  const framing = framingFor(st, model?.id, bundled);
   const setSettings = (p: Partial<Settings>) => s.set((x) => ({ settings: { ...x.settings, ...p } }));
   const setComposer = (composer: string[]) => s.set({ composer });
   const items = s.composer.filter((k) => all.has(k));
@@ -96,8 +99,15 @@ export function Composer() {
         <label>Answer tokens <input type="number" aria-label="Answer tokens" min={1} max={512} value={st.maxTokens} onChange={(e) => setSettings({ maxTokens: Number(e.target.value) })} /></label>
       </div>
       <label className="stack">
-        Question (appended after the chunks; with a chat template, as the user's message)
-        <textarea aria-label="Question" rows={2} value={st.question} onChange={(e) => setSettings({ question: e.target.value })} />
+        Question
+        <textarea aria-label="Question" rows={2} placeholder={profile?.example} value={st.question} onChange={(e) => setSettings({ question: e.target.value })} />
+      </label>
+      <label className="stack small">
+        Framing: the uncached text after the chunks, with {'{question}'} for the question (with a chat template, the user's message)
+        <textarea
+          aria-label="Question framing" rows={1} value={framing} disabled={!model}
+          onChange={(e) => model && setSettings({ framings: { ...st.framings, [model.id]: e.target.value } })}
+        />
       </label>
       <div className="row">
         <button className="primary" onClick={() => void askSelected()} disabled={!canAsk}>Ask ({algorithmSpec(st)})</button>

@@ -5,24 +5,33 @@
  */
 import { useState } from 'react';
 import type { SplitMode } from '../kvsplit/types';
-import { addDocument, compileKeys } from './doc-actions';
+import { addSamples, compileKeys } from './doc-actions';
 import { askAlgorithms } from './ask-actions';
-import { chunkKey, studio, useStudio } from './studio-store';
+import { studio, useStudio } from './studio-store';
 import { useApp } from './store';
+import { loadBundled } from './actions';
 import { sinkShares } from '../analysis/attention-math';
 import { describeError } from './errors';
 
 interface DemoIndex {
   samples: { file: string; title: string }[];
-  demo: { mode: SplitMode; chunksPerDocument: number; question: string; layer: number; head: number; note?: string };
+  /** `model`: the bundled model the stories are written for; the demo loads it when another one is loaded. */
+  demo: { model?: string; mode: SplitMode; chunksPerDocument: number; question: string; layer: number; head: number; note?: string };
 }
 
 const STEPS = [
-  { title: 'Load the sample stories', text: 'Three short stories written for LegoKV become documents, each cut into chunks of at most 48 tokens. The first two chunks of every story go into the composer, in order.' },
+  { title: 'Load the sample stories', text: 'The story model stories260K is loaded if another model is, and three short stories written for LegoKV become documents, each cut into chunks of at most 48 tokens. The first two chunks of every story go into the composer, in order.' },
   { title: 'Compile the chunks', text: 'Every chunk is prefilled on its own, from position 0 with its own BOS token, and its KV cache is stored in this browser. That is why each chunk\'s first tokens behave like the start of a prompt: attention sinks.' },
   { title: 'Ask with Naive and with LegoLink', text: 'Naive pastes the cached chunks together and recomputes only the question. LegoLink-16 also recomputes the first 16 tokens of every chunk but the first, so they learn they are no longer at the start.' },
   { title: 'Compare the maps', text: 'In the Naive map, bright columns stand at chunk starts; with LegoLink some of that attention moves back into the chunks. The sink share below each map puts a number on it.' },
 ];
+
+async function loadDemoModel(id: string) {
+  const m = useApp.getState().bundled.find((x) => x.id === id);
+  if (!m) throw new Error(`the demo needs the bundled model ${id}, which this build does not have`);
+  await loadBundled(m);
+  if (useApp.getState().model?.id !== id) throw new Error(`${id} could not be loaded${useApp.getState().loadError ? `: ${useApp.getState().loadError}` : ''}`);
+}
 
 export function DemoPanel() {
   const model = useApp((s) => s.model);
@@ -45,16 +54,8 @@ export function DemoPanel() {
       const ix = await index();
       const d = ix.demo;
       if (i === 0) {
-        const keys: string[] = [];
-        for (const sm of ix.samples) {
-          let doc = studio().docs.find((x) => x.name === sm.title && x.kind === 'sample');
-          if (!doc) {
-            const text = await (await fetch(`samples/${sm.file}`)).text();
-            doc = (await addDocument(sm.title, 'sample', text, d.mode)) ?? undefined;
-          }
-          if (!doc) throw new Error(`the sample ${sm.file} could not be added`);
-          keys.push(...(studio().splits[doc.id]?.chunks ?? []).slice(0, d.chunksPerDocument).map((c) => chunkKey(doc.id, c.index)));
-        }
+        if (d.model && useApp.getState().model?.id !== d.model) await loadDemoModel(d.model);
+        const keys = (await addSamples(ix.samples, d.mode)).flatMap((k) => k.slice(0, d.chunksPerDocument));
         studio().set((s) => ({ composer: keys, settings: { ...s.settings, question: d.question, layer: d.layer, head: d.head }, mapPair: ['naive', 'legolink:16'] }));
         setNote(d.note ?? null);
       } else if (i === 1) {

@@ -5,7 +5,9 @@
  */
 import { useState, type DragEvent } from 'react';
 import { useStudio, type Settings } from './studio-store';
-import { addDocument, dismissImportError, importFiles } from './doc-actions';
+import { addDocument, addSamples, dismissImportError, importFiles, reportImportError } from './doc-actions';
+import { describeError } from './errors';
+import { useApp } from './store';
 import { DocumentCard } from './DocumentCard';
 import { CompileBar } from './CompileBar';
 import { ModeControl } from './ModeControl';
@@ -19,6 +21,23 @@ export function DocumentsPanel() {
   const [reading, setReading] = useState(0);
   const [paste, setPaste] = useState('');
   const [pasteName, setPasteName] = useState('');
+  const model = useApp((a) => a.model);
+  const profile = useApp((a) => a.bundled.find((m) => m.id === a.model?.id)?.prompt);
+  const [sampling, setSampling] = useState(false);
+
+  /** The loaded model's sample documents, all their chunks in the composer, and its example question. */
+  async function addModelSamples() {
+    if (!profile?.samples) return;
+    setSampling(true);
+    try {
+      const keys = (await addSamples(profile.samples.files, profile.samples.mode)).flat();
+      set((s) => ({ composer: keys, settings: { ...s.settings, question: profile.example } }));
+    } catch (e) {
+      reportImportError(describeError(e, 'Adding the sample documents'));
+    } finally {
+      setSampling(false);
+    }
+  }
 
   async function addFiles(files: File[]) {
     setReading((n) => n + files.length);
@@ -80,6 +99,12 @@ export function DocumentsPanel() {
           <button className="small-btn" aria-label="Dismiss this message" onClick={() => dismissImportError(e.id)}>×</button>
         </div>
       ))}
+      {profile?.samples && model && (
+        <p className="row small">
+          <button onClick={() => void addModelSamples()} disabled={sampling}>Add sample documents for {model.id}</button>
+          <span className="muted">{profile.samples.files.length} documents written for this model, all their chunks in the composer, and a question about them.</span>
+        </p>
+      )}
       <details className="paste">
         <summary>Paste text</summary>
         <label className="stack">

@@ -6,7 +6,7 @@
 import type { AskResult, ChunkRef, StudioEvent, SweepPoint } from '../worker/studio-protocol';
 import { client, refreshLibrary } from './doc-actions';
 import { describeError, isAbort } from './errors';
-import { algorithmSpec, allChunks, mapTarget, studio, type AnswerCard } from './studio-store';
+import { algorithmSpec, allChunks, frameQuestion, framingFor, mapTarget, studio, type AnswerCard, type Settings } from './studio-store';
 import { engineClient } from './actions';
 import { useApp } from './store';
 
@@ -28,6 +28,12 @@ export function composerChunks(): ChunkRef[] {
   });
 }
 
+/** What follows the chunks: the question in the loaded model's framing. */
+function askedText(st: Settings): string {
+  const app = useApp.getState();
+  return frameQuestion(framingFor(st, app.model?.id, app.bundled), st.question);
+}
+
 /** Asks with one algorithm; adds an answer card and, with scores, the attention map. */
 async function askWith(algorithm: string, group: number, opts: { maxTokens?: number } = {}): Promise<AskResult | null> {
   const s = studio();
@@ -44,7 +50,7 @@ async function askWith(algorithm: string, group: number, opts: { maxTokens?: num
   };
   const j = client().studio<AskResult>({
     type: 'ask',
-    req: { chunks, question: st.question, algorithm, maxTokens: opts.maxTokens ?? st.maxTokens, temperature: st.temperature, scores: mapTarget(st, useApp.getState().model) },
+    req: { chunks, question: askedText(st), algorithm, maxTokens: opts.maxTokens ?? st.maxTokens, temperature: st.temperature, scores: mapTarget(st, useApp.getState().model) },
   }, onEvent);
   job = j.id;
   try {

@@ -66,6 +66,26 @@ export async function addDocument(name: string, kind: DocKind, text: string, mod
   }
 }
 
+/**
+ * Sample documents shipped under public/samples/ (each added once, as a
+ * 'sample' document cut with `mode`); returns the chunk keys of each, in order.
+ */
+export async function addSamples(files: { file: string; title: string }[], mode: SplitMode): Promise<string[][]> {
+  const keys: string[][] = [];
+  for (const sm of files) {
+    let doc = studio().docs.find((x) => x.name === sm.title && x.kind === 'sample');
+    if (!doc) {
+      const r = await fetch(`samples/${sm.file}`);
+      if (!r.ok) throw new Error(`the sample ${sm.file} could not be fetched (HTTP ${r.status})`);
+      doc = (await addDocument(sm.title, 'sample', await r.text(), mode)) ?? undefined;
+    }
+    if (!doc) throw new Error(`the sample ${sm.file} could not be added`);
+    const id = doc.id;
+    keys.push((studio().splits[id]?.chunks ?? []).map((c) => chunkKey(id, c.index)));
+  }
+  return keys;
+}
+
 /** Files dropped or picked: each becomes a document, or an alert saying why not. */
 export async function importFiles(files: File[]): Promise<void> {
   for (const f of files) {

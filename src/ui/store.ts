@@ -1,6 +1,7 @@
 /** Page state (zustand): adapter, models (loaded, bundled, cached), load progress, the streamed answer. */
 import { create } from 'zustand';
 import type { AdapterSummary } from '../engine/gpu/device';
+import type { SplitMode } from '../kvsplit/types';
 import type { BundledModelRef, CachedModel, GenerateStats, ModelInfo } from '../worker/protocol';
 
 export interface Progress {
@@ -12,7 +13,17 @@ export interface Progress {
   file?: string;
 }
 
-export type BundledModel = BundledModelRef & { label: string };
+/** How a bundled model wants questions put (public/models/index.json). */
+export interface PromptProfile {
+  /** The uncached text after the chunks; `{question}` stands for what the user typed. */
+  framing: string;
+  /** A question that fits the model's sample documents. */
+  example: string;
+  /** Documents written (or generated) for the model, under public/samples/, and how to cut them. */
+  samples?: { mode: SplitMode; files: { file: string; title: string }[] };
+}
+
+export type BundledModel = BundledModelRef & { label: string; prompt?: PromptProfile };
 
 export interface AppState {
   adapter: AdapterSummary | null;

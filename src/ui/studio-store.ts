@@ -4,6 +4,7 @@
  * Documents, chunks, the composer and settings persist (persist.ts).
  */
 import { create } from 'zustand';
+import type { BundledModel } from './store';
 import type { SplitMode } from '../kvsplit/types';
 import type {
   AskFirst, AttentionMap, ChunkInfo, LibraryResult, SweepPoint,
@@ -38,6 +39,8 @@ export interface Settings {
   maxTokens: number;
   temperature: number;
   question: string;
+  /** Question framing per model id, where the user changed it from the model's own (see framingFor). */
+  framings: Record<string, string>;
   layer: number;
   head: number;
   norm: Normalization;
@@ -109,6 +112,7 @@ export const DEFAULT_SETTINGS: Settings = {
   maxTokens: 24,
   temperature: 0,
   question: '\nOne day, Lily and Max',
+  framings: {},
   layer: 2,
   head: 6,
   norm: 'softmax',
@@ -165,6 +169,19 @@ export function mapTarget(st: Pick<Settings, 'layer' | 'head'>, model: { layers:
 }
 
 /** The algorithm spec of the settings: kind plus its parameter. */
+/** The framing for the loaded model: the user's own, else the bundled model's, else the question as typed. */
+export function framingFor(settings: Pick<Settings, 'framings'>, modelId: string | undefined, bundled: readonly BundledModel[]): string {
+  if (!modelId) return QUESTION;
+  return settings.framings[modelId] ?? bundled.find((m) => m.id === modelId)?.prompt?.framing ?? QUESTION;
+}
+
+const QUESTION = '{question}';
+
+/** The text that follows the chunks: the framing with the question put in (appended when the framing has no slot). */
+export function frameQuestion(framing: string, question: string): string {
+  return framing.includes(QUESTION) ? framing.split(QUESTION).join(question) : framing + question;
+}
+
 /** The algorithms the composer offers: every KVLink algorithm (its parameter k or r is set beside it). */
 export const ALGORITHMS: { value: Settings['algorithm']; label: string }[] = [
   { value: 'naive', label: 'Naive (no recompute)' },

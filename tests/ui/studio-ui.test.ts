@@ -8,7 +8,8 @@ import assert from 'node:assert/strict';
 import { binSums, columnSums, downsample, heatColour, normalizeMap, normalizeRow, sinkShares } from '../../src/analysis/attention-math';
 import { moveItem, wordStep } from '../../src/ui/list-ops';
 import { paretoFront, parseResults } from '../../src/ui/pareto';
-import { ALGORITHMS, algorithmSpec, mapTarget } from '../../src/ui/studio-store';
+import { ALGORITHMS, DEFAULT_SETTINGS, algorithmSpec, frameQuestion, framingFor, mapTarget } from '../../src/ui/studio-store';
+import type { BundledModel } from '../../src/ui/store';
 import { parseAlgorithm } from '../../src/kvlink/algorithms';
 import type { AttentionMap } from '../../src/worker/studio-protocol';
 
@@ -89,4 +90,16 @@ test('the composer offers every linking algorithm, each as a spec KVLink parses'
   assert.deepEqual(kinds.sort(), ['attnlink', 'cacheblend', 'full', 'legolink', 'legolink0', 'naive', 'promptcache']);
   assert.equal(algorithmSpec({ algorithm: 'legolink', k: 4.4, r: 0 }), 'legolink:4');
   assert.equal(algorithmSpec({ algorithm: 'cacheblend', k: 0, r: 3 }), 'cacheblend:1');
+});
+
+test('question framing: the per-model one the user typed, else the bundled model framing, else the question as typed', () => {
+  const bundled = [{ id: 'qa', kind: 'url', base: '', files: [], label: 'qa', prompt: { framing: 'Question: {question}\nAnswer:', example: 'x' } }] as BundledModel[];
+  assert.equal(framingFor(DEFAULT_SETTINGS, 'qa', bundled), 'Question: {question}\nAnswer:');
+  assert.equal(framingFor(DEFAULT_SETTINGS, 'other', bundled), '{question}');
+  assert.equal(framingFor(DEFAULT_SETTINGS, undefined, bundled), '{question}');
+  assert.equal(framingFor({ framings: { qa: 'Q: {question} A:' } }, 'qa', bundled), 'Q: {question} A:');
+  assert.equal(frameQuestion('Question: {question}\nAnswer:', 'Who?'), 'Question: Who?\nAnswer:');
+  assert.equal(frameQuestion('{question} / {question}', 'a'), 'a / a');
+  assert.equal(frameQuestion('Instruction. ', 'Who?'), 'Instruction. Who?');
+  assert.equal(frameQuestion('{question}', ''), '');
 });
