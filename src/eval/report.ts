@@ -2,8 +2,8 @@
  * npm run results [-- --rerun] [--dir docs/results] [--out docs/RESULTS.md]
  *
  * Regenerates docs/RESULTS.md and the charts from the JSON the benchmarks
- * and evaluation runs wrote into docs/results/ (scaling.json, load.json,
- * eval-*.json). Every figure in the page comes from those files. With
+ * and evaluation runs wrote into docs/results/ (scaling.json and
+ * scaling-<model>.json, load.json, eval-*.json). Every figure in the page comes from those files. With
  * --rerun it first runs the measurements again (RERUN below, a few minutes
  * each on a 2-core CPU adapter).
  */
@@ -26,6 +26,9 @@ export const RERUN: { what: string; args: string[] }[] = [
   { what: 'eval multidoc', args: ['run', 'eval', '--', '--model', 'stories260K', '--data', 'data/multidoc.jsonl', '--limit', '20', '--out', 'docs/results/eval-multidoc-stories260K.json'] },
   { what: 'eval samsum', args: ['run', 'eval', '--', '--model', 'stories260K', '--data', 'data/samsum.jsonl', '--limit', '8', '--out', 'docs/results/eval-samsum-stories260K.json'] },
   { what: 'eval needle', args: ['run', 'eval', '--', '--model', 'stories260K', '--data', 'data/small-needle.jsonl', '--out', 'docs/results/eval-needle-stories260K.json'] },
+  // Gemma 3 270M (fetched by `npm start` or `node scripts/fetch-gemma.mjs`): where per-row work outweighs attention,
+  // as in EPIC's models; LegoLink only (compiling 8K tokens of it takes about 15 min on SwiftShader).
+  { what: 'context-length scaling, Gemma 3 270M', args: ['run', 'bench:scaling', '--', '--model', 'gemma-3-270m', '--lengths', '4096,8192', '--algorithms', 'legolink:16', '--max-point-s', '600', '--budget-s', '2400', '--out', 'docs/results/scaling-gemma-3-270m.json'] },
 ];
 
 const f0 = (x: number | null | undefined) => (x === null || x === undefined || !Number.isFinite(x) ? '–' : x.toFixed(0));
@@ -44,12 +47,12 @@ export function mdTable(headers: string[], rows: (string | number)[][]): string 
 const host = (r: { loadavg_start?: number; loadavg_end?: number | null; cpus?: number; commit?: string | null }) =>
   (r.loadavg_start === undefined ? '–' : `${f1(r.loadavg_start)} → ${f1(r.loadavg_end ?? NaN)} on ${r.cpus} CPUs`) + (r.commit ? ` · commit ${r.commit}` : '');
 
-function scalingSection(r: ScalingResults, rel: string): string {
+function scalingSection(r: ScalingResults, rel: string, chart: string): string {
   const lengths = [...new Set(r.points.map((p) => p.context_tokens))].sort((a, b) => a - b);
   const algs = [...new Set([...r.points.map((p) => p.algorithm), ...r.skipped.map((p) => p.algorithm)])];
   const at = (alg: string, n: number) => r.points.find((p) => p.algorithm === alg && p.context_tokens === n);
   const lines: string[] = [];
-  lines.push('## Context-length scaling (EPIC Figure 9)', '');
+  lines.push(`## Context-length scaling (EPIC Figure 9) · ${r.model}`, '');
   lines.push(`\`${r.command ?? 'npm run bench:scaling'}\` · adapter **${r.adapter}** · model **${r.model}** · ${r.chunk_tokens}-token chunks · ${r.date.slice(0, 10)} · host load ${host(r)}${r.complete ? '' : ' · **stopped early**'}`, '');
   lines.push('TTFT in ms (median of the runs; recomputed rows / prompt rows in brackets). Chunks are compiled before timing; `full` recomputes every row.', '');
   lines.push(mdTable(['algorithm', ...lengths.map((n) => `${n} tokens`)], algs.map((alg) => [
@@ -84,7 +87,7 @@ function scalingSection(r: ScalingResults, rel: string): string {
   checks.push(['TTFT(legolink:16) at 8192 / at 4096 tokens', l8 && l4 ? l8 / l4 : undefined, '≤ 2.2', (x) => x <= 2.2]);
   lines.push("The issue's targets, from this run:", '');
   lines.push(mdTable(['ratio', 'measured', 'target', 'met'], checks.map(([name, v, target, ok]) => [name, v === undefined ? 'not measured' : f2(v), target, v === undefined ? '–' : ok(v) ? 'yes' : 'no'])), '');
-  lines.push(`![TTFT against context length](${rel}/scaling.svg)`, '');
+  lines.push(`![TTFT against context length](${rel}/${chart})`, '');
   return lines.join('\n');
 }
 
@@ -139,19 +142,22 @@ export function buildResults(dir: string, outPath: string): { markdown: string; 
   const charts: Record<string, string> = {};
   const parts: string[] = [];
   const adapters = new Set<string>(), models = new Set<string>();
-  const scaling = files.includes('scaling.json') ? read<ScalingResults>('scaling.json') : null;
+  // scaling.json (the bundled default's run) first, then scaling-<model>.json runs.
+  const scalings = files.filter((f) => /^scaling(-.+)?\.json$/.test(f)).sort((a, b) => a.length - b.length || a.localeCompare(b))
+    .map((file) => ({ file, r: read<ScalingResults>(file) }));
   const load = files.includes('load.json') ? read<LoadResults>('load.json') : null;
   const evals = files.filter((f) => f.startsWith('eval-')).map((file) => ({ file, r: read<EvalResults>(file) }));
-  for (const x of [scaling, load, ...evals.map((e) => e.r)]) if (x) {
+  for (const x of [...scalings.map((e) => e.r), load, ...evals.map((e) => e.r)]) if (x) {
     adapters.add(x.adapter);
     models.add(x.model);
   }
   parts.push('# Results', '');
   parts.push('<!-- Generated by `npm run results` from docs/results/*.json; do not edit by hand. -->', '');
   parts.push(`Measured on ${[...adapters].map((a) => `**${a}**`).join(', ') || 'no adapter yet'} with ${[...models].map((m) => `**${m}**`).join(', ') || 'no model yet'}. Every figure below is read from the JSON files in \`docs/results/\`, which the commands named in each section write; \`npm run results\` rebuilds this page and its charts from them, and \`npm run results -- --rerun\` runs the measurements again first. Timings on a CPU adapter (SwiftShader) on a shared machine are noisy: each section records the host's load average.`, '');
-  if (scaling) {
-    charts['scaling.svg'] = scalingChart(scaling);
-    parts.push(scalingSection(scaling, rel));
+  for (const { file, r } of scalings) {
+    const chart = file.replace(/\.json$/, '.svg');
+    charts[chart] = scalingChart(r);
+    parts.push(scalingSection(r, rel, chart));
   }
   if (load) {
     charts['load.svg'] = loadChart(load);
@@ -169,7 +175,7 @@ export function buildResults(dir: string, outPath: string): { markdown: string; 
   parts.push('`npm run results -- --rerun` runs, in order:', '');
   for (const step of RERUN) parts.push(`- ${step.what}: \`npm ${step.args.join(' ')}\``);
   parts.push('');
-  if (!scaling && !load && !evals.length) parts.push(`No results in ${dir} yet: run \`npm run results -- --rerun\`.`, '');
+  if (!scalings.length && !load && !evals.length) parts.push(`No results in ${dir} yet: run \`npm run results -- --rerun\`.`, '');
   return { markdown: parts.join('\n').replace(/\n{3,}/g, '\n\n'), charts };
 }
 

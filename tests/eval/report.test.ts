@@ -69,7 +69,18 @@ test('RESULTS.md is built from the JSON files alone', () => {
     loadavg_start: 1, loadavg_end: 2, cpus: 2, points, skipped: [{ algorithm: 'cacheblend:0.15', context_tokens: 8192, reason: 'predicted 999 s > 240 s per point' }],
     fits: [{ algorithm: 'full', exponent: 2, coefficient: 1, r2: 1, points: 2 }, { algorithm: 'legolink:16', exponent: 0.93, coefficient: 1, r2: 1, points: 2 }],
   }));
+  // A second model's run, with LegoLink only: its own section, chart and targets.
+  writeFileSync(join(dir, 'scaling-big.json'), JSON.stringify({
+    kind: 'scaling', adapter, model: 'big.gguf', chunk_tokens: 512, question: 'q', date: '2025-01-03T00:00:00Z', complete: true,
+    loadavg_start: 1, loadavg_end: 2, cpus: 2, points: [point('legolink:16', 4096, 1000), point('legolink:16', 8192, 2500)], skipped: [],
+    fits: [{ algorithm: 'legolink:16', exponent: 1.32, coefficient: 1, r2: 1, points: 2 }],
+  }));
   const { markdown, charts } = buildResults(dir, join(dir, '..', 'RESULTS.md'));
+  assert.ok(markdown.indexOf('## Context-length scaling (EPIC Figure 9) · tiny.bin') < markdown.indexOf('## Context-length scaling (EPIC Figure 9) · big.gguf'));
+  assert.match(markdown, /TTFT\(legolink:16\) at 8192 \/ at 4096 tokens \| 2\.50 \| ≤ 2\.2 \| no \|/);
+  assert.match(markdown, /TTFT\(full\) \/ TTFT\(legolink:16\) at 4096 tokens \(8 chunks\) \| not measured \|/);
+  assert.match(markdown, /!\[TTFT against context length\]\(.*\/scaling-big\.svg\)/);
+  assert.ok(charts['scaling-big.svg'].includes('legolink:16 (N^1.32)'));
   assert.match(markdown, /Test Adapter 9000/);
   assert.match(markdown, /tiny\.bin/);
   assert.match(markdown, /\| legolink:16 \| 1234 \(7\/4108\) \| 2345 \(7\/8204\) \|/);
