@@ -341,10 +341,10 @@ Examples (`concat`):
 ## Reproduce
 
 ```sh
-python3 -m venv /tmp/qavenv && /tmp/qavenv/bin/pip install torch transformers tokenizers safetensors
-/tmp/qavenv/bin/python train/train.py --fresh --threads 2 --bf16 0   # tokenizer (if missing), eval set (if missing), training, export, eval
-/tmp/qavenv/bin/python train/evaluate.py                         # held-out F1 of public/models/qa-demo
-/tmp/qavenv/bin/python train/report.py                           # this card and train/logs/curve.svg
+python3 -m venv .cache/train-venv && .cache/train-venv/bin/pip install torch transformers tokenizers safetensors
+.cache/train-venv/bin/python train/train.py --fresh   # tokenizer (if missing), eval set (if missing), training, export, eval
+.cache/train-venv/bin/python train/evaluate.py        # held-out F1 of public/models/qa-demo
+.cache/train-venv/bin/python train/report.py          # this card and train/logs/curve.svg
 ```
 
 `train/tokenizer.py` and `python train/data.py --eval-out ...` rebuild the tokenizer and the eval set on their

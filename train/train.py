@@ -69,7 +69,8 @@ def parse_args(argv=None):
     ap.add_argument('--kv-heads', type=int, default=2)
     ap.add_argument('--max-len', type=int, default=2048)
     # optimization
-    ap.add_argument('--steps', type=int, default=3000)
+    ap.add_argument('--steps', type=int, default=100_000,
+                    help='step cap; the default leaves the wall-clock budget (--max-minutes) to end the run')
     ap.add_argument('--tokens-per-step', type=int, default=4096)
     ap.add_argument('--lr', type=float, default=3e-3)
     ap.add_argument('--min-lr-frac', type=float, default=0.05)
@@ -81,7 +82,7 @@ def parse_args(argv=None):
                     help='bfloat16 autocast for matmuls (1/0): faster only on CPUs with native bf16 (AVX512-BF16, AMX)')
     ap.add_argument('--max-minutes', type=float, default=60.0, help='training wall time, resumes included')
     # monitoring
-    ap.add_argument('--eval-every', type=int, default=200)
+    ap.add_argument('--eval-every', type=int, default=500)
     ap.add_argument('--dev-n', type=int, default=48)
     ap.add_argument('--ckpt-minutes', type=float, default=3.0)
     ap.add_argument('--final-eval-n', type=int, default=200, help='held-out cases scored at the end (0: skip)')
@@ -324,6 +325,8 @@ def main(argv=None):
     os.makedirs(a.log_dir, exist_ok=True)
     os.makedirs(a.ckpt_dir, exist_ok=True)
     log_path = os.path.join(a.log_dir, 'train.out')
+    if a.fresh and os.path.exists(log_path):
+        os.remove(log_path)  # a fresh run's log starts empty, like its CSVs
 
     def log(msg: str):
         line = time.strftime('%H:%M:%S ') + msg
@@ -375,8 +378,8 @@ def main(argv=None):
         log(f"resumed from {ckpt_path}: step {state['step']}, {state['tokens']:,} tokens, "
             f"{state['elapsed'] / 60:.1f} min")
     else:
-        for p in (train_csv, dev_csv, log_path):
-            if os.path.exists(p) and p != log_path:
+        for p in (train_csv, dev_csv):
+            if os.path.exists(p):
                 os.remove(p)
     state['sessions'] += 1
     log(f'model: {n_params:,} parameters ({a.layers} layers, hidden {a.hidden}, heads {a.heads}/{a.kv_heads} kv, '
