@@ -4,6 +4,12 @@
  * the host. A byte budget with least-recently-used eviction; entries follow
  * the store (an entry expired, cleared or found corrupt there is dropped
  * here too). The host rows stay referenced for CacheBlend's deviation check.
+ *
+ * A link holds the chunks it uses (`hold` / `release`) from lookup until its
+ * rows are copied: a held chunk is never evicted to make room for another
+ * (that chunk then links from host memory instead), and one dropped while
+ * held keeps its buffers until the last release. Without this, a link whose
+ * chunks outgrow the budget destroyed buffers its own copies still needed.
  */
 import type { CompiledChunk } from '../kvcompile/compile';
 import type { KVStore } from './store';
@@ -14,8 +20,14 @@ interface Entry {
   lastUsed: number;
 }
 
+type GpuRows = NonNullable<CompiledChunk['gpu']>;
+
 export class GpuTier {
   private entries = new Map<string, Entry>();
+  /** GPU copies held by running links, with their hold counts. */
+  private held = new Map<GpuRows, number>();
+  /** Copies dropped while held: destroyed on their last release. */
+  private retired = new Set<GpuRows>();
   private clock = 0;
   bytes = 0;
   hits = 0;
@@ -49,7 +61,7 @@ export class GpuTier {
     this.delete(chunk.id);
     const bytes = chunk.layers.reduce((n, l) => n + l.k.byteLength + l.v.byteLength, 0);
     if (bytes > this.budget) return chunk;
-    while (this.bytes + bytes > this.budget) this.evictOldest();
+    while (this.bytes + bytes > this.budget) if (!this.evictOldest()) return chunk;
     const upload = (a: Float32Array) => {
       const b = this.device.createBuffer({ size: Math.max(16, a.byteLength), usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST });
       this.device.queue.writeBuffer(b, 0, a.buffer, a.byteOffset, a.byteLength);
@@ -69,19 +81,35 @@ export class GpuTier {
   delete(id: string) {
     const e = this.entries.get(id);
     if (!e) return;
-    for (const l of e.chunk.gpu ?? []) {
-      l.k.destroy();
-      l.v.destroy();
-    }
+    const gpu = e.chunk.gpu;
+    if (gpu && this.held.has(gpu)) this.retired.add(gpu);
+    else if (gpu) destroy(gpu);
     this.entries.delete(id);
     this.bytes -= e.bytes;
   }
 
-  private evictOldest() {
+  /** Keeps a chunk's GPU copy alive and in the tier until `release` (one release per hold). */
+  hold(chunk: CompiledChunk) {
+    if (chunk.gpu) this.held.set(chunk.gpu, (this.held.get(chunk.gpu) ?? 0) + 1);
+  }
+
+  release(chunk: CompiledChunk) {
+    const gpu = chunk.gpu;
+    const n = gpu && this.held.get(gpu);
+    if (!gpu || !n) return;
+    if (n > 1) return void this.held.set(gpu, n - 1);
+    this.held.delete(gpu);
+    if (this.retired.delete(gpu)) destroy(gpu);
+  }
+
+  /** Drops the least recently used entry that no link holds; false when every entry is held. */
+  private evictOldest(): boolean {
     let oldest: string | null = null;
     let t = Infinity;
-    for (const [id, e] of this.entries) if (e.lastUsed < t) [oldest, t] = [id, e.lastUsed];
-    if (oldest !== null) this.delete(oldest);
+    for (const [id, e] of this.entries) if (e.lastUsed < t && !(e.chunk.gpu && this.held.has(e.chunk.gpu))) [oldest, t] = [id, e.lastUsed];
+    if (oldest === null) return false;
+    this.delete(oldest);
+    return true;
   }
 
   clear() {
@@ -90,5 +118,12 @@ export class GpuTier {
 
   stats() {
     return { bytes: this.bytes, entries: this.entries.size, budget: this.budget, hits: this.hits, misses: this.misses };
+  }
+}
+
+function destroy(gpu: GpuRows) {
+  for (const l of gpu) {
+    l.k.destroy();
+    l.v.destroy();
   }
 }

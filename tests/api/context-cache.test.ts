@@ -95,3 +95,36 @@ test('the GPU tier serves repeated links without touching the store, and attenti
     s.close();
   }
 });
+
+test('a link of more chunks than the GPU tier holds: held chunks are not evicted under it, and it answers as with room', async () => {
+  const s = await openModel(STORIES);
+  const docs = [
+    'Lily had a red ball. She liked to play with it in the park.', 'Tom had a big dog. The dog was named Max.',
+    'The sun was hot, so they sat under a big tree.', 'Mom made a cake and they all ate it together.',
+  ];
+  const run = async (gpuBudgetBytes?: number) => {
+    const store = new KVStore({ blobs: new MemoryBlobBackend(), index: new MemoryIndexBackend() });
+    await store.open();
+    const lego = new ContextCache(s.engine, { id: 'stories260K', config: s.model.config, tokenizer: s.model.tokenizer, tokenizerId: 'tok512' }, store, { gpuBudgetBytes });
+    const ids = await lego.compileContext(docs);
+    const bytes = (await store.list()).map((e) => e.bytes);
+    const messages = [{ role: 'user' as const, content: [...ids.map((id) => ({ type: 'cache' as const, id })), { type: 'text' as const, text: ' One day, Lily' }] }];
+    const device = s.engine.gpu.device;
+    device.pushErrorScope('validation');
+    const answers: string[] = [];
+    // Twice: the second link finds some chunks on the GPU and must evict others to make room.
+    for (let i = 0; i < 2; i++) answers.push((await collect(lego.chatCompletion({ messages, algorithm: 'legolink:4', maxTokens: 10 }))).done.text);
+    const err = await device.popErrorScope();
+    return { answers, err, stats: lego.gpuTier.stats(), bytes };
+  };
+  const roomy = await run();
+  // Room for about two of the four chunks' f32 rows.
+  const small = await run(Math.round(2.5 * 2 * s.model.config.nLayers * s.model.config.nKvHeads * s.model.config.headDim * 4 * 16));
+  assert.equal(roomy.err, null);
+  assert.equal(small.err, null, `no buffer used after it was destroyed: ${small.err?.message}`);
+  assert.ok(small.stats.bytes <= small.stats.budget, 'the budget holds');
+  assert.ok(small.stats.entries < docs.length, 'the tier could not keep every chunk');
+  assert.deepEqual(small.answers, roomy.answers);
+  assert.equal(small.answers[0], small.answers[1]);
+  s.close();
+});
