@@ -8,8 +8,9 @@
  */
 import { expect, test } from '@playwright/test';
 
-test('qa-demo loads from the bundled folder, adds its sample documents and answers over linked chunks', async ({ page }) => {
-  await page.goto('/?model=qa-demo');
+test('qa-demo, the default, loads from the bundled folder, adds its sample documents and answers over linked chunks', async ({ page }) => {
+  // The default model: the page loads it with no ?model= at all.
+  await page.goto('/');
   await expect(page.getByTestId('model-ready')).toContainText('qa-demo (bundled)');
   // Its sample documents (one chunk each), all in the composer, and its example question in its framing.
   await page.getByRole('button', { name: 'Add sample documents for qa-demo' }).click();

@@ -139,7 +139,7 @@ test('documents → compile → reload → link in a new order → three algorit
   await expect(items.nth(2)).toContainText('tom.md · 1');
 
   // Three algorithms.
-  await page.getByLabel('Question').fill('\nOne day, Lily and Max');
+  await page.getByLabel('Question', { exact: true }).fill('\nOne day, Lily and Max');
   await page.getByLabel('Answer tokens').fill('12');
   for (const [algo, spec] of [['naive', 'naive'], ['legolink', 'legolink:16'], ['full', 'full']]) {
     await page.getByLabel('Linking algorithm').selectOption(algo);

@@ -10,7 +10,7 @@ const root = new URL('..', import.meta.url).pathname;
 ensureNodeModules(root, 'start');
 if (!process.env.LEGOKV_NO_GEMMA) {
   const r = spawnSync(process.execPath, [join(root, 'scripts/fetch-gemma.mjs')], { cwd: root, stdio: 'inherit' });
-  if (r.status !== 0) console.log('[start] Gemma 3 270M is not available; the app runs on the bundled stories260K.');
+  if (r.status !== 0) console.log('[start] Gemma 3 270M is not available; the app runs on its bundled models.');
 }
 const port = process.env.PORT ?? '5173';
 const vite = spawn(process.execPath, [join(root, 'node_modules/vite/bin/vite.js'), '--host', '127.0.0.1', '--port', port], {

@@ -111,7 +111,7 @@ export const DEFAULT_SETTINGS: Settings = {
   r: 0.15,
   maxTokens: 24,
   temperature: 0,
-  question: '\nOne day, Lily and Max',
+  question: '',
   framings: {},
   layer: 2,
   head: 6,
