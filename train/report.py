@@ -23,7 +23,7 @@ EVAL_JSON = os.path.join(ROOT, 'docs', 'results', 'eval-qa-demo.json')
 SINKS_JSON = os.path.join(ROOT, 'docs', 'results', 'sinks-qa-demo.json')
 EVAL_CMD = ('npm run eval -- --model qa-demo --data train/eval/qa-demo-eval.jsonl --algorithms '
             'full,naive,legolink:1,legolink:2,legolink:4,legolink:16,legolink0,attnlink:16,'
-            'cacheblend:0.05,cacheblend:0.15,cacheblend:0.3 --max-new-tokens 16 --limit 6 '
+            'cacheblend:0.05,cacheblend:0.15,cacheblend:0.3 --max-new-tokens 16 --limit 4 '
             '--out docs/results/eval-qa-demo.json')
 SINKS_CMD = ('npm run sinks -- --model qa-demo --data train/eval/qa-demo-eval.jsonl '
              '--limit 6 --algorithms naive,legolink:16,full --out docs/results/sinks-qa-demo.json')
