@@ -498,7 +498,9 @@ def main(argv=None):
                                        for f in sorted(os.listdir(a.out))))
     run = {'params': n_params, 'torch': torch.__version__, 'argv': sys.argv[1:], 'machine': machine_name(), 'steps': state['step'], 'tokens_seen': state['tokens'],
            'train_minutes': round(state['elapsed'] / 60, 2), 'sessions': state['sessions'],
-           'final_dev': res, **info, 'args': vars(a)}
+           'final_dev': res, **info,
+           # paths relative to the repository, so the log names no machine
+           'args': {k: (os.path.relpath(v, ROOT) if isinstance(v, str) and os.path.isabs(v) else v) for k, v in vars(a).items()}}
     if a.final_eval_n:
         t0 = time.time()
         rep = evaluate.main(['--model', a.out, '--data', a.eval_data, '--n', str(a.final_eval_n),
