@@ -17,7 +17,7 @@ import { compileVariantOf, formatAlgorithm, parseAlgorithm } from '../kvlink/alg
 import { TextStream } from '../generate/generate';
 import { rng, sample } from '../generate/sampling';
 import type { ScoresResult } from '../engine/model/forward';
-import type { AskRequest, AskResult, AttentionMap, ChunkRef, CompileVariantName, MapRow, StudioEvent, TtftSummary } from './studio-protocol';
+import type { AskRequest, AskResult, AttentionMap, ChunkRef, CompileVariantName, MapRow, StudioEvent } from './studio-protocol';
 
 export const VARIANTS: Record<CompileVariantName, CompileVariant> = {
   plain: { kind: 'plain' },
@@ -98,11 +98,6 @@ async function loadChunk(lego: ContextCache, id: string, tokens: number[], varia
   return { chunk, lookupMs, loadMs };
 }
 
-const ttftOf = (t: TtftSummary): TtftSummary => ({
-  lookupMs: t.lookupMs, loadMs: t.loadMs, recomputeMs: t.recomputeMs, firstTokenMs: t.firstTokenMs, totalMs: t.totalMs,
-  gpuMs: t.gpuMs, overlapMs: t.overlapMs, pipelined: t.pipelined,
-});
-
 /**
  * Links the chunks and answers. With `warmup`, one untimed link and decode step run first, so that the TTFT of
  * a first request does not include compiling the GPU pipelines it uses.
@@ -150,7 +145,7 @@ export async function askLinked(
   try {
     const N = linked.layout.tokens.length;
     const first = {
-      ttft: ttftOf(linked.ttft), recomputed: linked.recomputed, recomputedFraction: linked.recomputedFraction, promptTokens: N,
+      ttft: linked.ttft, recomputed: linked.recomputed, recomputedFraction: linked.recomputedFraction, promptTokens: N,
       compiledOnDemand: compiled.compiled, compileMs: compiled.ms,
     };
     emit({ kind: 'first-token', first });

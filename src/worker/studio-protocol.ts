@@ -5,6 +5,7 @@
  */
 import type { SplitMode } from '../kvsplit/types';
 import type { StoreStats } from '../kvstore/types';
+import type { TtftBreakdown } from '../kvlink/link';
 
 /** One chunk of a document, as KVSplit cut it, with the cache ids it has under each compile variant. */
 export interface ChunkInfo {
@@ -52,20 +53,8 @@ export interface LibraryResult {
   stats: StoreStats;
 }
 
-/** TTFT and its parts, in milliseconds. */
-export interface TtftSummary {
-  lookupMs: number;
-  loadMs: number;
-  recomputeMs: number;
-  firstTokenMs: number;
-  totalMs: number;
-  /** GPU busy time of the load and recompute passes (timestamp queries); null where the adapter has none. */
-  gpuMs: number | null;
-  /** How much loading and GPU work overlapped, when measurable. */
-  overlapMs: number | null;
-  /** Whether layer l + 1 was loaded while layer l recomputed. */
-  pipelined: boolean;
-}
+/** TTFT and its parts, in milliseconds: KVLink's breakdown, as it comes out of the link. */
+export type TtftSummary = TtftBreakdown;
 
 export interface AskRequest {
   /** The chunks in the order they are linked. */
