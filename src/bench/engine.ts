@@ -42,7 +42,7 @@ for (const name of wanted) {
     console.log(`${name}: not present, skipped (run npm start to fetch it)`);
     continue;
   }
-  const s = await openModel(path, { weightDtype: name.startsWith('gemma') ? 'f16' : 'f32' });
+  const s = await openModel(path);
   const adapter = s.gpu.adapter.description;
   const c = s.model.config;
   const e = s.engine;

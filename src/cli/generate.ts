@@ -18,14 +18,15 @@ const { values: a } = parseArgs({
     model: { type: 'string' }, prompt: { type: 'string', default: '' }, steps: { type: 'string', default: '256' },
     temperature: { type: 'string', default: '0' }, 'top-p': { type: 'string', default: '0.9' }, seed: { type: 'string', default: '42' },
     tokenizer: { type: 'string' }, 'dump-logits': { type: 'string' }, positions: { type: 'string' },
-    dtype: { type: 'string', default: 'f32' }, 'kv-dtype': { type: 'string', default: 'f32' }, chat: { type: 'boolean', default: false },
+    dtype: { type: 'string' }, 'kv-dtype': { type: 'string', default: 'f32' }, chat: { type: 'boolean', default: false },
   },
 });
 if (!a.model) {
   console.error('usage: npm run generate -- --model <file or folder> --prompt "<text>" [--steps 256] [--temperature 0]');
   process.exit(2);
 }
-const dtype = a.dtype === 'f16' ? 'f16' : 'f32';
+// Without --dtype, the engine's rule: f32 for small models, packed f16 above 50M weights.
+const dtype = a.dtype === 'f16' || a.dtype === 'f32' ? a.dtype : undefined;
 const t0 = performance.now();
 const s = await openModel(a.model, { tokenizer: a.tokenizer, weightDtype: dtype, kvDtype: a['kv-dtype'] === 'f16' ? 'f16' : 'f32' });
 const t1 = performance.now();

@@ -20,7 +20,7 @@ import type { ModelConfig } from './model/config';
 import { validateConfig } from './model/config';
 import { ForwardPass, type ScoresRequest, type ScoresResult } from './model/forward';
 import { GpuModel, OutOfGpuMemoryError } from './model/gpu-model';
-import { planGpuMemory, type GpuPlan } from './model/gpu-plan';
+import { planGpuMemory, weightDtypeFor, type GpuPlan } from './model/gpu-plan';
 import { KVCache } from './model/kv-cache';
 import { readRows, RowWriter, writeRows, type LayerRows } from './model/kv-io';
 import { Scratch } from './model/scratch';
@@ -73,19 +73,25 @@ export class Engine {
     return this.model.config;
   }
 
-  /** What `config` would need on this device in `weightDtype`, and whether it fits; allocates nothing. */
-  plan(config: ModelConfig, weightDtype: StoreDType = 'f32'): GpuPlan {
+  /**
+   * What `config` would need on this device, and whether it fits; allocates nothing. The precision defaults to
+   * the one `load` picks: f32 (exact) for small models, packed f16 above 50M weights.
+   */
+  plan(config: ModelConfig, weightDtype: StoreDType = weightDtypeFor(config)): GpuPlan {
     return planGpuMemory(config, weightDtype, this.gpu.device.limits);
   }
 
-  /** Uploads a model in place of the loaded one; a model that breaks the adapter's limits is refused first, leaving the loaded one. */
+  /**
+   * Uploads a model in place of the loaded one. A model that breaks the adapter's limits is refused before the
+   * loaded one is dropped (it stays in `model`).
+   */
   async load(config: ModelConfig, weights: HostWeights, opts: LoadOptions = {}): Promise<GpuModel> {
     validateConfig(config);
-    const plan = this.plan(config, opts.weightDtype ?? 'f32');
+    const plan = this.plan(config, opts.weightDtype);
     if (plan.problems.length) throw new OutOfGpuMemoryError(plan.problems.join(' '));
     this.model?.destroy();
     this.model = null;
-    this.model = await GpuModel.upload(this.gpu.device, config, weights, opts.weightDtype ?? 'f32');
+    this.model = await GpuModel.upload(this.gpu.device, config, weights, plan.weightDtype);
     this.kvDtype = opts.kvDtype ?? 'f32';
     return this.model;
   }

@@ -100,7 +100,7 @@ async function main() {
   const algorithms = a.algorithms!.split(',').map((s) => formatAlgorithm(parseAlgorithm(s)));
   const seed = Number(a.seed);
   const path = resolveModelPath(a.model!);
-  const s = await openModel(path, { weightDtype: /gemma/i.test(path) ? 'f16' : 'f32' });
+  const s = await openModel(path);
   const adapter = s.gpu.adapter.description;
   const tok = s.model.tokenizer;
   const store = new KVStore({ blobs: new MemoryBlobBackend(), index: new MemoryIndexBackend(), budgets: { ram: 4 * 2 ** 30, opfs: 16 * 2 ** 30 } });

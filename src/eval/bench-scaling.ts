@@ -83,7 +83,7 @@ async function main() {
   const maxPointMs = Number(a['max-point-s']) * 1000;
   const budgetMs = Number(a['budget-s']) * 1000;
   const path = resolveModelPath(a.model!);
-  const s = await openModel(path, { weightDtype: /gemma/i.test(path) ? 'f16' : 'f32' });
+  const s = await openModel(path);
   const adapter = s.gpu.adapter.description;
   const tok = s.model.tokenizer;
   const bos = s.model.config.bosId;

@@ -30,7 +30,7 @@ import type { EvalPageApi } from './browser-page';
 import type { EvalCase } from './dataset';
 import { variantFor, type Answer, type EvalBackend, type PreparedCase, type VariantName } from './backend';
 import { questionText } from './prompt';
-import { REPO_ROOT, defaultWeightDtype, resolveModelPath } from './tokenizer';
+import { REPO_ROOT, resolveModelPath } from './tokenizer';
 import { modelFilePaths } from '../node/files';
 
 const PAGE = '/src/eval/browser-page.html';
@@ -149,9 +149,8 @@ export class BrowserBackend implements EvalBackend {
       await page.goto(`${origin}${PAGE}`);
       await page.waitForFunction(() => !!window.legokvEval, undefined, { timeout: 120_000 });
       const adapter = await pageCall(page, 'init');
-      // The Node backend's choice of weight precision, so that both backends run the same numbers.
-      const weightDtype = o.weightDtype ?? defaultWeightDtype(path);
-      const info = await pageCall(page, 'load', modelRef(basename(path), files, origin), weightDtype);
+      // Unless asked, the worker picks the precision by the engine's rule, as the Node backend does: the same numbers.
+      const info = await pageCall(page, 'load', modelRef(basename(path), files, origin), o.weightDtype);
       return new BrowserBackend(server, context, profile, page, adapter, basename(path), info.hasChatTemplate);
     } catch (e) {
       await context?.close().catch(() => {});

@@ -16,7 +16,7 @@ import type { ScoresResult } from '../engine/model/forward';
 import type { EvalCase } from './dataset';
 import { variantFor, type Answer, type EvalBackend, type PreparedCase, type VariantName } from './backend';
 import { caseMessages } from './prompt';
-import { defaultWeightDtype, resolveModelPath } from './tokenizer';
+import { resolveModelPath } from './tokenizer';
 
 export interface NodeBackendOptions {
   weightDtype?: 'f32' | 'f16';
@@ -34,8 +34,9 @@ export class NodeBackend implements EvalBackend {
 
   static async open(model: string, o: NodeBackendOptions = {}): Promise<NodeBackend> {
     const path = resolveModelPath(model);
-    const weightDtype = o.weightDtype ?? defaultWeightDtype(path);
-    const s = await openModel(path, { weightDtype, kvDtype: o.kvDtype, tokenizer: o.tokenizer });
+    // Without --dtype, the engine's rule (as in the app): f32 for small models, packed f16 above 50M weights.
+    const s = await openModel(path, { weightDtype: o.weightDtype, kvDtype: o.kvDtype, tokenizer: o.tokenizer });
+    const weightDtype = s.engine.model!.dtype;
     const store = new KVStore({ blobs: new MemoryBlobBackend(), index: new MemoryIndexBackend(), budgets: { ram: 4 * 2 ** 30, opfs: 16 * 2 ** 30 } });
     await store.open();
     const name = basename(path);

@@ -10,11 +10,11 @@
  * median with the breakdown, accuracy, recomputed-token fraction, n) with
  * the adapter's name, and writes the results JSON after every answer.
  * Ctrl-C stops after the current step and keeps what was measured.
- * `--model` takes a path or a known name (stories260K, gemma-3-270m).
+ * `--model` takes a path or a known name (stories260K, qa-demo, gemma-3-270m).
  * Backends: `node` (default) runs the ContextCache API on Node's `webgpu`
  * package; `browser` runs the app's own inference worker in headless
  * Chromium, through a Vite dev server (src/eval/browser-backend.ts; no
- * promptcache, --kv-dtype or --tokenizer there).
+ * --kv-dtype or --tokenizer there).
  */
 import { parseArgs } from 'node:util';
 import { readDataset } from './dataset';

@@ -26,11 +26,6 @@ export function resolveModelPath(m: string): string {
   return KNOWN_MODELS[m] ?? m;
 }
 
-/** The weight precision both eval backends load a model with: Gemma as packed f16 (half the memory), others f32. */
-export function defaultWeightDtype(path: string): 'f32' | 'f16' {
-  return /gemma/i.test(path) ? 'f16' : 'f32';
-}
-
 export const DEFAULT_TOKENIZER = join(REPO_ROOT, 'public/models/stories260K/tok512.bin');
 
 /** Number of entries in a llama2.c tokenizer file (int32 max length, then score, length, bytes per entry). */

@@ -10,9 +10,6 @@ import '../engine/formats/all';
 import { decodeTokens, TextStream } from '../generate/generate';
 import { parseModel, resolveSource } from './sources';
 import { hfConfigToModelConfig } from '../engine/formats/hf';
-import { weightDtypeFor, type GpuPlan } from '../engine/model/gpu-plan';
-import type { ModelConfig } from '../engine/model/config';
-import type { StoreDType } from '../engine/ops';
 import { deleteCachedModel, listCachedModels, opfsRoot } from './opfs-cache';
 import type { Event, GenerateRequest, InitResult, LoadResult, LoadStage, Request, GenerateResult, ModelSource } from './protocol';
 import { setDecodeDelay } from './linked-answer';
@@ -54,22 +51,23 @@ async function load(id: number, ref: ModelSource, requested?: 'f32' | 'f16'): Pr
   const progress = (stage: LoadStage, loaded: number, total: number, file?: string) =>
     post({ id, type: 'progress', stage, loaded, total, file });
   // A Hub model's config is checked before its weights are downloaded.
-  const preflight = (raw: unknown) => assertFits(hfConfigToModelConfig(raw, undefined, refLabel(ref)), requested);
+  const preflight = (raw: unknown, name: string) => {
+    const plan = engine!.plan(hfConfigToModelConfig(raw, undefined, name), requested);
+    if (plan.problems.length) throw wontFit(name, plan.problems);
+  };
   const resolved = await resolveSource(ref, signal, progress, preflight);
   signal.throwIfAborted();
   progress('parse', 0, 0);
   const m = await parseModel(resolved);
   signal.throwIfAborted();
-  let params = 0;
-  for (const t of m.weights.values()) params += t.data.length;
-  // Checked before the previous model is dropped: a model that will not fit leaves it loaded.
-  const plan = assertFits(m.config, requested);
-  const weightDtype = plan.weightDtype;
   progress('upload', 0, 0);
   let gm: Awaited<ReturnType<Engine['load']>>;
   try {
-    gm = await engine!.load(m.config, m.weights, { weightDtype });
+    gm = await engine!.load(m.config, m.weights, { weightDtype: requested });
   } catch (e) {
+    // Refused before the upload (Engine.load checks the plan first): the previous model is still loaded.
+    const problems = engine!.plan(m.config, requested).problems;
+    if (problems.length) throw wontFit(resolved.name, problems);
     // The engine dropped the previous model before the upload: nothing is loaded now.
     model = null;
     modelRef = null;
@@ -77,36 +75,26 @@ async function load(id: number, ref: ModelSource, requested?: 'f32' | 'f16'): Pr
     err.name = 'ModelUploadError';
     throw err;
   }
+  const weightDtype = gm.dtype;
   model = m;
   modelKey = `${resolved.name}|${weightDtype}`;
   // Files from disk stay readable; a Hub model comes back from the cache (or the network) after a lost device.
   modelRef = { ref: resolved.cacheKey && ref.kind === 'files' ? { kind: 'cached', key: resolved.cacheKey } : ref, weightDtype };
   const c = m.config;
+  const plan = engine!.plan(c, weightDtype);
   return {
-    id: resolved.name, source: resolved.source, arch: c.arch, params, layers: c.nLayers, heads: c.nHeads, hidden: c.hidden,
+    id: resolved.name, source: resolved.source, arch: c.arch, params: plan.params, layers: c.nLayers, heads: c.nHeads, hidden: c.hidden,
     vocab: c.vocabSize, gpuBytes: gm.bytes, weightDtype, kvBytesPerToken: plan.kvBytesPerToken, hasChatTemplate: !!m.tokenizer.applyChatTemplate,
     cacheKey: modelKey,
   };
 }
 
-const refLabel = (ref: ModelSource) =>
-  ref.kind === 'url' ? ref.id : ref.kind === 'hub' ? ref.input : ref.kind === 'files' ? ref.name : ref.key;
-
-/**
- * What `config` needs on this adapter in the precision it would be loaded in
- * (f32 for small models, exact; packed f16 above 50M weights, half the memory).
- * Throws ModelWontFitError, before anything is downloaded or uploaded, when a
- * buffer breaks the adapter's limits.
- */
-function assertFits(config: ModelConfig, requested?: StoreDType): GpuPlan {
-  const plan = engine!.plan(config, requested ?? weightDtypeFor(config));
-  if (plan.problems.length) {
-    const keep = model ? ` ${model.config.name} stays loaded.` : '';
-    const err = new Error(`${config.name} will not fit on this adapter: ${plan.problems.join(' ')}. Nothing was uploaded.${keep}`);
-    err.name = 'ModelWontFitError';
-    throw err;
-  }
-  return plan;
+/** A model refused before anything was uploaded, because a buffer breaks the adapter's limits; the loaded one stays. */
+function wontFit(name: string, problems: string[]): Error {
+  const keep = model ? ` ${model.config.name} stays loaded.` : '';
+  const err = new Error(`${name} will not fit on this adapter: ${problems.join(' ')}. Nothing was uploaded.${keep}`);
+  err.name = 'ModelWontFitError';
+  return err;
 }
 
 /** The engine and model, loaded again first when the device was lost. */

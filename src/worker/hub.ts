@@ -96,8 +96,8 @@ export interface DownloadDeps {
   onProgress: (loaded: number, total: number, file: string) => void;
   /** Bytes this origin may still store, when known (navigator.storage.estimate). */
   freeBytes?: () => Promise<number | undefined>;
-  /** Sees config.json before any weights are downloaded; throws to stop (unsupported, will not fit). */
-  checkConfig?: (config: unknown) => void;
+  /** Sees config.json (and the model's id) before any weights are downloaded; throws to stop (unsupported, will not fit). */
+  checkConfig?: (config: unknown, id: string) => void;
 }
 
 const mib = (b: number) => `${(b / 2 ** 20).toFixed(1)} MiB`;
@@ -185,7 +185,7 @@ export async function downloadToCache(t: HubTarget, deps: DownloadDeps): Promise
       await saveWeights([t.file]);
     } else {
       await save('config.json', (await get('config.json', true))!);
-      if (deps.checkConfig) deps.checkConfig(await readConfig(await writer.read('config.json')));
+      if (deps.checkConfig) deps.checkConfig(await readConfig(await writer.read('config.json')), t.id);
       for (const name of OPTIONAL_JSON) {
         const r = await get(name, false);
         if (r) await save(name, r);

@@ -74,7 +74,7 @@ async function copyToCache(root: CacheDir, key: string, name: string, files: Loc
  * config.json before its weights are downloaded, and may throw to stop.
  */
 export async function resolveSource(
-  src: ModelSource, signal: AbortSignal, progress: ProgressFn, checkConfig?: (config: unknown) => void,
+  src: ModelSource, signal: AbortSignal, progress: ProgressFn, checkConfig?: (config: unknown, id: string) => void,
 ): Promise<ResolvedModel> {
   switch (src.kind) {
     case 'url': {
