@@ -7,7 +7,7 @@ import { useState, type DragEvent } from 'react';
 import { useShallow } from 'zustand/react/shallow';
 import { useStudio, allChunks, algorithmSpec, framingFor, ALGORITHMS, type Settings } from './studio-store';
 import { askSelected, compareAll, stopAll } from './ask-actions';
-import { useApp } from './store';
+import { promptFor, useApp } from './store';
 import { moveItem } from './list-ops';
 import { StudioError } from './StudioError';
 
@@ -18,7 +18,7 @@ export function Composer() {
   const s = useStudio(useShallow((x) => ({ docs: x.docs, splits: x.splits, composer: x.composer, settings: x.settings, busy: x.busy, set: x.set })));
   const model = useApp((a) => a.model);
   const bundled = useApp((a) => a.bundled);
-  const profile = bundled.find((m) => m.id === model?.id)?.prompt;
+  const profile = promptFor(bundled, model?.id);
   const [overIdx, setOverIdx] = useState<number | null>(null);
   const all = allChunks(s);
   const st = s.settings;

@@ -7,7 +7,7 @@ import { useState, type DragEvent } from 'react';
 import { useStudio, type Settings } from './studio-store';
 import { addDocument, addSamples, dismissImportError, importFiles, reportImportError } from './doc-actions';
 import { describeError } from './errors';
-import { useApp } from './store';
+import { promptFor, useApp } from './store';
 import { DocumentCard } from './DocumentCard';
 import { CompileBar } from './CompileBar';
 import { ModeControl } from './ModeControl';
@@ -22,7 +22,7 @@ export function DocumentsPanel() {
   const [paste, setPaste] = useState('');
   const [pasteName, setPasteName] = useState('');
   const model = useApp((a) => a.model);
-  const profile = useApp((a) => a.bundled.find((m) => m.id === a.model?.id)?.prompt);
+  const profile = useApp((a) => promptFor(a.bundled, a.model?.id));
   const [sampling, setSampling] = useState(false);
 
   /** The loaded model's sample documents, all their chunks in the composer, and its example question. */

@@ -25,6 +25,10 @@ export interface PromptProfile {
 
 export type BundledModel = BundledModelRef & { label: string; prompt?: PromptProfile };
 
+/** The prompt profile of a bundled model, by id (none for models from elsewhere). */
+export const promptFor = (bundled: readonly BundledModel[], id: string | undefined): PromptProfile | undefined =>
+  bundled.find((m) => m.id === id)?.prompt;
+
 export interface AppState {
   adapter: AdapterSummary | null;
   fatal: { title: string; message: string } | null;

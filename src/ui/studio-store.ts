@@ -4,7 +4,7 @@
  * Documents, chunks, the composer and settings persist (persist.ts).
  */
 import { create } from 'zustand';
-import type { BundledModel } from './store';
+import { promptFor, type BundledModel } from './store';
 import type { SplitMode } from '../kvsplit/types';
 import type {
   AskFirst, AttentionMap, ChunkInfo, LibraryResult, SweepPoint,
@@ -168,14 +168,13 @@ export function mapTarget(st: Pick<Settings, 'layer' | 'head'>, model: { layers:
   return { layer: Math.min(st.layer, model.layers - 1), head: Math.min(st.head, model.heads - 1) };
 }
 
-/** The algorithm spec of the settings: kind plus its parameter. */
+const QUESTION = '{question}';
+
 /** The framing for the loaded model: the user's own, else the bundled model's, else the question as typed. */
 export function framingFor(settings: Pick<Settings, 'framings'>, modelId: string | undefined, bundled: readonly BundledModel[]): string {
   if (!modelId) return QUESTION;
-  return settings.framings[modelId] ?? bundled.find((m) => m.id === modelId)?.prompt?.framing ?? QUESTION;
+  return settings.framings[modelId] ?? promptFor(bundled, modelId)?.framing ?? QUESTION;
 }
-
-const QUESTION = '{question}';
 
 /** The text that follows the chunks: the framing with the question put in (appended when the framing has no slot). */
 export function frameQuestion(framing: string, question: string): string {
@@ -193,6 +192,7 @@ export const ALGORITHMS: { value: Settings['algorithm']; label: string }[] = [
   { value: 'promptcache', label: 'Prompt Cache (chunks as modules at fixed positions)' },
 ];
 
+/** The algorithm spec of the settings: kind plus its parameter. */
 export function algorithmSpec(s: Pick<Settings, 'algorithm' | 'k' | 'r'>): string {
   if (s.algorithm === 'legolink' || s.algorithm === 'attnlink') return `${s.algorithm}:${Math.max(0, Math.round(s.k))}`;
   if (s.algorithm === 'cacheblend') return `cacheblend:${Math.min(1, Math.max(0, s.r))}`;
