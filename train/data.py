@@ -9,20 +9,21 @@ small recurring pool whose facts change from sample to sample, and attribute val
 from shared pools, so the same value belongs to different entities in different samples:
 the model has to read the documents, it cannot memorize facts.
 
-Each entity gets one document: a short title line ("Title: <name>"), then sentences drawn
-from several paraphrase templates, in a random order, with pronouns and filler sentences
-that answer nothing. Questions are one hop (the answer is in the entity's own document) or
-two hops (the first document names a second entity whose own document holds the answer).
-Documents that are not needed by the question are distractors, and names are made to
-collide partly (shared first names, shared name stems) so that matching must be exact.
+Each entity gets one document: a short title line ("Title: <name>"), then one sentence per
+fact, in a random order, a few facts left out. Every sentence names its subject in full (no
+pronouns), and each kind of fact has one phrasing, which its question mirrors. Questions are
+one hop (the answer is in the entity's own document) or two hops (the first document names a
+second entity whose own document holds the answer). Documents not needed by the question are
+distractors. Within a sample no two entities share a distinctive name word (first name,
+surname, company root, object stem), so every mention of a name points at one entity.
 
 Text layout of one training sequence (BOS and EOS are special tokens, not text):
 
     <BOS>Title: Maren Tolvaski
-    Maren Tolvaski works as a baker. She lives in Drunavik. ...
+     Maren Tolvaski works as a baker. Maren Tolvaski lives in Drunavik. ...
 
     Title: Drunavik
-    Drunavik is a city in Osmeria. ...
+     Drunavik is a city in Osmeria. The mayor of Drunavik is Pell Odrasa. ...
 
     Question: Who is the mayor of the city where Maren Tolvaski lives?
     Answer: Pell Odrasa<EOS>
@@ -30,6 +31,7 @@ Text layout of one training sequence (BOS and EOS are special tokens, not text):
 Command line:
     python train/data.py --eval-out train/eval/qa-demo-eval.jsonl   # the 200-case held-out set
     python train/data.py --show 2                                  # print samples
+    python train/data.py --samples-out public/samples/qa           # the studio's sample documents
 """
 from __future__ import annotations
 
@@ -83,10 +85,6 @@ FEATURES = ['glass bridges', 'old harbor', 'night market', 'stone towers', 'long
             'flower gardens', 'salt mines', 'painted houses', 'clock tower', 'hot springs', 'cheese fair',
             'narrow canals', 'great library', 'windmills', 'silver mines', 'lighthouse', 'horse races',
             'tea houses', 'marble quarry']
-DIRECTIONS = ['north', 'south', 'east', 'west', 'center']
-WEATHER = ['long', 'short', 'cold', 'mild', 'wet', 'dry', 'windy', 'snowy']
-TRAITS = ['patience', 'good humor', 'loud laugh', 'careful work', 'kindness', 'quick wit', 'neat handwriting',
-          'early mornings', 'long walks', 'strong opinions']
 
 # ----------------------------------------------------------------------------- recurring pool
 # A few names come back in many samples with different facts each time, so that the same
@@ -149,6 +147,9 @@ RECURRING_COMPANY_ROOTS = _pool(_RP, company_root, 30)
 
 # ----------------------------------------------------------------------------- the world
 
+# words that many names share: a company's kind, an object's kind, a river
+GENERIC_WORDS = {'the', 'river'} | {w.lower() for w in COMPANY_KINDS} | {w.lower() for w in OBJECT_KINDS}
+
 
 @dataclass
 class Entity:
@@ -156,14 +157,10 @@ class Entity:
     name: str
     attrs: dict = field(default_factory=dict)
     doc: str = ''
-    gender: str = ''  # person: f | m | n
 
     @property
     def title(self) -> str:
         return self.name[0].upper() + self.name[1:]
-
-
-PRONOUNS = {'f': ('she', 'her', 'her'), 'm': ('he', 'him', 'his'), 'n': ('they', 'them', 'their')}
 
 
 def cap(s: str) -> str:
@@ -200,8 +197,7 @@ class World:
         for _ in range(n_c + rng.randint(0, 1)):
             self.companies.append(Entity('company', self.fresh(self.company_name)))
         for _ in range(n_p + rng.randint(1, 3)):
-            g = rng.choice('fmfmn')
-            self.persons.append(Entity('person', self.fresh(self.person_name), gender=g))
+            self.persons.append(Entity('person', self.fresh(self.person_name)))
         for _ in range(n_o):
             name = self.fresh(self.object_name)
             stem, kind = self._last_object
@@ -213,37 +209,28 @@ class World:
         return rng.choice(pool) if rng.random() < 0.2 else make(rng)
 
     def fresh(self, make) -> str:
+        """A name none of whose distinctive words (first name, surname, root, stem) another
+        entity of this sample uses: every name can be matched by any of its words."""
         for _ in range(1000):
             n = make(self.rng)
-            if n not in self.used and n.lower() not in {u.lower() for u in self.used}:
-                self.used.add(n)
+            words = {w.lower() for w in n.split(' ') if w.lower() not in GENERIC_WORDS}
+            if not words & self.used:
+                self.used |= words
                 return n
         raise RuntimeError('name space exhausted')
 
     def person_name(self, rng) -> str:
-        # shared first names or surnames inside a sample make exact matching necessary
-        if self.persons and rng.random() < 0.25:
-            other = rng.choice(self.persons).name.split(' ')
-            if rng.random() < 0.5:
-                return other[0] + ' ' + surname(rng)
-            return first_name(rng) + ' ' + other[-1]
         f = rng.choice(RECURRING_FIRST) if rng.random() < 0.2 else first_name(rng)
         s = rng.choice(RECURRING_SURNAMES) if rng.random() < 0.2 else surname(rng)
         return f + ' ' + s
 
     def company_name(self, rng) -> str:
-        if self.companies and rng.random() < 0.2:  # same root, another kind
-            root = self.companies[-1].name.split(' ')[0]
-        else:
-            root = rng.choice(RECURRING_COMPANY_ROOTS) if rng.random() < 0.2 else company_root(rng)
+        root = rng.choice(RECURRING_COMPANY_ROOTS) if rng.random() < 0.2 else company_root(rng)
         return root + ' ' + rng.choice(COMPANY_KINDS)
 
     def object_name(self, rng) -> str:
         kind = rng.choice(OBJECT_KINDS)
-        if self.objects and rng.random() < 0.25:  # same stem, another kind
-            stem = self.objects[-1].attrs['stem']
-        else:
-            stem = word(rng, rng.choice([1, 2, 2]))
+        stem = word(rng, rng.choice([1, 2, 2]))
         self._last_object = (stem, kind)
         return f'the {stem} {kind}'
 
@@ -253,8 +240,7 @@ class World:
         for c in self.cities:
             c.attrs.update(country=r.choice(self.countries), population=r.randint(2, 900) * 1000,
                            mayor=r.choice(self.persons), river=self.fresh(river_name) + ' River',
-                           feature=r.choice(FEATURES), direction=r.choice(DIRECTIONS),
-                           weather=r.choice(WEATHER))
+                           feature=r.choice(FEATURES))
         for c in self.companies:
             c.attrs.update(city=r.choice(self.cities), founder=r.choice(self.persons),
                            ceo=r.choice(self.persons), year=r.randint(1850, 2020), product=r.choice(PRODUCTS),
@@ -265,9 +251,8 @@ class World:
             others = [q for q in self.persons if q is not p]
             p.attrs.update(occupation=r.choice(OCCUPATIONS), city=r.choice(self.cities),
                            employer=r.choice(self.companies), year=r.randint(1930, 2004),
-                           pet=r.choice(ANIMALS), pet_name=first_name(r), hobby=r.choice(HOBBIES),
-                           color=r.choice(COLORS), friend=r.choice(others) if others else None,
-                           trait=r.choice(TRAITS))
+                           pet=r.choice(ANIMALS), pet_name=self.fresh(first_name), hobby=r.choice(HOBBIES),
+                           color=r.choice(COLORS), friend=r.choice(others) if others else None)
         for o in self.objects:
             o.attrs.update(color=r.choice(COLORS),
                            material=r.choice(MATERIALS), owner=r.choice(self.persons),
@@ -283,176 +268,69 @@ class World:
 
 def person_doc(e: Entity, r: random.Random) -> tuple[str, set]:
     a = e.attrs
-    he, him, his = PRONOUNS[e.gender]
-    first = e.name.split(' ')[0]
-    facts: list[tuple[str, str]] = []  # (attribute, sentence with {S} for the subject)
-    facts.append(('occupation', r.choice([
-        '{S} is ' + article(a['occupation']) + ' ' + a['occupation'] + '.',
-        '{S} ' + 'works' + ' as ' + article(a['occupation']) + ' ' + a['occupation'] + '.',
-        'By trade, {s} ' + 'is' + ' ' + article(a['occupation']) + ' ' + a['occupation'] + '.',
-        '{S} ' + 'has' + ' been ' + article(a['occupation']) + ' ' + a['occupation']
-        + ' for ' + str(r.randint(2, 30)) + ' years.'])))
-    facts.append(('city', r.choice([
-        '{S} ' + 'lives' + ' in ' + a['city'].name + '.',
-        '{S} ' + 'makes' + ' ' + his + ' home in ' + a['city'].name + '.',
-        'These days {s} ' + 'lives' + ' in the city of ' + a['city'].name + '.',
-        '{S} ' + 'has' + ' lived in ' + a['city'].name + ' for many years.'])))
-    facts.append(('employer', r.choice([
-        '{S} ' + 'works' + ' for ' + a['employer'].name + '.',
-        '{S} ' + 'is' + ' employed by ' + a['employer'].name + '.',
-        '{S} ' + 'has' + ' a job at ' + a['employer'].name + '.',
-        'The company {s} ' + 'works' + ' for is ' + a['employer'].name + '.'])))
-    facts.append(('year', r.choice([
-        '{S} ' + 'was' + ' born in ' + str(a['year']) + '.',
-        '{S} ' + 'was' + ' born in the year ' + str(a['year']) + '.'])))
-    facts.append(('pet', r.choice([
-        '{S} ' + 'has' + ' ' + article(a['pet']) + ' ' + a['pet'] + ' named ' + a['pet_name'] + '.',
-        '{S} ' + 'keeps' + ' ' + article(a['pet']) + ' ' + a['pet'] + ' called ' + a['pet_name'] + '.'])))
-    facts.append(('hobby', r.choice([
-        'In ' + his + ' free time {s} ' + 'enjoys' + ' ' + a['hobby'] + '.',
-        cap(his) + ' favorite hobby is ' + a['hobby'] + '.'])))
-    facts.append(('color', r.choice([
-        cap(his) + ' favorite color is ' + a['color'] + '.',
-        '{S} ' + 'likes' + ' the color ' + a['color'] + ' best.'])))
-    if a['friend'] is not None:
-        facts.append(('friend', r.choice([
-            cap(his) + ' closest friend is ' + a['friend'].name + '.',
-            '{S} and ' + a['friend'].name + ' are close friends.'])))
-    fillers = [
-        '{S} ' + 'is' + ' known among friends for ' + his + ' ' + a['trait'] + '.',
-        '{S} rarely ' + 'talks' + ' about the past.',
-        '{S} ' + 'likes' + ' to walk by the water in the morning.',
-        'Neighbors say {s} ' + 'is' + ' always busy.',
-        '{S} ' + 'hopes' + ' to travel more next year.',
+    facts = [  # (attribute, sentence with {S} for the subject)
+        ('occupation', '{S} works as ' + article(a['occupation']) + ' ' + a['occupation'] + '.'),
+        ('city', '{S} lives in ' + a['city'].name + '.'),
+        ('employer', '{S} works for ' + a['employer'].name + '.'),
+        ('year', '{S} was born in ' + str(a['year']) + '.'),
+        ('pet', '{S} has ' + article(a['pet']) + ' ' + a['pet'] + ' named ' + a['pet_name'] + '.'),
+        ('hobby', 'The hobby of {S} is ' + a['hobby'] + '.'),
+        ('color', 'The favorite color of {S} is ' + a['color'] + '.'),
     ]
-    return compose(e, facts, fillers, r, subject_names=[e.name, first], pronoun=he)
+    if a['friend'] is not None:
+        facts.append(('friend', 'The closest friend of {S} is ' + a['friend'].name + '.'))
+    return compose(e, facts, r)
 
 
 def company_doc(e: Entity, r: random.Random) -> tuple[str, set]:
     a = e.attrs
     facts = [
-        ('city', r.choice([
-            '{S} is a company based in ' + a['city'].name + '.',
-            '{S} has its headquarters in ' + a['city'].name + '.',
-            'The headquarters of {s} are in ' + a['city'].name + '.',
-            '{S} is based in ' + a['city'].name + '.'])),
-        ('year', r.choice([
-            '{S} was founded in ' + str(a['year']) + '.',
-            '{S} was started in ' + str(a['year']) + '.'])),
-        ('founder', r.choice([
-            '{S} was founded by ' + a['founder'].name + '.',
-            'The founder of {s} is ' + a['founder'].name + '.',
-            a['founder'].name + ' started the company.'])),
-        ('product', r.choice([
-            '{S} makes ' + a['product'] + '.',
-            '{S} is best known for its ' + a['product'] + '.',
-            '{S} produces ' + a['product'] + '.'])),
-        ('employees', r.choice([
-            '{S} employs about ' + fmt_int(a['employees']) + ' people.',
-            '{S} has about ' + fmt_int(a['employees']) + ' workers.'])),
+        ('city', '{S} is based in ' + a['city'].name + '.'),
+        ('year', '{S} was founded in ' + str(a['year']) + '.'),
+        ('founder', '{S} was founded by ' + a['founder'].name + '.'),
+        ('product', '{S} makes ' + a['product'] + '.'),
+        ('employees', '{S} employs about ' + fmt_int(a['employees']) + ' people.'),
     ]
     if a['ceo'] is not None:
-        facts.append(('ceo', r.choice([
-            'The chief executive of {s} is ' + a['ceo'].name + '.',
-            '{S} is run by ' + a['ceo'].name + '.'])))
-    fillers = ['{S} has grown steadily over the years.', 'Many of its workers live nearby.',
-               'The company sells most of its goods abroad.', '{S} opened a new office last spring.',
-               'Its first workshop was very small.']
-    return compose(e, facts, fillers, r, subject_names=[e.name], pronoun='it')
+        facts.append(('ceo', 'The chief executive of {S} is ' + a['ceo'].name + '.'))
+    return compose(e, facts, r)
 
 
 def city_doc(e: Entity, r: random.Random) -> tuple[str, set]:
     a = e.attrs
-    where = 'in the center of' if a['direction'] == 'center' else 'in the ' + a['direction'] + ' of'
     facts = [
-        ('country', r.choice([
-            '{S} is a city in ' + a['country'] + '.',
-            '{S} lies ' + where + ' ' + a['country'] + '.',
-            '{S} is a city ' + where + ' ' + a['country'] + '.'])),
-        ('population', r.choice([
-            'About ' + fmt_int(a['population']) + ' people live in {s}.',
-            '{S} has a population of about ' + fmt_int(a['population']) + '.'])),
-        ('mayor', r.choice([
-            'The mayor of {s} is ' + a['mayor'].name + '.',
-            '{S} is governed by mayor ' + a['mayor'].name + '.',
-            a['mayor'].name + ' is the mayor of {s}.'])),
-        ('river', r.choice([
-            'The ' + a['river'] + ' runs through {s}.',
-            '{S} stands on the ' + a['river'] + '.'])),
-        ('feature', r.choice([
-            '{S} is known for its ' + a['feature'] + '.',
-            'Visitors come to {s} for its ' + a['feature'] + '.'])),
+        ('country', '{S} is a city in ' + a['country'] + '.'),
+        ('population', '{S} has a population of about ' + fmt_int(a['population']) + '.'),
+        ('mayor', 'The mayor of {S} is ' + a['mayor'].name + '.'),
+        ('river', 'The ' + a['river'] + ' runs through {S}.'),
+        ('feature', '{S} is known for its ' + a['feature'] + '.'),
     ]
-    fillers = ['The winters in {s} are ' + a['weather'] + '.', 'Visitors often come in the summer.',
-               'The streets of {s} are busy on market days.', 'Trains leave {s} every hour.',
-               'Many old buildings in {s} have been restored.']
-    return compose(e, facts, fillers, r, subject_names=[e.name], pronoun='it')
+    return compose(e, facts, r)
 
 
 def object_doc(e: Entity, r: random.Random) -> tuple[str, set]:
     a = e.attrs
     facts = [
-        ('color', r.choice([
-            '{S} is ' + a['color'] + '.',
-            '{S} is painted ' + a['color'] + '.'])),
-        ('material', r.choice([
-            '{S} is made of ' + a['material'] + '.',
-            '{S} is built of ' + a['material'] + '.'])),
-        ('owner', r.choice([
-            '{S} belongs to ' + a['owner'].name + '.',
-            '{S} is owned by ' + a['owner'].name + '.',
-            'The owner of {s} is ' + a['owner'].name + '.'])),
-        ('maker', r.choice([
-            '{S} was made by ' + a['maker'].name + '.',
-            '{S} was built by ' + a['maker'].name + '.'])),
-        ('year', r.choice([
-            '{S} was made in ' + str(a['year']) + '.',
-            '{S} dates from ' + str(a['year']) + '.'])),
-        ('city', r.choice([
-            'Today {s} is kept in ' + a['city'].name + '.',
-            '{S} is kept in a museum in ' + a['city'].name + '.',
-            '{S} is kept in ' + a['city'].name + '.'])),
+        ('color', 'The color of {S} is ' + a['color'] + '.'),
+        ('material', '{S} is made of ' + a['material'] + '.'),
+        ('owner', 'The owner of {S} is ' + a['owner'].name + '.'),
+        ('maker', '{S} was made by ' + a['maker'].name + '.'),
+        ('year', '{S} was made in ' + str(a['year']) + '.'),
+        ('city', '{S} is kept in ' + a['city'].name + '.'),
     ]
-    fillers = ['It is said to bring good luck.', 'Few people have seen it up close.',
-               '{S} was repaired once, long ago.', 'Collectors have often asked about {s}.']
-    return compose(e, facts, fillers, r, subject_names=[e.name], pronoun='it')
+    return compose(e, facts, r)
 
 
-PLURAL = {'is': 'are', 'was': 'were', 'has': 'have', 'works': 'work', 'lives': 'live', 'makes': 'make',
-          'keeps': 'keep', 'enjoys': 'enjoy', 'likes': 'like', 'hopes': 'hope', 'talks': 'talk'}
-
-
-def compose(e: Entity, facts, fillers, r: random.Random, subject_names: list[str], pronoun: str):
-    """Orders fact sentences (the first names the entity in full), drops a few, adds fillers.
-    Returns the document text and the set of attributes it states."""
+def compose(e: Entity, facts, r: random.Random):
+    """Fact sentences in a random order, a few left out. Every sentence names its subject in
+    full, so each fact can be found by the name alone. Returns the document text and the set
+    of attributes it states."""
     r.shuffle(facts)
-    keep = []
-    for i, (attr, s) in enumerate(facts):
-        if i >= 2 and r.random() < 0.12:  # some facts go unstated
-            continue
-        keep.append((attr, s))
-    sents = [s for _, s in keep]
-    # the document opens with a sentence that names its subject
-    first = next((i for i, x in enumerate(sents) if x.startswith('{S}')), None)
-    if first is not None:
-        sents.insert(0, sents.pop(first))
-    for f in r.sample(fillers, r.randint(0, 2)):
-        sents.insert(r.randint(1, len(sents)), f)
-    out = []
-    for i, s in enumerate(sents):
-        subj = subject_names[0]
-        # Most sentences name their subject in full; a few use a pronoun or the first name.
-        if i > 0 and e.kind == 'person' and r.random() < 0.25:
-            subj = r.choice(subject_names[1:] + [pronoun])
-        elif i > 0 and e.kind in ('company', 'city') and s.startswith('{S}') and r.random() < 0.15:
-            subj = pronoun
-        if subj == 'they':
-            s = re.sub(r'\{([Ss])\} (rarely )?(\w+)',
-                       lambda m: '{' + m.group(1) + '} ' + (m.group(2) or '') + PLURAL.get(m.group(3), m.group(3)), s)
-        lower = subj if e.kind == 'person' else subject_names[0]  # {s}: pronouns only for people
-        s = s.replace('{S}', cap(subj)).replace('{s}', lower)
-        out.append(cap(s))
-    return 'Title: ' + e.title + '\n' + ' '.join(out) + '\n\n', {a for a, _ in keep}
+    keep = [(attr, s) for i, (attr, s) in enumerate(facts) if i < 2 or r.random() >= 0.12]
+    out = [cap(s.replace('{S}', e.name)) for _, s in keep]
+    # The body is indented by one space: a name then tokenizes the same at the start of the body
+    # as everywhere else (after a space), in the title, the other sentences and the questions.
+    return 'Title: ' + e.title + '\n ' + ' '.join(out) + '\n\n', {a for a, _ in keep}
 
 
 DOC_WRITERS = {'person': person_doc, 'company': company_doc, 'city': city_doc, 'object': object_doc}
@@ -472,93 +350,70 @@ class QA:
 def one_hop(e: Entity, stated: set, r: random.Random) -> list[QA]:
     a, n, out = e.attrs, e.name, []
 
-    def add(attr, qs, ans, qtype):
+    def add(attr, q, ans, qtype):
         if attr in stated:
-            out.append(QA(r.choice(qs), ans, 1, [e], qtype))
+            out.append(QA(cap(q), ans, 1, [e], qtype))
 
     if e.kind == 'person':
-        add('occupation', ['What is the occupation of ' + n + '?', 'What does ' + n + ' do for a living?',
-                           'What is ' + n + "'s job?"], a['occupation'], 'person.occupation')
-        add('city', ['Where does ' + n + ' live?', 'In which city does ' + n + ' live?'], a['city'].name,
-            'person.city')
-        add('employer', ['Which company does ' + n + ' work for?', 'Who employs ' + n + '?'], a['employer'].name,
-            'person.employer')
-        add('year', ['In what year was ' + n + ' born?', 'When was ' + n + ' born?'], str(a['year']),
-            'person.year')
-        add('pet', ['What kind of pet does ' + n + ' have?', 'What animal does ' + n + ' keep as a pet?'],
-            a['pet'], 'person.pet')
-        add('pet', ['What is the name of ' + n + "'s pet?", 'What is ' + n + "'s pet called?"],
-            a['pet_name'], 'person.pet_name')
-        add('hobby', ['What is the hobby of ' + n + '?', 'What does ' + n + ' enjoy in free time?'],
-            a['hobby'], 'person.hobby')
-        add('color', ['What is the favorite color of ' + n + '?', "What is " + n + "'s favorite color?"],
-            a['color'], 'person.color')
+        add('occupation', 'What is the occupation of ' + n + '?', a['occupation'], 'person.occupation')
+        add('city', 'Where does ' + n + ' live?', a['city'].name, 'person.city')
+        add('employer', 'Which company does ' + n + ' work for?', a['employer'].name, 'person.employer')
+        add('year', 'In what year was ' + n + ' born?', str(a['year']), 'person.year')
+        add('pet', 'What kind of pet does ' + n + ' have?', a['pet'], 'person.pet')
+        add('pet', 'What is the name of the pet of ' + n + '?', a['pet_name'], 'person.pet_name')
+        add('hobby', 'What is the hobby of ' + n + '?', a['hobby'], 'person.hobby')
+        add('color', 'What is the favorite color of ' + n + '?', a['color'], 'person.color')
         if a['friend'] is not None:
-            add('friend', ['Who is the closest friend of ' + n + '?', "Who is " + n + "'s closest friend?"],
-                a['friend'].name, 'person.friend')
+            add('friend', 'Who is the closest friend of ' + n + '?', a['friend'].name, 'person.friend')
     elif e.kind == 'company':
-        add('city', ['Where is ' + n + ' based?', 'In which city is ' + n + ' based?',
-                     'Where are the headquarters of ' + n + '?'], a['city'].name, 'company.city')
-        add('year', ['When was ' + n + ' founded?', 'In what year was ' + n + ' founded?'], str(a['year']),
-            'company.year')
-        add('founder', ['Who founded ' + n + '?', 'Who is the founder of ' + n + '?'], a['founder'].name,
-            'company.founder')
-        add('product', ['What does ' + n + ' make?', 'What does ' + n + ' produce?'], a['product'],
-            'company.product')
-        add('employees', ['How many people does ' + n + ' employ?', 'How many workers does ' + n + ' have?'],
-            fmt_int(a['employees']), 'company.employees')
+        add('city', 'Where is ' + n + ' based?', a['city'].name, 'company.city')
+        add('year', 'In what year was ' + n + ' founded?', str(a['year']), 'company.year')
+        add('founder', 'Who founded ' + n + '?', a['founder'].name, 'company.founder')
+        add('product', 'What does ' + n + ' make?', a['product'], 'company.product')
+        add('employees', 'How many people does ' + n + ' employ?', fmt_int(a['employees']), 'company.employees')
         if a['ceo'] is not None:
-            add('ceo', ['Who runs ' + n + '?', 'Who is the chief executive of ' + n + '?'], a['ceo'].name,
-                'company.ceo')
+            add('ceo', 'Who is the chief executive of ' + n + '?', a['ceo'].name, 'company.ceo')
     elif e.kind == 'city':
-        add('country', ['In which country is ' + n + '?', 'Which country is ' + n + ' in?'], a['country'],
-            'city.country')
-        add('population', ['How many people live in ' + n + '?', 'What is the population of ' + n + '?'],
-            fmt_int(a['population']), 'city.population')
-        add('mayor', ['Who is the mayor of ' + n + '?'], a['mayor'].name, 'city.mayor')
-        add('river', ['Which river runs through ' + n + '?'], a['river'], 'city.river')
-        add('feature', ['What is ' + n + ' known for?'], a['feature'], 'city.feature')
+        add('country', 'In which country is ' + n + '?', a['country'], 'city.country')
+        add('population', 'What is the population of ' + n + '?', fmt_int(a['population']), 'city.population')
+        add('mayor', 'Who is the mayor of ' + n + '?', a['mayor'].name, 'city.mayor')
+        add('river', 'Which river runs through ' + n + '?', a['river'], 'city.river')
+        add('feature', 'What is ' + n + ' known for?', a['feature'], 'city.feature')
     else:
-        add('color', ['What color is ' + n + '?'], a['color'], 'object.color')
-        add('material', ['What is ' + n + ' made of?'], a['material'], 'object.material')
-        add('owner', ['Who owns ' + n + '?', 'Who is the owner of ' + n + '?'], a['owner'].name, 'object.owner')
-        add('maker', ['Which company made ' + n + '?', 'Who made ' + n + '?'], a['maker'].name, 'object.maker')
-        add('year', ['When was ' + n + ' made?', 'In what year was ' + n + ' made?'], str(a['year']),
-            'object.year')
-        add('city', ['Where is ' + n + ' kept?', 'In which city is ' + n + ' kept?'], a['city'].name,
-            'object.city')
+        add('color', 'What is the color of ' + n + '?', a['color'], 'object.color')
+        add('material', 'What is ' + n + ' made of?', a['material'], 'object.material')
+        add('owner', 'Who is the owner of ' + n + '?', a['owner'].name, 'object.owner')
+        add('maker', 'Which company made ' + n + '?', a['maker'].name, 'object.maker')
+        add('year', 'In what year was ' + n + ' made?', str(a['year']), 'object.year')
+        add('city', 'Where is ' + n + ' kept?', a['city'].name, 'object.city')
     return out
 
 
-# (first entity kind, first attribute, second attribute, question templates, type)
+# (first entity kind, first attribute, second attribute, question template)
 TWO_HOP = [
-    ('person', 'employer', 'city', ['In which city is the company that {n} works for based?',
-                                    "Where is {n}'s employer based?"]),
-    ('person', 'employer', 'founder', ['Who founded the company that {n} works for?']),
-    ('person', 'employer', 'product', ['What does the company that {n} works for make?']),
-    ('person', 'employer', 'year', ['When was the company that {n} works for founded?']),
-    ('person', 'city', 'mayor', ['Who is the mayor of the city where {n} lives?']),
-    ('person', 'city', 'country', ['In which country does {n} live?',
-                                   'In which country is the city where {n} lives?']),
-    ('person', 'city', 'river', ['Which river runs through the city where {n} lives?']),
-    ('person', 'friend', 'city', ["Where does {n}'s closest friend live?",
-                                  'Where does the closest friend of {n} live?']),
-    ('person', 'friend', 'occupation', ["What does {n}'s closest friend do for a living?"]),
-    ('company', 'founder', 'city', ['Where does the founder of {n} live?']),
-    ('company', 'founder', 'year', ['In what year was the founder of {n} born?']),
-    ('company', 'founder', 'occupation', ['What is the occupation of the founder of {n}?']),
-    ('company', 'city', 'mayor', ['Who is the mayor of the city where {n} is based?']),
-    ('company', 'city', 'country', ['In which country is {n} based?']),
-    ('company', 'ceo', 'city', ['Where does the chief executive of {n} live?']),
-    ('city', 'mayor', 'occupation', ['What is the occupation of the mayor of {n}?']),
-    ('city', 'mayor', 'year', ['In what year was the mayor of {n} born?']),
-    ('object', 'owner', 'city', ['Where does the owner of {n} live?']),
-    ('object', 'owner', 'occupation', ['What is the occupation of the owner of {n}?',
-                                       'What does the owner of {n} do for a living?']),
-    ('object', 'maker', 'city', ['Where is the company that made {n} based?']),
-    ('object', 'maker', 'year', ['When was the company that made {n} founded?']),
-    ('object', 'city', 'mayor', ['Who is the mayor of the city where {n} is kept?']),
-    ('object', 'city', 'country', ['In which country is {n} kept?']),
+    ('person', 'employer', 'city', 'Where is the company that {n} works for based?'),
+    ('person', 'employer', 'founder', 'Who founded the company that {n} works for?'),
+    ('person', 'employer', 'product', 'What does the company that {n} works for make?'),
+    ('person', 'employer', 'year', 'In what year was the company that {n} works for founded?'),
+    ('person', 'city', 'mayor', 'Who is the mayor of the city where {n} lives?'),
+    ('person', 'city', 'country', 'In which country is the city where {n} lives?'),
+    ('person', 'city', 'river', 'Which river runs through the city where {n} lives?'),
+    ('person', 'friend', 'city', 'Where does the closest friend of {n} live?'),
+    ('person', 'friend', 'occupation', 'What is the occupation of the closest friend of {n}?'),
+    ('company', 'founder', 'city', 'Where does the founder of {n} live?'),
+    ('company', 'founder', 'year', 'In what year was the founder of {n} born?'),
+    ('company', 'founder', 'occupation', 'What is the occupation of the founder of {n}?'),
+    ('company', 'city', 'mayor', 'Who is the mayor of the city where {n} is based?'),
+    ('company', 'city', 'country', 'In which country is the city where {n} is based?'),
+    ('company', 'ceo', 'city', 'Where does the chief executive of {n} live?'),
+    ('city', 'mayor', 'occupation', 'What is the occupation of the mayor of {n}?'),
+    ('city', 'mayor', 'year', 'In what year was the mayor of {n} born?'),
+    ('object', 'owner', 'city', 'Where does the owner of {n} live?'),
+    ('object', 'owner', 'occupation', 'What is the occupation of the owner of {n}?'),
+    ('object', 'maker', 'city', 'Where is the company that made {n} based?'),
+    ('object', 'maker', 'year', 'In what year was the company that made {n} founded?'),
+    ('object', 'city', 'mayor', 'Who is the mayor of the city where {n} is kept?'),
+    ('object', 'city', 'country', 'In which country is the city where {n} is kept?'),
 ]
 
 
@@ -573,14 +428,13 @@ def answer_of(e: Entity, attr: str) -> str:
 
 def two_hop(e: Entity, stated: dict, r: random.Random) -> list[QA]:
     out = []
-    for kind, a1, a2, qs in TWO_HOP:
+    for kind, a1, a2, q in TWO_HOP:
         if e.kind != kind or a1 not in stated[id(e)]:
             continue
         mid = e.attrs[a1]
         if mid is None or id(mid) not in stated or a2 not in stated[id(mid)]:
             continue
-        q = r.choice(qs).replace('{n}', e.name)
-        out.append(QA(cap(q), answer_of(mid, a2), 2, [e, mid], f'{kind}.{a1}.{a2}'))
+        out.append(QA(cap(q.replace('{n}', e.name)), answer_of(mid, a2), 2, [e, mid], f'{kind}.{a1}.{a2}'))
     return out
 
 
@@ -704,6 +558,31 @@ def make_eval_cases(seed: int, n: int, count, lo: int = 1024, hi: int = 2048, ch
     return cases
 
 
+def write_samples(out_dir: str, seed: int, count, doc_budget: int = 400) -> dict:
+    """The studio's sample documents for qa-demo: one small world, one file per document,
+    and a two-hop example question about it. Returns the entry for public/models/index.json."""
+    rng = random.Random(seed)
+    while True:
+        s = make_sample(rng, doc_budget, n_questions=40, count=count)
+        two = [qa for qa in s.qas if qa.hops == 2]
+        if len(s.docs) >= 4 and two:
+            break
+    example = next((qa for qa in two if qa.qtype == 'person.city.mayor'), two[0])
+    os.makedirs(out_dir, exist_ok=True)
+    for f in os.listdir(out_dir):
+        if f.endswith('.txt'):
+            os.remove(os.path.join(out_dir, f))
+    files = []
+    for d in s.docs:
+        title = d.split('\n', 1)[0][len('Title: '):]
+        name = re.sub(r'[^a-z0-9]+', '-', title.lower()).strip('-') + '.txt'
+        with open(os.path.join(out_dir, name), 'w') as f:
+            f.write(d)
+        files.append({'file': 'qa/' + name, 'title': title})
+    return {'example': example.question, 'answer': example.answer, 'files': files,
+            'questions': [(qa.question, qa.answer) for qa in s.qas]}
+
+
 def hf_counter(tokenizer_dir: str):
     from tokenizers import Tokenizer
     tok = Tokenizer.from_file(os.path.join(tokenizer_dir, 'tokenizer.json'))
@@ -718,6 +597,8 @@ def main(argv=None):
     ap.add_argument('--eval-out', help='write the held-out eval set (JSONL) here')
     ap.add_argument('--eval-seed', type=int, default=777_000)
     ap.add_argument('--eval-n', type=int, default=200)
+    ap.add_argument('--samples-out', help='write the studio\'s sample documents (one world) into this folder')
+    ap.add_argument('--samples-seed', type=int, default=8)
     ap.add_argument('--tokenizer', default=os.path.join(os.path.dirname(__file__), '..', 'public', 'models',
                                                         'qa-demo'), help='folder with tokenizer.json')
     args = ap.parse_args(argv)
@@ -731,6 +612,8 @@ def main(argv=None):
             for qa in s.qas:
                 print(f'[{qa.hops}-hop {qa.qtype}] ' + question_text(qa, s.instruction) + answer_text(qa))
             print('=' * 60)
+    if args.samples_out:
+        print(json.dumps(write_samples(args.samples_out, args.samples_seed, count), indent=2))
     if args.eval_out:
         if count is est_tokens:
             print('warning: no tokenizer found, token counts are estimates', file=sys.stderr)

@@ -117,6 +117,25 @@ def score(cases, preds) -> dict:
     return {'summary': summary, 'cases': rows}
 
 
+LENGTH_BANDS = ((150, 300), (300, 600), (600, 1000), (1024, 2048))
+
+
+def length_sweep(model, encode, decode, bos: int, eos: int, n: int) -> list[dict]:
+    """F1 against context length: n fresh cases (seed 999000 + the band's low end, never used in
+    training) per band of document tokens, whole context as one sequence. It tells whether a
+    shortfall is in reading at all or in reading far."""
+    import data
+    count = lambda t: len(encode(t))  # noqa: E731
+    rows = []
+    for lo, hi in LENGTH_BANDS:
+        cases = data.make_eval_cases(999_000 + lo, n, count, lo=lo, hi=hi)
+        s = score(cases, generate_answers(model, cases, encode, decode, bos, eos, 'concat'))['summary']
+        rows.append({'lo': lo, 'hi': hi, **s})
+        print(f"{lo}-{hi} tokens: n={s['n']} F1={s['f1']:.3f} 1-hop {s.get('f1_1hop', float('nan')):.3f} "
+              f"2-hop {s.get('f1_2hop', float('nan')):.3f}", flush=True)
+    return rows
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('--model', default=DEFAULT_MODEL)
@@ -124,6 +143,8 @@ def main(argv=None):
     ap.add_argument('--layout', default='concat,linked')
     ap.add_argument('--n', type=int, default=0, help='first N cases only (0: all)')
     ap.add_argument('--threads', type=int, default=2)
+    ap.add_argument('--length-sweep', type=int, default=60,
+                    help='also score N generated cases per context-length band (concat layout; 0: skip)')
     ap.add_argument('--out', default=os.path.join(HERE, 'eval', 'results.json'))
     args = ap.parse_args(argv)
 
@@ -148,6 +169,9 @@ def main(argv=None):
         print(f"{layout:7s} n={s['n']} F1={s['f1']:.3f} EM={s['em']:.3f} "
               f"1-hop F1={s.get('f1_1hop', float('nan')):.3f} 2-hop F1={s.get('f1_2hop', float('nan')):.3f} "
               f"({s['seconds']:.0f} s)", flush=True)
+    if args.length_sweep:
+        report['by_length'] = length_sweep(model, encode, decode, tok.bos_token_id, tok.eos_token_id,
+                                           args.length_sweep)
     if args.out:
         os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
         with open(args.out, 'w') as f:

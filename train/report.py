@@ -23,7 +23,7 @@ EVAL_JSON = os.path.join(ROOT, 'docs', 'results', 'eval-qa-demo.json')
 SINKS_JSON = os.path.join(ROOT, 'docs', 'results', 'sinks-qa-demo.json')
 EVAL_CMD = ('npm run eval -- --model qa-demo --data train/eval/qa-demo-eval.jsonl --algorithms '
             'full,naive,legolink:1,legolink:2,legolink:4,legolink:16,legolink0,attnlink:16,'
-            'cacheblend:0.05,cacheblend:0.15,cacheblend:0.3 --max-new-tokens 16 --limit 4 '
+            'cacheblend:0.05,cacheblend:0.15,cacheblend:0.3 --max-new-tokens 16 --limit 24 '
             '--out docs/results/eval-qa-demo.json')
 SINKS_CMD = ('npm run sinks -- --model qa-demo --data train/eval/qa-demo-eval.jsonl '
              '--limit 6 --algorithms naive,legolink:16,full --out docs/results/sinks-qa-demo.json')
@@ -32,8 +32,11 @@ SINKS_CMD = ('npm run sinks -- --model qa-demo --data train/eval/qa-demo-eval.js
 def linking_section() -> str:
     """F1 and TTFT per linking algorithm (the evaluation runner's JSON) and the sink shares (npm run sinks)."""
     out = []
-    if os.path.exists(EVAL_JSON):
-        ev = json.load(open(EVAL_JSON))
+    ev = json.load(open(EVAL_JSON)) if os.path.exists(EVAL_JSON) else None
+    if ev and not ev.get('complete'):
+        out.append(f'The last run (`{ev["command"]}`) was interrupted before it finished; run it again, then '
+                   '`python train/report.py`.')
+    elif ev:
         out.append(f"`{ev.get('command', EVAL_CMD)}` on **{ev['adapter']}**, {ev['backend']} backend, greedy "
                    f"(LegoKV's own engine and WGSL kernels, not transformers). Chunks are compiled before timing; "
                    f"each chunk keeps its own BOS, so `full` here is the `linked` layout above.\n")
@@ -172,6 +175,18 @@ def main():
 
     held = ''
     qtype_rows = ''
+    length_rows = '\n'.join(
+        f"| {b['lo']:,}-{b['hi']:,} | {b['n']} | {b['f1']:.3f} | {b.get('f1_1hop', float('nan')):.3f} | "
+        f"{b.get('f1_2hop', float('nan')):.3f} |" for b in (results or {}).get('by_length', []))
+    length_part = '' if not length_rows else f"""
+F1 against context length: {(results or {})['by_length'][0]['n']} fresh cases per band of document tokens (seed
+999000 + the band's low end, never trained on), whole context as one sequence, same scoring. It separates not
+reading at all from not reading far.
+
+| document tokens | cases | F1 | F1 one hop | F1 two hops |
+| --- | --- | --- | --- | --- |
+{length_rows}
+"""
     examples = ''
     if results:
         lay = results['layouts']
@@ -195,12 +210,18 @@ def main():
                                  for c in right + wrong)
 
     status = ''
+    bands = (results or {}).get('by_length') or []
+    reach = ''
+    if len(bands) >= 2:
+        reach = (f": it reads short contexts (F1 {bands[0]['f1']:.2f} over {bands[0]['lo']}-{bands[0]['hi']} tokens of "
+                 f"documents) and loses the thread as they grow ({bands[-1]['f1']:.2f} over "
+                 f"{bands[-1]['lo']:,}-{bands[-1]['hi']:,}; see the table by context length)")
     if results and 'concat' in results['layouts']:
         f1 = results['layouts']['concat']['summary']['f1']
         status = (f"**Status: held-out F1 {f1:.3f} under Full Recompute (target: at least 0.9), "
                   f"{'met' if f1 >= 0.9 else 'not met yet'}.**" + ('' if f1 >= 0.9 else
                   ' Its answers are mostly of the right kind (a year, a city, a name from the documents) but often '
-                  'not the right one: within this CPU budget it has not learned to look facts up reliably. It is the '
+                  'not the right one' + reach + '. It is the '
                   "app's default model all the same, with sample documents and its question framing, because the "
                   'caching itself (compile, link, TTFT, attention maps) works the same whether the answer is right.'))
     card = f"""# qa-demo: LegoKV's in-house document-QA model
@@ -239,19 +260,21 @@ is no `lm_head.weight`.
 | RoPE | default (no scaling), theta {cfg.get('rope_theta', (cfg.get('rope_parameters') or {}).get('rope_theta'))} |
 | context | {cfg['max_position_embeddings']} positions (trained on rows of 256 to 2048 tokens) |
 | vocabulary | {cfg['vocab_size']:,}: byte-level BPE trained on generated text; `<|pad|>` 0, `<|bos|>` 1, `<|eos|>` 2 |
-| tokenizer | `tokenizer.json` (newlines and digits split before the GPT-2 byte-level split; the post-processor prepends `<|bos|>`), `tokenizer_config.json` (`PreTrainedTokenizerFast`, no chat template) |
+| tokenizer | `tokenizer.json` (newlines split off before the GPT-2 byte-level split, numbers kept whole so a year is one or two tokens; the post-processor prepends `<|bos|>`), `tokenizer_config.json` (`PreTrainedTokenizerFast`, no chat template) |
 
 ## Prompt format
 
-No instruction and no chat template: the documents, each with a title line and followed by a blank line,
-then the question. The model answers in a few words and stops with `<|eos|>`.
+No instruction and no chat template: the documents, each a title line, then its sentences on one line
+indented by one space, then a blank line; then the question. The model answers in a few words and stops with
+`<|eos|>`. (The indent makes a name at the start of the body tokenize as it does everywhere else, after a
+space.)
 
 ```
 <|bos|>Title: Maren Tolvaski
-Maren Tolvaski works as a baker. She lives in Drunavik. ...
+ Maren Tolvaski works as a baker. Maren Tolvaski lives in Drunavik. ...
 
 Title: Drunavik
-Drunavik is a city in Osmeria. The mayor of Drunavik is Pell Odrasa. ...
+ Drunavik is a city in Osmeria. The mayor of Drunavik is Pell Odrasa. ...
 
 Question: Who is the mayor of the city where Maren Tolvaski lives?
 Answer:
@@ -265,13 +288,19 @@ default, "Answer the question based on the documents. Answer within 5 words."), 
 A seeded procedural generator; no text comes from anywhere else. Every sample is a fresh world: names are
 built from syllables for every sample (a fifth of them come from a small recurring pool whose facts change from
 sample to sample), attribute values come from shared pools, so the same name or value is attached to different
-facts in different samples and the model has to read. Each entity has one document (title line, then facts
-from several paraphrase templates in random order, pronouns, filler sentences, some facts left out). Questions
+facts in different samples and the model has to read. Each entity has one document (title line, then one
+sentence per fact in random order, some facts left out; every sentence names its subject in full, and each kind
+of fact has one phrasing, which its question mirrors). Questions
 are one hop (the answer is in the entity's own document: occupation, home city, employer, year of birth, pet,
 founder, headquarters, product, population, mayor, owner, maker, ...) or two hops (the entity's document names
 a second entity whose document holds the answer: "Who is the mayor of the city where X lives?", "Where is the
-company that made the Y based?", ...). Documents not needed by the question are distractors; names collide
-partly on purpose (shared first names, surnames and name stems).
+company that made the Y based?", ...). Documents not needed by the question are distractors. Within a sample
+no two entities share a distinctive name word (first name, surname, company root, object stem).
+
+The first recipe (several phrasings per fact, pronouns, filler sentences, names that collided on purpose) reached
+held-out F1 0.18 in the same hour: the model learned what kind of answer a question wants, but not to look it up.
+The text was made plainer, not the task smaller: the same worlds, relations, one- and two-hop questions and
+distractors.
 
 ## Training (`train/train.py`)
 
@@ -323,7 +352,7 @@ tokens, LongBench-style F1 (lower-case, punctuation and articles removed, token 
 `concat` is the target measurement (whole context as one sequence). `linked` is what LegoKV's `full`
 algorithm computes over linked chunks, since KVCompile keeps each chunk's own BOS; the model never saw a BOS in
 the middle of a sequence during training, and the figures are reported as they are, not tuned.
-
+{length_part}
 F1 by question type (`concat`):
 
 | type | cases | F1 |

@@ -6,9 +6,10 @@
 Writes tokenizer.json and tokenizer_config.json. Special tokens: <|pad|> = 0, <|bos|> = 1,
 <|eos|> = 2. The post-processor prepends <|bos|> (so `encode(text)` with special tokens
 starts with BOS, which is how LegoKV's loader learns that the model uses BOS). The
-pre-tokenizer isolates every newline and every digit before the GPT-2 byte-level split,
-so a text cut at a newline tokenizes to the same ids as its parts tokenized separately,
-and numbers are copied digit by digit.
+pre-tokenizer isolates every newline before the GPT-2 byte-level split, so a text cut at a
+newline tokenizes to the same ids as its parts tokenized separately. Digits stay together
+(the byte-level split keeps a number in one piece), so BPE learns frequent numbers such as
+years as one or two tokens, and an answer copies a year as a whole, not digit by digit.
 """
 from __future__ import annotations
 
@@ -42,7 +43,6 @@ def build(vocab_size: int, seed: int = 12345, n_samples: int = 3000) -> Tokenize
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.Sequence([
         pre_tokenizers.Split(Regex('\n'), behavior='isolated'),
-        pre_tokenizers.Digits(individual_digits=True),
         pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True),
     ])
     tok.decoder = decoders.ByteLevel()
@@ -82,7 +82,7 @@ def main(argv=None):
     with open(os.path.join(args.out, 'tokenizer_config.json'), 'w') as f:
         json.dump(tokenizer_config(), f, indent=2)
         f.write('\n')
-    probe = 'Title: Maren Tolvaski\nMaren Tolvaski was born in 1987.\n\nQuestion: When was Maren Tolvaski born?\nAnswer: 1987'
+    probe = "Title: Maren Tolvaski\n Maren Tolvaski was born in 1987.\n\nQuestion: In what year was Maren Tolvaski born?\nAnswer: 1987"
     enc = tok.encode(probe)
     print(f'vocab {tok.get_vocab_size()} → {args.out}; probe: {len(enc.ids)} tokens: {enc.tokens}')
 

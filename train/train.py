@@ -8,7 +8,7 @@
 
 Steps, in order:
  1. tokenizer: byte-level BPE trained on generated text (train/tokenizer.py), unless the
-    output folder already has one;
+    output folder already has one (--fresh trains it again);
  2. the 200-case held-out eval set (train/eval/qa-demo-eval.jsonl, seed 777000) and a
     separate 48-case dev set for monitoring (seed 555000), both 1K-2K tokens of documents;
  3. training: every step draws fresh samples from train/data.py (seeded by the step
@@ -296,6 +296,12 @@ def export(model, a, tok_cfg, out: str, tokenizer_src: str, log):
     return {'export_rel_err': err, 'export_argmax_agree': agree}
 
 
+def shown(path: str) -> str:
+    """A path as the logs show it: relative to the repository when inside it (no machine paths)."""
+    rel = os.path.relpath(path, ROOT)
+    return path if rel.startswith('..') else rel
+
+
 def machine_name() -> str:
     """CPU model and core count, for the model card."""
     name = ''
@@ -336,8 +342,8 @@ def main(argv=None):
 
     # 1. tokenizer
     tok_dir = a.out
-    if not os.path.exists(os.path.join(tok_dir, 'tokenizer.json')):
-        log(f'training the tokenizer (vocab {a.vocab}) into {tok_dir}')
+    if a.fresh or not os.path.exists(os.path.join(tok_dir, 'tokenizer.json')):
+        log(f'training the tokenizer (vocab {a.vocab}) into {shown(tok_dir)}')
         tokmod.main(['--vocab', str(a.vocab), '--out', tok_dir])
     tok = Tokenizer.from_file(os.path.join(tok_dir, 'tokenizer.json'))
     if tok.get_vocab_size() != a.vocab:
@@ -346,8 +352,8 @@ def main(argv=None):
     count = lambda t: len(tok.encode(t, add_special_tokens=False).ids)  # noqa: E731
 
     # 2. eval and dev sets
-    if not os.path.exists(a.eval_data):
-        log(f'writing the held-out eval set to {a.eval_data}')
+    if a.fresh or not os.path.exists(a.eval_data):
+        log(f'writing the held-out eval set to {shown(a.eval_data)}')
         data.main(['--eval-out', a.eval_data, '--tokenizer', tok_dir, '--eval-n', '200'])
     dev_cases = data.make_eval_cases(555_000, a.dev_n, count)
 
@@ -494,7 +500,7 @@ def main(argv=None):
     fdev.close()
     log(f"final dev: EM {res['em']:.3f} F1 {res['f1']:.3f}")
     info = export(model, a, tok_cfg, a.out, tok_dir, log)
-    log(f'saved {a.out}: ' + ', '.join(f'{f} {os.path.getsize(os.path.join(a.out, f)):,} B'
+    log(f'saved {shown(a.out)}: ' + ', '.join(f'{f} {os.path.getsize(os.path.join(a.out, f)):,} B'
                                        for f in sorted(os.listdir(a.out))))
     run = {'params': n_params, 'torch': torch.__version__, 'argv': sys.argv[1:], 'machine': machine_name(), 'steps': state['step'], 'tokens_seen': state['tokens'],
            'train_minutes': round(state['elapsed'] / 60, 2), 'sessions': state['sessions'],
