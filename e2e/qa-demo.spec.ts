@@ -16,20 +16,20 @@ test('qa-demo, the default, loads from the bundled folder, adds its sample docum
   await page.getByRole('button', { name: 'Add sample documents for qa-demo' }).click();
   await expect(page.getByTestId('document')).toHaveCount(5);
   await expect(page.getByTestId('composer-item')).toHaveCount(5);
-  await expect(page.getByLabel('Question', { exact: true })).toHaveValue('Who is the mayor of the city where Glo Tei lives?');
+  await expect(page.getByLabel('Question', { exact: true })).toHaveValue('Who is the mayor of the city where Brefau Lu lives?');
   await expect(page.getByLabel('Question framing')).toHaveValue('Question: {question}\nAnswer:');
   await page.getByRole('button', { name: 'Compile all chunks' }).click();
   await expect(page.getByTestId('compile-progress')).toContainText('Compiled 5 of 5 chunks');
-  // Reordered: the typewriter's document moves up one place, before Dekuvik; any order links.
-  await page.getByRole('button', { name: 'Move The Gliblou typewriter · 1 up' }).click();
-  await page.getByLabel('Question', { exact: true }).fill('When was Glo Tei born?');
+  // Reordered: the last document moves up one place, before Malaith Jouka's; any order links.
+  await page.getByRole('button', { name: 'Move Blou Floberg · 1 up' }).click();
+  await page.getByLabel('Question', { exact: true }).fill('In what year was Brefau Lu born?');
   await page.getByLabel('Answer tokens').fill('8');
   await page.getByLabel('Linking algorithm').selectOption('legolink');
   await page.getByRole('button', { name: 'Ask (legolink:16)' }).click();
   const card = page.getByTestId('answer-card').filter({ has: page.getByRole('heading', { name: 'legolink:16' }) }).first();
   await expect(card).toContainText('done');
   // The card group names the question as typed (the framing is the model's business) and the new order.
-  await expect(page.getByText(/^Question: When was Glo Tei born\? over Glo Tei · 1 → .* → The Gliblou typewriter · 1 → Dekuvik · 1$/)).toBeVisible();
+  await expect(page.getByText(/^Question: In what year was Brefau Lu born\? over Dekuvik · 1 → .* → Blou Floberg · 1 → Malaith Jouka · 1$/)).toBeVisible();
   await expect(card.getByTestId('ttft')).toHaveText(/^\d+(\.\d)? ms$/);
   await expect(card.getByTestId('answer-text')).not.toHaveText(/^(…)?$/);
   await expect(page.getByLabel('Head', { exact: true })).toHaveValue('5');
