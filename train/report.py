@@ -297,10 +297,10 @@ a second entity whose document holds the answer: "Who is the mayor of the city w
 company that made the Y based?", ...). Documents not needed by the question are distractors. Within a sample
 no two entities share a distinctive name word (first name, surname, company root, object stem).
 
-The first recipe (several phrasings per fact, pronouns, filler sentences, names that collided on purpose) reached
-held-out F1 0.18 in the same hour: the model learned what kind of answer a question wants, but not to look it up.
-The text was made plainer, not the task smaller: the same worlds, relations, one- and two-hop questions and
-distractors.
+An earlier recipe (several phrasings per fact, pronouns, filler sentences, names that collided on purpose; this
+card's history in git has its figures) taught the model in the same hour what kind of answer a question wants,
+but not to look it up. The text was made plainer, not the task smaller: the same worlds, relations, one- and
+two-hop questions and distractors.
 
 ## Training (`train/train.py`)
 
