@@ -88,7 +88,7 @@ export class Engine {
   async load(config: ModelConfig, weights: HostWeights, opts: LoadOptions = {}): Promise<GpuModel> {
     validateConfig(config);
     const plan = this.plan(config, opts.weightDtype);
-    if (plan.problems.length) throw new OutOfGpuMemoryError(plan.problems.join(' '));
+    if (plan.problems.length) throw new OutOfGpuMemoryError(plan.problems.join(' '), plan.problems);
     this.model?.destroy();
     this.model = null;
     this.model = await GpuModel.upload(this.gpu.device, config, weights, plan.weightDtype);

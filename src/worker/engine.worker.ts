@@ -4,6 +4,7 @@
  */
 import { createGpuContext, type GpuContext } from '../engine/gpu/device';
 import { Engine } from '../engine/engine';
+import { OutOfGpuMemoryError } from '../engine/model/gpu-model';
 import { kernelSources } from '../engine/kernel-sources';
 import type { LoadedModel } from '../engine/formats/load';
 import '../engine/formats/all';
@@ -65,9 +66,8 @@ async function load(id: number, ref: ModelSource, requested?: 'f32' | 'f16'): Pr
   try {
     gm = await engine!.load(m.config, m.weights, { weightDtype: requested });
   } catch (e) {
-    // Refused before the upload (Engine.load checks the plan first): the previous model is still loaded.
-    const problems = engine!.plan(m.config, requested).problems;
-    if (problems.length) throw wontFit(resolved.name, problems);
+    // Refused from its plan, before the loaded model was dropped: that one is still loaded.
+    if (e instanceof OutOfGpuMemoryError && e.problems.length) throw wontFit(resolved.name, e.problems);
     // The engine dropped the previous model before the upload: nothing is loaded now.
     model = null;
     modelRef = null;
@@ -81,7 +81,7 @@ async function load(id: number, ref: ModelSource, requested?: 'f32' | 'f16'): Pr
   // Files from disk stay readable; a Hub model comes back from the cache (or the network) after a lost device.
   modelRef = { ref: resolved.cacheKey && ref.kind === 'files' ? { kind: 'cached', key: resolved.cacheKey } : ref, weightDtype };
   const c = m.config;
-  const plan = engine!.plan(c, weightDtype);
+  const plan = gm.plan;
   return {
     id: resolved.name, source: resolved.source, arch: c.arch, params: plan.params, layers: c.nLayers, heads: c.nHeads, hidden: c.hidden,
     vocab: c.vocabSize, gpuBytes: gm.bytes, weightDtype, kvBytesPerToken: plan.kvBytesPerToken, hasChatTemplate: !!m.tokenizer.applyChatTemplate,
@@ -90,7 +90,7 @@ async function load(id: number, ref: ModelSource, requested?: 'f32' | 'f16'): Pr
 }
 
 /** A model refused before anything was uploaded, because a buffer breaks the adapter's limits; the loaded one stays. */
-function wontFit(name: string, problems: string[]): Error {
+function wontFit(name: string, problems: readonly string[]): Error {
   const keep = model ? ` ${model.config.name} stays loaded.` : '';
   const err = new Error(`${name} will not fit on this adapter: ${problems.join(' ')}. Nothing was uploaded.${keep}`);
   err.name = 'ModelWontFitError';

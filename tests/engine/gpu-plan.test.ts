@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { createNodeGpu, loadKernelSources } from '../../src/node/gpu';
 import { Engine } from '../../src/engine/engine';
-import { GpuModel } from '../../src/engine/model/gpu-model';
+import { GpuModel, OutOfGpuMemoryError } from '../../src/engine/model/gpu-model';
 import { paramCount, planGpuMemory, weightDtypeFor } from '../../src/engine/model/gpu-plan';
 import { loadHfFolder } from '../../src/engine/formats/hf';
 import { loadModelFiles } from '../../src/engine/formats/load';
@@ -93,6 +93,12 @@ test('Engine.load refuses a model that will not fit and keeps the loaded one', a
     // The check needs no weights: it fails before reading any. (By default a model this big would be stored as
     // f16, where its embedding fits: f32 is asked for.)
     await assert.rejects(engine.load(tooBig, new Map(), { weightDtype: 'f32' }), { name: 'OutOfGpuMemoryError', message: /Tensor embed of too-big/ });
+    // The refusal carries the plan's problems (the worker words them), and the loaded model keeps its own plan.
+    const refusal = await engine.load(tooBig, new Map(), { weightDtype: 'f32' }).catch((e: unknown) => e);
+    assert.ok(refusal instanceof OutOfGpuMemoryError);
+    assert.deepEqual(refusal.problems, engine.plan(tooBig, 'f32').problems);
+    assert.ok(refusal.problems.length > 0);
+    assert.deepEqual(engine.model!.plan, engine.plan(m.config));
     assert.equal(engine.config.name, 'stories260K');
     assert.deepEqual((await engine.prefill(engine.newCache(), [1, 403, 407])).logits, before);
   } finally {

@@ -9,7 +9,7 @@ import type { HostTensor, HostWeights, LayerTensorName } from './weights';
 import { layerName } from './weights';
 import { floatToHalf, halfToFloat } from '../f16';
 import type { StoreDType } from '../ops';
-import { paddedBytes, planGpuMemory } from './gpu-plan';
+import { paddedBytes, planGpuMemory, type GpuPlan } from './gpu-plan';
 
 export interface GpuLayer {
   attnNorm: GPUBuffer; wqkv: GPUBuffer; bqkv?: GPUBuffer; qNorm?: GPUBuffer; kNorm?: GPUBuffer;
@@ -17,7 +17,11 @@ export interface GpuLayer {
 }
 
 export class OutOfGpuMemoryError extends Error {
-  constructor(message: string) {
+  /**
+   * @param problems the adapter limits the plan breaks, when the model was refused from its plan before any buffer
+   *   was created (empty when an allocation itself failed).
+   */
+  constructor(message: string, readonly problems: readonly string[] = []) {
     super(message);
     this.name = 'OutOfGpuMemoryError';
   }
@@ -35,6 +39,8 @@ export class GpuModel {
     readonly device: GPUDevice,
     readonly config: ModelConfig,
     readonly dtype: StoreDType,
+    /** What the upload planned: buffers, parameter count, KV bytes per token. */
+    readonly plan: GpuPlan,
   ) {}
 
   get qDim() {
@@ -47,8 +53,8 @@ export class GpuModel {
   static async upload(device: GPUDevice, config: ModelConfig, w: HostWeights, dtype: StoreDType): Promise<GpuModel> {
     // Every buffer is checked against the adapter's limits before the first is created.
     const plan = planGpuMemory(config, dtype, device.limits);
-    if (plan.problems.length) throw new OutOfGpuMemoryError(plan.problems.join(' '));
-    const m = new GpuModel(device, config, dtype);
+    if (plan.problems.length) throw new OutOfGpuMemoryError(plan.problems.join(' '), plan.problems);
+    const m = new GpuModel(device, config, dtype, plan);
     device.pushErrorScope('out-of-memory');
     try {
       const get = (name: string): HostTensor => {
