@@ -150,6 +150,7 @@ export class ContextCache {
       if (e.modelId === this.model.id && m.source && m.variant) sources.set(e.id, { tokens: m.source, variant: m.variant });
     }
     let lookupMs = 0, hostLoadMs = 0;
+    const maxTokens = req.maxTokens ?? 64;
     // The chunks' GPU copies stay alive until their rows are linked, however many chunks the request names.
     const held: CompiledChunk[] = [];
     let linked: Awaited<ReturnType<typeof link>>;
@@ -163,12 +164,11 @@ export class ContextCache {
         return r.chunk;
       });
       linked = await link(this.engine, parts, algo, {
-        bosId: config.bosId, lookupMs, hostLoadMs, reserve: (req.maxTokens ?? 64) + 1, controller: this.controller, scores: req.scores,
+        bosId: config.bosId, lookupMs, hostLoadMs, reserve: maxTokens + 1, controller: this.controller, scores: req.scores,
       });
     } finally {
       for (const c of held) this.gpuTier.release(c);
     }
-    const maxTokens = req.maxTokens ?? 64;
     try {
       yield {
         type: 'first-token', ttft: linked.ttft, recomputed: linked.recomputed, recomputedFraction: linked.recomputedFraction,
