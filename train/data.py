@@ -138,6 +138,11 @@ def river_name(rng: random.Random) -> str:
     return word(rng, rng.choice([1, 2]))
 
 
+def recurring(rng: random.Random, pool: list[str], make) -> str:
+    """A fifth of the time a name from a small pool that recurs across samples (with other facts each time)."""
+    return rng.choice(pool) if rng.random() < 0.2 else make(rng)
+
+
 _RP = random.Random(20240611)
 RECURRING_FIRST = _pool(_RP, first_name, 40)
 RECURRING_SURNAMES = _pool(_RP, surname, 40)
@@ -147,8 +152,8 @@ RECURRING_COMPANY_ROOTS = _pool(_RP, company_root, 30)
 
 # ----------------------------------------------------------------------------- the world
 
-# words that many names share: a company's kind, an object's kind, a river
-GENERIC_WORDS = {'the', 'river'} | {w.lower() for w in COMPANY_KINDS} | {w.lower() for w in OBJECT_KINDS}
+# words that many names share: a company's kind, an object's kind
+GENERIC_WORDS = {'the'} | {w.lower() for w in COMPANY_KINDS} | {w.lower() for w in OBJECT_KINDS}
 
 
 @dataclass
@@ -156,7 +161,6 @@ class Entity:
     kind: str  # person | company | city | object
     name: str
     attrs: dict = field(default_factory=dict)
-    doc: str = ''
 
     @property
     def title(self) -> str:
@@ -190,24 +194,19 @@ class World:
         counts = [max(1, round(n_docs * x)) for x in w]
         n_p, n_c, n_ci, n_o = counts
         # a few entities are only mentioned (no document): extra cities and countries
-        self.countries = [self.fresh(lambda r: self.recurring(r, RECURRING_COUNTRIES, country_name))
+        self.countries = [self.fresh(lambda r: recurring(r, RECURRING_COUNTRIES, country_name))
                           for _ in range(rng.randint(2, 5))]
         for _ in range(n_ci + rng.randint(0, 2)):
-            self.cities.append(Entity('city', self.fresh(lambda r: self.recurring(r, RECURRING_CITIES, city_name))))
+            self.cities.append(Entity('city', self.fresh(lambda r: recurring(r, RECURRING_CITIES, city_name))))
         for _ in range(n_c + rng.randint(0, 1)):
             self.companies.append(Entity('company', self.fresh(self.company_name)))
         for _ in range(n_p + rng.randint(1, 3)):
             self.persons.append(Entity('person', self.fresh(self.person_name)))
         for _ in range(n_o):
-            name = self.fresh(self.object_name)
-            stem, kind = self._last_object
-            self.objects.append(Entity('object', name, attrs={'stem': stem, 'kind': kind}))
+            self.objects.append(Entity('object', self.fresh(self.object_name)))
         self.assign()
 
     # names ------------------------------------------------------------------
-    def recurring(self, rng, pool, make):
-        return rng.choice(pool) if rng.random() < 0.2 else make(rng)
-
     def fresh(self, make) -> str:
         """A name none of whose distinctive words (first name, surname, root, stem) another
         entity of this sample uses: every name can be matched by any of its words."""
@@ -219,20 +218,18 @@ class World:
                 return n
         raise RuntimeError('name space exhausted')
 
-    def person_name(self, rng) -> str:
-        f = rng.choice(RECURRING_FIRST) if rng.random() < 0.2 else first_name(rng)
-        s = rng.choice(RECURRING_SURNAMES) if rng.random() < 0.2 else surname(rng)
-        return f + ' ' + s
+    @staticmethod
+    def person_name(rng) -> str:
+        return recurring(rng, RECURRING_FIRST, first_name) + ' ' + recurring(rng, RECURRING_SURNAMES, surname)
 
-    def company_name(self, rng) -> str:
-        root = rng.choice(RECURRING_COMPANY_ROOTS) if rng.random() < 0.2 else company_root(rng)
-        return root + ' ' + rng.choice(COMPANY_KINDS)
+    @staticmethod
+    def company_name(rng) -> str:
+        return recurring(rng, RECURRING_COMPANY_ROOTS, company_root) + ' ' + rng.choice(COMPANY_KINDS)
 
-    def object_name(self, rng) -> str:
+    @staticmethod
+    def object_name(rng) -> str:
         kind = rng.choice(OBJECT_KINDS)
-        stem = word(rng, rng.choice([1, 2, 2]))
-        self._last_object = (stem, kind)
-        return f'the {stem} {kind}'
+        return f'the {word(rng, rng.choice([1, 2, 2]))} {kind}'
 
     # facts ------------------------------------------------------------------
     def assign(self):

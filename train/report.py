@@ -373,7 +373,7 @@ Examples (`concat`):
 
 ```sh
 python3 -m venv .cache/train-venv && .cache/train-venv/bin/pip install torch transformers tokenizers safetensors
-.cache/train-venv/bin/python train/train.py --fresh   # tokenizer (if missing), eval set (if missing), training, export, eval
+.cache/train-venv/bin/python train/train.py --fresh   # tokenizer, eval set, training, export, eval
 .cache/train-venv/bin/python train/evaluate.py        # held-out F1 of public/models/qa-demo
 .cache/train-venv/bin/python train/report.py          # this card and train/logs/curve.svg
 ```

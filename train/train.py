@@ -9,8 +9,9 @@
 Steps, in order:
  1. tokenizer: byte-level BPE trained on generated text (train/tokenizer.py), unless the
     output folder already has one (--fresh trains it again);
- 2. the 200-case held-out eval set (train/eval/qa-demo-eval.jsonl, seed 777000) and a
-    separate 48-case dev set for monitoring (seed 555000), both 1K-2K tokens of documents;
+ 2. the 200-case held-out eval set (train/eval/qa-demo-eval.jsonl, seed 777000; written when
+    missing or with --fresh) and a separate 48-case dev set for monitoring (seed 555000), both
+    1K-2K tokens of documents;
  3. training: every step draws fresh samples from train/data.py (seeded by the step
     number, so a resumed run sees the same data). Samples are packed into rows of 256,
     512, 1024 or 2048 tokens (short rows first, a curriculum), several samples per row
@@ -505,8 +506,7 @@ def main(argv=None):
     run = {'params': n_params, 'torch': torch.__version__, 'argv': sys.argv[1:], 'machine': machine_name(), 'steps': state['step'], 'tokens_seen': state['tokens'],
            'train_minutes': round(state['elapsed'] / 60, 2), 'sessions': state['sessions'],
            'final_dev': res, **info,
-           # paths relative to the repository, so the log names no machine
-           'args': {k: (os.path.relpath(v, ROOT) if isinstance(v, str) and os.path.isabs(v) else v) for k, v in vars(a).items()}}
+           'args': {k: (shown(v) if isinstance(v, str) and os.path.isabs(v) else v) for k, v in vars(a).items()}}
     if a.final_eval_n:
         t0 = time.time()
         rep = evaluate.main(['--model', a.out, '--data', a.eval_data, '--n', str(a.final_eval_n),
