@@ -1,6 +1,9 @@
 /** Where a measurement ran: the source revision and how busy the host was (machines may be shared). */
 import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
+import { join } from 'node:path';
 import { REPO_ROOT } from './tokenizer';
 
 export interface RunHost {
@@ -18,4 +21,23 @@ export function runHost(): RunHost {
     commit = head.stdout.trim().slice(0, 12) + (dirty.status === 0 && dirty.stdout.trim() ? '+dirty' : '');
   }
   return { commit, loadavg_start: loadavg()[0], cpus: cpus().length };
+}
+
+/**
+ * SHA-256 of a model's bytes: the file, or every file under the folder (sorted
+ * by relative path, each name hashed before its contents). A resumed
+ * evaluation checks it, so answers from two different weights never mix.
+ */
+export function modelDigest(path: string): string {
+  const h = createHash('sha256');
+  const walk = (p: string, rel: string) => {
+    if (statSync(p).isDirectory()) {
+      for (const name of readdirSync(p).sort()) walk(join(p, name), rel ? `${rel}/${name}` : name);
+    } else {
+      h.update(`${rel}\0`);
+      h.update(readFileSync(p));
+    }
+  };
+  walk(path, '');
+  return h.digest('hex');
 }

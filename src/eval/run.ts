@@ -2,25 +2,31 @@
  * npm run eval -- --model <m> --data <file.jsonl>
  *     [--algorithms full,naive,cacheblend:0.15,legolink:16,legolink0,attnlink:16,promptcache]
  *     [--max-new-tokens 32] [--out results.json] [--backend node|browser] [--limit N]
- *     [--dtype f32|f16] [--kv-dtype f32|f16] [--no-warmup]
+ *     [--dtype f32|f16] [--kv-dtype f32|f16] [--no-warmup] [--resume]
  *
  * EPIC's synchronous workload on a dataset (format: src/eval/dataset.ts):
  * every case's chunks are compiled before its requests are timed; each
  * algorithm answers greedily; prints a table per algorithm (TTFT mean and
  * median with the breakdown, accuracy, recomputed-token fraction, n) with
  * the adapter's name, and writes the results JSON after every answer.
- * Ctrl-C stops after the current step and keeps what was measured.
+ * Ctrl-C stops after the current step and keeps what was measured;
+ * `--resume` continues the run saved in `--out` (its finished cases are kept,
+ * after checking that the model's bytes, data, algorithms, backend and
+ * adapter are the same).
  * `--model` takes a path or a known name (stories260K, qa-demo, gemma-3-270m).
  * Backends: `node` (default) runs the ContextCache API on Node's `webgpu`
  * package; `browser` runs the app's own inference worker in headless
  * Chromium, through a Vite dev server (src/eval/browser-backend.ts; no
  * --kv-dtype or --tokenizer there).
  */
+import { existsSync, readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { readDataset } from './dataset';
 import type { EvalBackend } from './backend';
 import { NodeBackend } from './node-backend';
-import { runEval } from './runner';
+import { runEval, ResumeMismatchError, type EvalResults } from './runner';
+import { modelDigest } from './env';
+import { resolveModelPath } from './tokenizer';
 import { ProgressBar, resultsTable } from './format';
 
 export const ALL_ALGORITHMS = 'full,naive,cacheblend:0.15,legolink:16,legolink0,attnlink:16,promptcache';
@@ -31,11 +37,11 @@ async function main() {
       model: { type: 'string', default: 'stories260K' }, data: { type: 'string' }, algorithms: { type: 'string', default: ALL_ALGORITHMS },
       'max-new-tokens': { type: 'string', default: '32' }, out: { type: 'string' }, backend: { type: 'string', default: 'node' },
       limit: { type: 'string' }, dtype: { type: 'string' }, 'kv-dtype': { type: 'string' }, tokenizer: { type: 'string' },
-      'no-warmup': { type: 'boolean', default: false },
+      'no-warmup': { type: 'boolean', default: false }, resume: { type: 'boolean', default: false },
     },
   });
   if (!a.data) {
-    console.error('usage: npm run eval -- --model <path|stories260K|gemma-3-270m> --data <file.jsonl> [--algorithms a,b] [--max-new-tokens 32] [--out results.json] [--backend node|browser] [--limit N]');
+    console.error('usage: npm run eval -- --model <path|stories260K|gemma-3-270m> --data <file.jsonl> [--algorithms a,b] [--max-new-tokens 32] [--out results.json] [--backend node|browser] [--limit N] [--resume]');
     process.exit(2);
   }
   if (a.backend !== 'node' && a.backend !== 'browser') {
@@ -46,6 +52,21 @@ async function main() {
     console.error('--kv-dtype and --tokenizer are options of the node backend only');
     process.exit(2);
   }
+  if (a.resume && !a.out) {
+    console.error('--resume continues the results file named by --out');
+    process.exit(2);
+  }
+  let resume: EvalResults | undefined;
+  if (a.resume && existsSync(a.out!)) {
+    try {
+      resume = JSON.parse(readFileSync(a.out!, 'utf8')) as EvalResults;
+    } catch (e) {
+      console.error(`--resume: ${a.out} is not a results file (${e instanceof Error ? e.message : e})`);
+      process.exit(2);
+    }
+  } else if (a.resume) console.error(`--resume: ${a.out} does not exist yet; starting from the first case`);
+  const modelPath = resolveModelPath(a.model!);
+  const modelSha256 = existsSync(modelPath) ? modelDigest(modelPath) : undefined;
   let cases = readDataset(a.data);
   if (a.limit) cases = cases.slice(0, Number(a.limit));
   const algorithms = a.algorithms!.split(',').map((s) => s.trim()).filter(Boolean);
@@ -71,6 +92,7 @@ async function main() {
   try {
     const res = await runEval({
       backend, cases, data: a.data, algorithms, command: ['npm run eval --', ...process.argv.slice(2)].join(' '), maxNewTokens: Number(a['max-new-tokens']), out: a.out, warmup: !a['no-warmup'], signal: ac.signal,
+      modelSha256, resume,
       onProgress: (p) => bar.update(p.done, p.total, `case ${p.caseIndex + 1}/${p.cases} ${p.caseId} ${p.phase}${p.algorithm ? ` ${p.algorithm}` : ''}`),
     });
     bar.update(res.cases.length, cases.length * res.algorithms.length, ac.signal.aborted ? 'stopped' : 'done');
@@ -86,6 +108,10 @@ async function main() {
 }
 
 main().catch((e) => {
+  if (e instanceof ResumeMismatchError) {
+    console.error(`${e.message} (run without --resume, or with another --out, to start over)`);
+    process.exit(2);
+  }
   console.error(e instanceof Error ? (e.stack ?? e.message) : e);
   process.exit(1);
 });

@@ -3,7 +3,10 @@
  * chunks are compiled first (every compile variant the algorithms need), then
  * put in the store's fastest tier, and only then is each algorithm timed,
  * one request at a time, greedy. Results are aggregated per algorithm and
- * written after every answer, so a stopped run keeps what it measured.
+ * written after every answer, so a stopped run keeps what it measured, and a
+ * later run can resume it (`resume`): cases already answered by every
+ * algorithm are kept, the rest are run, provided nothing that shapes the
+ * numbers changed (model bytes, data, algorithms, backend, adapter).
  */
 import { renameSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
@@ -61,6 +64,8 @@ export interface EvalResults {
   model: string;
   data: string;
   backend: string;
+  /** SHA-256 of the model's files (env.ts `modelDigest`), when the caller gave it. */
+  model_sha256?: string;
   algorithms: string[];
   max_new_tokens: number;
   started_at: string;
@@ -76,7 +81,12 @@ export interface EvalResults {
   cases: CaseResult[];
   /** Requests that failed (e.g. a context too large for the device); the run goes on without them. */
   errors: { id: string; algorithm: string; message: string }[];
+  /** Earlier runs this one resumed, oldest first; the fields above describe the last run. */
+  resumed?: RunRecord[];
 }
+
+/** When and where one run of a resumed evaluation measured. */
+export type RunRecord = Pick<EvalResults, 'started_at' | 'finished_at' | 'commit' | 'loadavg_start' | 'loadavg_end' | 'cpus'>;
 
 export interface Progress {
   phase: 'compile' | 'warmup' | 'answer';
@@ -100,6 +110,9 @@ export interface RunOptions {
   signal?: AbortSignal;
   onProgress?: (p: Progress) => void;
   command?: string;
+  modelSha256?: string;
+  /** An earlier, stopped run of the same evaluation to continue (see `resumeMismatch`). */
+  resume?: EvalResults;
 }
 
 export function algorithmParams(spec: string): Record<string, unknown> {
@@ -134,26 +147,54 @@ export function writeJsonAtomic(path: string, value: unknown) {
   renameSync(tmp, path);
 }
 
+export class ResumeMismatchError extends Error {}
+
+/** Why `prev` cannot be resumed by a run with these settings, or null when it can. */
+export function resumeMismatch(prev: EvalResults, next: Pick<EvalResults, 'adapter' | 'model' | 'model_sha256' | 'data' | 'backend' | 'algorithms' | 'max_new_tokens'>): string | null {
+  if (prev.kind !== 'eval') return 'it is not an evaluation results file';
+  for (const k of ['model_sha256', 'model', 'data', 'backend', 'adapter', 'max_new_tokens'] as const) {
+    if (prev[k] !== next[k]) return `its ${k} is ${JSON.stringify(prev[k] ?? null)}, this run's is ${JSON.stringify(next[k] ?? null)}`;
+  }
+  if (prev.algorithms.join(',') !== next.algorithms.join(',')) return `its algorithms are ${prev.algorithms.join(',')}, this run's are ${next.algorithms.join(',')}`;
+  return null;
+}
+
 export async function runEval(o: RunOptions): Promise<EvalResults> {
   const algorithms = o.algorithms.map((a) => formatAlgorithm(parseAlgorithm(a)));
   const variants = new Set<VariantName>(algorithms.map(variantFor));
   const res: EvalResults = {
-    kind: 'eval', ...(o.command ? { command: o.command } : {}), adapter: o.backend.adapter, model: o.backend.model, data: o.data, backend: o.backend.name, algorithms,
+    kind: 'eval', ...(o.command ? { command: o.command } : {}), adapter: o.backend.adapter, model: o.backend.model, data: o.data, backend: o.backend.name,
+    ...(o.modelSha256 ? { model_sha256: o.modelSha256 } : {}), algorithms,
     max_new_tokens: o.maxNewTokens, started_at: new Date().toISOString(), finished_at: null, complete: false,
     ...runHost(), loadavg_end: null, results: aggregate(algorithms, []), cases: [], errors: [],
   };
+  const finished = new Set<string>();
+  if (o.resume) {
+    const why = resumeMismatch(o.resume, res);
+    if (why) throw new ResumeMismatchError(`cannot resume ${o.out ?? 'the earlier run'}: ${why}`);
+    // A case counts as done when every algorithm answered it; a partly answered one runs again, whole.
+    const wanted = new Set(o.cases.map((c) => c.id));
+    for (const id of wanted) {
+      if (algorithms.every((a) => o.resume!.cases.some((r) => r.id === id && r.algorithm === a))) finished.add(id);
+    }
+    res.cases = o.resume.cases.filter((r) => finished.has(r.id));
+    const { started_at, finished_at, commit, loadavg_start, loadavg_end, cpus } = o.resume;
+    res.resumed = [...(o.resume.resumed ?? []), { started_at, finished_at, commit, loadavg_start, loadavg_end, cpus }];
+  }
   const save = () => {
     res.results = aggregate(algorithms, res.cases);
     if (o.out) writeJsonAtomic(o.out, res);
   };
   save();
   const total = o.cases.length * algorithms.length;
-  let done = 0;
+  let done = finished.size * algorithms.length;
   const stopped = () => !!o.signal?.aborted;
-  for (const [ci, c] of o.cases.entries()) {
+  const todo = o.cases.filter((c) => !finished.has(c.id));
+  for (const [ci, c] of todo.entries()) {
     if (stopped()) break;
+    const index = o.cases.indexOf(c);
     const progress = (phase: Progress['phase'], algorithm?: string) =>
-      o.onProgress?.({ phase, caseIndex: ci, cases: o.cases.length, done, total, caseId: c.id, algorithm });
+      o.onProgress?.({ phase, caseIndex: index, cases: o.cases.length, done, total, caseId: c.id, algorithm });
     progress('compile');
     let p;
     try {
@@ -174,7 +215,7 @@ export async function runEval(o: RunOptions): Promise<EvalResults> {
       }
       await o.backend.preload(p);
       // Start each case with a different algorithm, so no algorithm always pays for going first.
-      const order = algorithms.map((_, i) => algorithms[(i + ci) % algorithms.length]);
+      const order = algorithms.map((_, i) => algorithms[(i + index) % algorithms.length]);
       for (const a of order) {
         if (stopped()) break;
         progress('answer', a);

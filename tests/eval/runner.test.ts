@@ -3,16 +3,18 @@
  * algorithms, results JSON in the documented schema; a stop signal keeps
  * what was measured; Prompt Cache modules sit at the positions the chunks
  * take in the prompt; Ctrl-C on the command line exits cleanly with the
- * results written so far.
+ * results written so far; a stopped run resumes, keeping its finished cases,
+ * and refuses to resume with another model, data or algorithms.
  */
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawn } from 'node:child_process';
 import { NodeBackend } from '../../src/eval/node-backend';
-import { runEval, type EvalResults } from '../../src/eval/runner';
+import { runEval, ResumeMismatchError, type EvalResults, type RunOptions } from '../../src/eval/runner';
+import { modelDigest } from '../../src/eval/env';
 import { generateMultiDoc } from '../../src/eval/generators/multidoc';
 import { toJsonl } from '../../src/eval/dataset';
 import { gpuEnv } from '../../scripts/gpu-env.mjs';
@@ -96,4 +98,59 @@ test('Ctrl-C on npm run eval stops cleanly and keeps the results so far', async 
   const j = JSON.parse(readFileSync(out, 'utf8')) as EvalResults;
   assert.equal(j.complete, false);
   assert.ok(j.cases.length >= 1 && j.cases.length < 4, `${j.cases.length} answers kept`);
+});
+
+test('a stopped run resumes: finished cases kept, the partly answered one run again, whole', async () => {
+  const b = await open();
+  const out = join(dir, 'resumed.json');
+  const algorithms = ['naive', 'legolink:1'];
+  const ac = new AbortController();
+  // Stop after three answers: case 1 finished, case 2 answered by one algorithm only.
+  const first = await runEval({
+    backend: b, cases, data, algorithms, maxNewTokens: 4, out, warmup: false, signal: ac.signal, modelSha256: 'abc',
+    onProgress: (p) => p.done === 3 && p.phase === 'answer' && ac.abort(),
+  });
+  assert.equal(first.complete, false);
+  assert.equal(first.cases.length, 3);
+  const saved = JSON.parse(readFileSync(out, 'utf8')) as EvalResults;
+  const seen: string[] = [];
+  const res = await runEval({
+    backend: b, cases, data, algorithms, maxNewTokens: 4, out, warmup: false, modelSha256: 'abc', resume: saved,
+    onProgress: (p) => seen.push(`${p.phase}:${p.caseId}:${p.done}/${p.total}`),
+  });
+  assert.equal(res.complete, true);
+  assert.equal(res.cases.length, 4);
+  assert.deepEqual(res.cases.slice(0, 2), saved.cases.filter((c) => c.id === cases[0].id), 'case 1 kept as measured');
+  assert.deepEqual(res.cases.slice(2).map((c) => c.id), [cases[1].id, cases[1].id]);
+  assert.deepEqual(new Set(res.cases.slice(2).map((c) => c.algorithm)), new Set(algorithms));
+  assert.ok(!seen.some((s) => s.includes(cases[0].id)), 'case 1 not compiled again');
+  assert.equal(seen[0], `compile:${cases[1].id}:2/4`);
+  assert.deepEqual(res.resumed, [{ started_at: saved.started_at, finished_at: saved.finished_at, commit: saved.commit, loadavg_start: saved.loadavg_start, loadavg_end: saved.loadavg_end, cpus: saved.cpus }]);
+  assert.ok(res.results.every((r) => r.n === 2));
+  const changes: [string, Partial<RunOptions>][] = [
+    ['model bytes', { modelSha256: 'abd' }], ['algorithms', { algorithms: ['naive', 'legolink:2'] }],
+    ['data', { data: join(dir, 'other.jsonl') }], ['max new tokens', { maxNewTokens: 5 }],
+  ];
+  for (const [what, o] of changes) {
+    await assert.rejects(runEval({ backend: b, cases, data, algorithms, maxNewTokens: 4, warmup: false, modelSha256: 'abc', resume: res, ...o }),
+      (e: unknown) => e instanceof ResumeMismatchError, what);
+  }
+});
+
+test('modelDigest: one changed byte or file name changes it', () => {
+  const m = join(dir, 'model');
+  mkdirSync(join(m, 'sub'), { recursive: true });
+  writeFileSync(join(m, 'config.json'), '{"a":1}');
+  writeFileSync(join(m, 'sub', 'w.bin'), new Uint8Array([1, 2, 3]));
+  const d0 = modelDigest(m);
+  assert.match(d0, /^[0-9a-f]{64}$/);
+  assert.equal(modelDigest(m), d0);
+  writeFileSync(join(m, 'sub', 'w.bin'), new Uint8Array([1, 2, 4]));
+  const d1 = modelDigest(m);
+  assert.notEqual(d1, d0);
+  writeFileSync(join(m, 'sub', 'w.bin'), new Uint8Array([1, 2, 3]));
+  assert.equal(modelDigest(m), d0);
+  writeFileSync(join(m, 'config2.json'), '');
+  assert.notEqual(modelDigest(m), d0, 'an added file counts');
+  assert.notEqual(modelDigest(join(m, 'config.json')), modelDigest(join(m, 'config2.json')));
 });
