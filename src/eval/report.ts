@@ -114,6 +114,15 @@ function loadSection(r: LoadResults, rel: string): string {
   return lines.join('\n');
 }
 
+/** How far a stopped evaluation got; with --resume the same command continues it. */
+function partial(r: EvalResults): string {
+  if (r.cases_planned == null) return 'stopped early';
+  const answers = new Map<string, number>();
+  for (const c of r.cases) answers.set(c.id, (answers.get(c.id) ?? 0) + 1);
+  const done = [...answers.values()].filter((n) => n === r.algorithms.length).length;
+  return `partial: ${done} of ${r.cases_planned} cases${r.command?.includes('--resume') ? ' (the same command continues it)' : ''}`;
+}
+
 function evalSection(runs: { r: EvalResults; file: string }[], rel: string): string {
   const lines: string[] = [];
   lines.push('## Accuracy against TTFT (EPIC Figure 6)', '');
@@ -124,7 +133,7 @@ function evalSection(runs: { r: EvalResults; file: string }[], rel: string): str
   for (const { r, file } of runs) {
     const name = file.replace(/^eval-/, '').replace(/\.json$/, '');
     lines.push(`### ${r.data.replace(/^.*\//, '')} · ${r.model}`, '');
-    lines.push(`\`${r.command ?? `npm run eval -- --model ${r.model} --data ${r.data}`}\` · adapter **${r.adapter}** · model **${r.model}** · ${r.backend} backend · max ${r.max_new_tokens} new tokens · ${r.started_at.slice(0, 10)} · host load ${host(r)}${r.complete ? '' : ' · **stopped early**'}`, '');
+    lines.push(`\`${r.command ?? `npm run eval -- --model ${r.model} --data ${r.data}`}\` · adapter **${r.adapter}** · model **${r.model}** · ${r.backend} backend · max ${r.max_new_tokens} new tokens · ${r.started_at.slice(0, 10)} · host load ${host(r)}${r.complete ? '' : ` · **${partial(r)}**`}`, '');
     lines.push(mdTable(['algorithm', 'n', 'accuracy', 'agree w/ full', 'TTFT mean (ms)', 'TTFT median', 'load', 'recompute', 'first token', 'recomputed', 'prompt tokens'], r.results.map((x) => [
       x.algorithm, x.n, f3(x.accuracy), f3(x.agreement_with_full), f0(x.ttft_ms_mean), f0(x.ttft_ms_median), f1(x.breakdown_ms_mean.load),
       f0(x.breakdown_ms_mean.recompute), f1(x.breakdown_ms_mean.first_token), pct(x.recompute_fraction), f0(x.prompt_tokens_mean),

@@ -72,6 +72,8 @@ export interface EvalResults {
   finished_at: string | null;
   /** False when the run was stopped (Ctrl-C) or is still going. */
   complete: boolean;
+  /** How many cases the run was asked for (`cases` holds one entry per case and algorithm answered). */
+  cases_planned?: number;
   /** The source revision, the host's 1-minute load average when the run started and ended, and its CPU count. */
   commit?: string | null;
   loadavg_start: number;
@@ -165,7 +167,7 @@ export async function runEval(o: RunOptions): Promise<EvalResults> {
   const res: EvalResults = {
     kind: 'eval', ...(o.command ? { command: o.command } : {}), adapter: o.backend.adapter, model: o.backend.model, data: o.data, backend: o.backend.name,
     ...(o.modelSha256 ? { model_sha256: o.modelSha256 } : {}), algorithms,
-    max_new_tokens: o.maxNewTokens, started_at: new Date().toISOString(), finished_at: null, complete: false,
+    max_new_tokens: o.maxNewTokens, started_at: new Date().toISOString(), finished_at: null, complete: false, cases_planned: o.cases.length,
     ...runHost(), loadavg_end: null, results: aggregate(algorithms, []), cases: [], errors: [],
   };
   const finished = new Set<string>();

@@ -91,3 +91,22 @@ test('RESULTS.md is built from the JSON files alone', () => {
   assert.ok(charts['scaling.svg'].includes('legolink:16 (N^0.93)'));
   assert.ok(!/NaN|undefined/.test(markdown));
 });
+
+test('RESULTS.md: a partial evaluation says how many cases every algorithm answered', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'legokv-results-'));
+  const c = (id: string, algorithm: string): CaseResult => ({
+    id, algorithm, metric: 'f1', score: 1, prediction: 'x', answers: ['x'], ttft_ms: 10, ttft_wall_ms: 10, breakdown_ms: { lookup: 0, load: 1, recompute: 8, first_token: 1 },
+    recomputed: 10, prompt_tokens: 100, recompute_fraction: 0.1, new_tokens: 1, decode_tokens_per_s: 10, compile_ms: 5,
+  });
+  const algorithms = ['full', 'naive'];
+  const cases = [c('a', 'full'), c('a', 'naive'), c('b', 'naive')];
+  const run = (o: object) => ({
+    kind: 'eval', adapter: 'Test Adapter', model: 'm', data: 'd.jsonl', backend: 'node', algorithms, max_new_tokens: 4, started_at: '2025-01-02T00:00:00Z',
+    finished_at: '2025-01-02T00:01:00Z', complete: false, loadavg_start: 1, loadavg_end: 1, cpus: 2, results: aggregate(algorithms, cases), cases, errors: [], ...o,
+  });
+  writeFileSync(join(dir, 'eval-resumable.json'), JSON.stringify(run({ cases_planned: 3, command: 'npm run eval -- --out x.json --resume' })));
+  writeFileSync(join(dir, 'eval-old.json'), JSON.stringify(run({})));
+  const { markdown } = buildResults(dir, join(dir, '..', 'RESULTS.md'));
+  assert.match(markdown, /\*\*partial: 1 of 3 cases \(the same command continues it\)\*\*/);
+  assert.match(markdown, /\*\*stopped early\*\*/, 'a file from before cases_planned');
+});

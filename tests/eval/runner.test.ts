@@ -38,7 +38,7 @@ test('2 cases × 2 algorithms: results JSON in the documented schema', async () 
   const j = JSON.parse(readFileSync(out, 'utf8')) as EvalResults;
   assert.deepEqual(j, JSON.parse(JSON.stringify(res, (_k, v) => (typeof v === 'number' && !Number.isFinite(v) ? null : v))));
   for (const k of ['adapter', 'model', 'data', 'results', 'cases']) assert.ok(k in j, k);
-  assert.ok(j.adapter.length > 0 && j.model === 'stories260K.bin' && j.data === data && j.complete);
+  assert.ok(j.adapter.length > 0 && j.model === 'stories260K.bin' && j.data === data && j.complete && j.cases_planned === 2);
   assert.deepEqual(j.results.map((r) => r.algorithm), ['full', 'legolink:16']);
   assert.deepEqual(j.results[1].params, { k: 16 });
   for (const r of j.results) {
