@@ -67,7 +67,7 @@ def parse_args(argv=None):
     ap.add_argument('--intermediate', type=int, default=512)
     ap.add_argument('--layers', type=int, default=6)
     ap.add_argument('--heads', type=int, default=6)
-    ap.add_argument('--kv-heads', type=int, default=2)
+    ap.add_argument('--kv-heads', type=int, default=3)
     ap.add_argument('--max-len', type=int, default=2048)
     # optimization
     ap.add_argument('--steps', type=int, default=100_000,
