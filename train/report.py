@@ -21,8 +21,6 @@ CARD = os.path.join(ROOT, 'docs', 'models', 'qa-demo.md')
 
 EVAL_JSON = os.path.join(ROOT, 'docs', 'results', 'eval-qa-demo.json')
 SINKS_JSON = os.path.join(ROOT, 'docs', 'results', 'sinks-qa-demo.json')
-EVAL_DATA = os.path.join(HERE, 'eval', 'qa-demo-eval.jsonl')
-N_HELD_OUT = sum(1 for line in open(EVAL_DATA) if line.strip()) if os.path.exists(EVAL_DATA) else 200
 EVAL_CMD = ('npm run eval -- --model qa-demo --data train/eval/qa-demo-eval.jsonl --algorithms '
             'full,naive,legolink:1,legolink:2,legolink:4,legolink:16,legolink0,attnlink:16,'
             'cacheblend:0.05,cacheblend:0.15,cacheblend:0.3 --max-new-tokens 16 '
@@ -36,15 +34,19 @@ def linking_section() -> str:
     out = []
     ev = json.load(open(EVAL_JSON)) if os.path.exists(EVAL_JSON) else None
     if ev:
-        done = len({c['id'] for c in ev['cases']})
+        # finished cases: answered by every algorithm (what `npm run eval --resume` keeps)
+        answered = defaultdict(set)
+        for c in ev['cases']:
+            answered[c['id']].add(c['algorithm'])
+        done = sum(1 for algs in answered.values() if algs >= set(ev['algorithms']))
         runs = len(ev.get('resumed', [])) + 1
         out.append(f"`{ev.get('command', EVAL_CMD)}` on **{ev['adapter']}**, {ev['backend']} backend, greedy "
                    f"(LegoKV's own engine and WGSL kernels, not transformers), {runs} run{'s' if runs > 1 else ''}. "
                    "Chunks are compiled before timing; each chunk keeps its own BOS, so `full` here is the `linked` "
                    "layout above.\n")
         if not ev.get('complete'):
-            out.append(f'**Partial: {done} of the {N_HELD_OUT} held-out cases so far.** The same command continues '
-                       'it (`--resume` keeps the finished cases); then `python train/report.py`.\n')
+            out.append(f"**Partial: {done} of the {ev.get('cases_planned', '?')} held-out cases so far.** The same "
+                       'command continues it (`--resume` keeps the finished cases); then `python train/report.py`.\n')
         out.append('| algorithm | cases | F1 | agreement with full | TTFT mean ms | TTFT median ms | recompute ms '
                    '| recomputed tokens |')
         out.append('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |')

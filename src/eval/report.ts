@@ -13,7 +13,7 @@ import { spawnSync } from 'node:child_process';
 import { parseArgs } from 'node:util';
 import type { ScalingResults } from './bench-scaling';
 import type { LoadResults } from './bench-load';
-import type { EvalResults } from './runner';
+import { answeredByAll, type EvalResults } from './runner';
 import { accuracyChart, loadChart, scalingChart } from './charts';
 import { REPO_ROOT } from './tokenizer';
 
@@ -117,9 +117,7 @@ function loadSection(r: LoadResults, rel: string): string {
 /** How far a stopped evaluation got; with --resume the same command continues it. */
 function partial(r: EvalResults): string {
   if (r.cases_planned == null) return 'stopped early';
-  const answers = new Map<string, number>();
-  for (const c of r.cases) answers.set(c.id, (answers.get(c.id) ?? 0) + 1);
-  const done = [...answers.values()].filter((n) => n === r.algorithms.length).length;
+  const done = answeredByAll(r.algorithms, r.cases).size;
   return `partial: ${done} of ${r.cases_planned} cases${r.command?.includes('--resume') ? ' (the same command continues it)' : ''}`;
 }
 

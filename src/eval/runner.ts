@@ -151,6 +151,13 @@ export function writeJsonAtomic(path: string, value: unknown) {
 
 export class ResumeMismatchError extends Error {}
 
+/** Ids of the cases that every algorithm answered: a run's finished cases. */
+export function answeredByAll(algorithms: readonly string[], cases: readonly CaseResult[]): Set<string> {
+  const by = new Map<string, Set<string>>();
+  for (const c of cases) by.set(c.id, (by.get(c.id) ?? new Set()).add(c.algorithm));
+  return new Set([...by].filter(([, seen]) => algorithms.every((a) => seen.has(a))).map(([id]) => id));
+}
+
 /** Why `prev` cannot be resumed by a run with these settings, or null when it can. */
 export function resumeMismatch(prev: EvalResults, next: Pick<EvalResults, 'adapter' | 'model' | 'model_sha256' | 'data' | 'backend' | 'algorithms' | 'max_new_tokens'>): string | null {
   if (prev.kind !== 'eval') return 'it is not an evaluation results file';
@@ -170,15 +177,13 @@ export async function runEval(o: RunOptions): Promise<EvalResults> {
     max_new_tokens: o.maxNewTokens, started_at: new Date().toISOString(), finished_at: null, complete: false, cases_planned: o.cases.length,
     ...runHost(), loadavg_end: null, results: aggregate(algorithms, []), cases: [], errors: [],
   };
-  const finished = new Set<string>();
+  let finished = new Set<string>();
   if (o.resume) {
     const why = resumeMismatch(o.resume, res);
     if (why) throw new ResumeMismatchError(`cannot resume ${o.out ?? 'the earlier run'}: ${why}`);
-    // A case counts as done when every algorithm answered it; a partly answered one runs again, whole.
-    const wanted = new Set(o.cases.map((c) => c.id));
-    for (const id of wanted) {
-      if (algorithms.every((a) => o.resume!.cases.some((r) => r.id === id && r.algorithm === a))) finished.add(id);
-    }
+    // Kept: this run's cases that every algorithm answered; a partly answered one runs again, whole.
+    const answered = answeredByAll(algorithms, o.resume.cases);
+    finished = new Set(o.cases.map((c) => c.id).filter((id) => answered.has(id)));
     res.cases = o.resume.cases.filter((r) => finished.has(r.id));
     const { started_at, finished_at, commit, loadavg_start, loadavg_end, cpus } = o.resume;
     res.resumed = [...(o.resume.resumed ?? []), { started_at, finished_at, commit, loadavg_start, loadavg_end, cpus }];
@@ -191,10 +196,10 @@ export async function runEval(o: RunOptions): Promise<EvalResults> {
   const total = o.cases.length * algorithms.length;
   let done = finished.size * algorithms.length;
   const stopped = () => !!o.signal?.aborted;
-  const todo = o.cases.filter((c) => !finished.has(c.id));
-  for (const [ci, c] of todo.entries()) {
+  let warm = o.warmup === false;
+  for (const [index, c] of o.cases.entries()) {
+    if (finished.has(c.id)) continue;
     if (stopped()) break;
-    const index = o.cases.indexOf(c);
     const progress = (phase: Progress['phase'], algorithm?: string) =>
       o.onProgress?.({ phase, caseIndex: index, cases: o.cases.length, done, total, caseId: c.id, algorithm });
     progress('compile');
@@ -208,7 +213,8 @@ export async function runEval(o: RunOptions): Promise<EvalResults> {
       continue;
     }
     try {
-      if (ci === 0 && o.warmup !== false) {
+      if (!warm) {
+        warm = true;
         for (const a of algorithms) {
           if (stopped()) break;
           progress('warmup', a);
