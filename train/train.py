@@ -69,6 +69,9 @@ def parse_args(argv=None):
     ap.add_argument('--heads', type=int, default=6)
     ap.add_argument('--kv-heads', type=int, default=3)
     ap.add_argument('--max-len', type=int, default=2048)
+    ap.add_argument('--rope-theta', type=float, default=10_000.0,
+                    help='RoPE base. Tried: 1e6 (more rotary pairs nearly still over 2K tokens, for matching names '
+                         'far back) lowered answer loss on 2K rows by 0.1-0.2 nats at equal steps but not held-out F1')
     # optimization
     ap.add_argument('--steps', type=int, default=100_000,
                     help='step cap; the default leaves the wall-clock budget (--max-minutes) to end the run')
@@ -241,7 +244,7 @@ def hf_config(a, tok_cfg):
         vocab_size=a.vocab, hidden_size=a.hidden, intermediate_size=a.intermediate,
         num_hidden_layers=a.layers, num_attention_heads=a.heads, num_key_value_heads=a.kv_heads,
         head_dim=a.hidden // a.heads, max_position_embeddings=a.max_len, rms_norm_eps=1e-5,
-        rope_theta=10000.0, hidden_act='silu', attention_bias=False, mlp_bias=False,
+        rope_theta=a.rope_theta, hidden_act='silu', attention_bias=False, mlp_bias=False,
         tie_word_embeddings=True, bos_token_id=tok_cfg['bos'], eos_token_id=tok_cfg['eos'],
         pad_token_id=tok_cfg['pad'], initializer_range=0.02, use_cache=True,
     )
@@ -363,7 +366,7 @@ def main(argv=None):
     random.seed(a.seed)
     margs = ModelArgs(vocab_size=a.vocab, hidden_size=a.hidden, intermediate_size=a.intermediate,
                       num_hidden_layers=a.layers, num_attention_heads=a.heads, num_key_value_heads=a.kv_heads,
-                      max_position_embeddings=a.max_len)
+                      max_position_embeddings=a.max_len, rope_theta=a.rope_theta)
     model = TinyLlama(margs)
     n_params = model.num_params()
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
@@ -376,7 +379,7 @@ def main(argv=None):
     dev_csv = os.path.join(a.log_dir, 'dev_log.csv')
     if os.path.exists(ckpt_path) and not a.fresh:
         ck = torch.load(ckpt_path, weights_only=False)
-        shape = ('vocab', 'hidden', 'intermediate', 'layers', 'heads', 'kv_heads', 'max_len')
+        shape = ('vocab', 'hidden', 'intermediate', 'layers', 'heads', 'kv_heads', 'max_len', 'rope_theta')
         if any(ck['args'].get(k) != getattr(a, k) for k in shape):
             raise SystemExit(f'{ckpt_path} is for another model shape; use --fresh or another --ckpt-dir')
         model.load_state_dict(ck['model'])
