@@ -3,6 +3,7 @@
 
     python train/train.py                      # the full run (resumes from train/ckpt/ if present)
     python train/train.py --smoke              # a two-minute end-to-end check into /tmp/qa-demo-smoke
+                                               # (also checks the packed attention against a dense mask)
     python train/train.py --max-minutes 30     # stop earlier (the LR decay is pulled in to finish by then)
     python train/train.py --fresh              # ignore an existing checkpoint
 
@@ -13,7 +14,7 @@ Steps, in order:
     missing or with --fresh) and a separate 48-case dev set for monitoring (seed 555000), both
     1K-2K tokens of documents;
  3. training: every step draws fresh samples from train/data.py (seeded by the step
-    number, so a resumed run sees the same data). Samples are packed into rows of 256,
+    number, so a resumed run sees the same data). train/packing.py packs them into rows of 256,
     512, 1024 or 2048 tokens (short rows first, a curriculum), several samples per row
     with a block-diagonal attention mask and position ids restarting at 0 per sample.
     Each sample carries several question/answer blocks that share its documents: every
@@ -27,7 +28,7 @@ Steps, in order:
  5. every --eval-every steps: greedy generation with transformers' LlamaForCausalLM (the
     current weights) on the dev set, exact match and F1 logged; checkpoints every few
     minutes to train/ckpt/last.pt (git-ignored);
- 6. export: model.safetensors (f16) + config.json + generation_config.json + tokenizer into
+ 6. export (train/export.py): model.safetensors (f16) + config.json + generation_config.json + tokenizer into
     public/models/qa-demo/, reloaded with AutoModelForCausalLM and checked against the
     training model's logits; then the held-out F1 (train/evaluate.py) into
     train/eval/results.json.
@@ -40,10 +41,8 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import math
 import os
 import random
-import shutil
 import sys
 import time
 
@@ -103,127 +102,6 @@ def parse_args(argv=None):
     return args
 
 
-# ----------------------------------------------------------------------------- batches
-
-ROW_LENS = (256, 512, 1024, 2048)
-
-
-def row_len_weights(progress: float):
-    """Curriculum: short rows first, then mostly long ones (the eval contexts are 1K-2K)."""
-    if progress < 0.25:
-        return (0.5, 0.5, 0.0, 0.0)
-    if progress < 0.5:
-        return (0.2, 0.4, 0.3, 0.1)
-    return (0.1, 0.2, 0.3, 0.4)
-
-
-class Packer:
-    """Builds rows of token ids, sample ids, segment ids, positions, labels and loss weights."""
-
-    def __init__(self, tok, bos: int, eos: int, pad: int, answer_weight: float):
-        self.tok, self.bos, self.eos, self.pad = tok, bos, eos, pad
-        self.answer_weight = answer_weight
-        self.cache: dict[str, list[int]] = {}
-
-    def enc(self, text: str) -> list[int]:
-        return self.tok.encode(text, add_special_tokens=False).ids
-
-    def count(self, text: str) -> int:
-        return len(self.enc(text))
-
-    def sample_parts(self, rng: random.Random, total: int):
-        """One sample of about `total` tokens: document ids and QA blocks (question ids, answer ids)."""
-        import data
-        n_q = 1 + total // 70
-        doc_budget = max(60, total - 1 - 22 * n_q)
-        s = data.make_sample(rng, doc_budget, n_questions=n_q, count=self.count)
-        docs = [self.bos]
-        for d in s.docs:
-            docs += self.enc(d)
-        blocks = [(self.enc(data.question_text(qa, s.instruction)), self.enc(data.answer_text(qa)) + [self.eos])
-                  for qa in s.qas]
-        return docs, blocks
-
-    def row(self, rng: random.Random, L: int):
-        ids, smp, seg, pos, kind = [], [], [], [], []  # kind: 0 doc, 1 question, 2 answer
-        layout = []  # (start, n_docs, end) per sample
-        k = 0
-        while L - len(ids) >= 120:
-            room = L - len(ids)
-            total = rng.randint(max(120, room // 2), room) if k == 0 else rng.randint(120, room)
-            for _ in range(4):
-                docs, blocks = self.sample_parts(rng, total)
-                if blocks and len(docs) + len(blocks[0][0]) + len(blocks[0][1]) <= room:
-                    break
-                total = int(total * 0.8)
-            else:
-                break
-            start = len(ids)
-            ids += docs
-            smp += [k] * len(docs)
-            seg += [0] * len(docs)
-            pos += list(range(len(docs)))
-            kind += [0] * len(docs)
-            for j, (q, a) in enumerate(blocks):
-                if len(ids) + len(q) + len(a) > L:
-                    break
-                ids += q + a
-                smp += [k] * (len(q) + len(a))
-                seg += [j + 1] * (len(q) + len(a))
-                pos += list(range(len(docs), len(docs) + len(q) + len(a)))
-                kind += [1] * len(q) + [2] * len(a)
-            layout.append((start, len(docs), len(ids)))
-            k += 1
-        n = L - len(ids)
-        ids += [self.pad] * n
-        smp += [-1] * n
-        seg += [0] * n
-        pos += [0] * n
-        kind += [-1] * n
-        # labels: next token of the same sample that continues this token's text
-        labels, weights = [-100] * L, [0.0] * L
-        for i in range(L - 1):
-            if smp[i] < 0 or smp[i + 1] != smp[i]:
-                continue
-            if seg[i + 1] == seg[i] or (seg[i] == 0 and seg[i + 1] == 1):
-                labels[i] = ids[i + 1]
-                weights[i] = self.answer_weight if kind[i + 1] == 2 else 1.0
-        return ids, smp, seg, pos, labels, weights, kind, layout
-
-    def batch(self, step_seed: str, progress: float, tokens_per_step: int):
-        import torch
-        from model import Segments
-        rng = random.Random(step_seed)
-        L = rng.choices(ROW_LENS, weights=row_len_weights(progress))[0]
-        B = max(1, tokens_per_step // L)
-        rows = [self.row(rng, L) for _ in range(B)]
-        t = lambda i, dt=torch.long: torch.tensor([r[i] for r in rows], dtype=dt)  # noqa: E731
-        ids, smp, seg, pos, labels = t(0), t(1), t(2), t(3), t(4)
-        weights, kind = t(5, torch.float32), t(6)
-        seg_rows = []
-        for r in rows:
-            samples = []
-            for start, d, end in r[7]:
-                s = torch.tensor(r[2][start + d:end])  # QA block ids of this sample's QA tokens
-                qa = torch.cat([torch.ones(len(s), d, dtype=torch.bool),
-                                (s[:, None] == s[None, :]) & torch.ones(len(s), len(s), dtype=torch.bool).tril()],
-                               dim=1) if len(s) else None
-                samples.append((start, d, end, qa))
-            seg_rows.append(samples)
-        return dict(ids=ids, pos=pos, mask=Segments(seg_rows, L), labels=labels, weights=weights, kind=kind, L=L,
-                    smp=smp, seg=seg)
-
-    @staticmethod
-    def dense_mask(b):
-        """The same attention as b['mask'], as a dense (B, 1, L, L) boolean mask (for tests)."""
-        import torch
-        smp, seg, L = b['smp'], b['seg'], b['L']
-        causal = torch.ones(L, L, dtype=torch.bool).tril()
-        mask = (smp[:, :, None] == smp[:, None, :]) & causal
-        mask &= (seg[:, None, :] == 0) | (seg[:, :, None] == seg[:, None, :])
-        return mask[:, None]
-
-
 # ----------------------------------------------------------------------------- schedule
 
 def lr_at(step: int, progress: float, a) -> float:
@@ -236,69 +114,7 @@ def lr_at(step: int, progress: float, a) -> float:
     return a.lr * warm * f
 
 
-# ----------------------------------------------------------------------------- HF export
-
-def hf_config(a, tok_cfg):
-    from transformers import LlamaConfig
-    return LlamaConfig(
-        vocab_size=a.vocab, hidden_size=a.hidden, intermediate_size=a.intermediate,
-        num_hidden_layers=a.layers, num_attention_heads=a.heads, num_key_value_heads=a.kv_heads,
-        head_dim=a.hidden // a.heads, max_position_embeddings=a.max_len, rms_norm_eps=1e-5,
-        rope_theta=a.rope_theta, hidden_act='silu', attention_bias=False, mlp_bias=False,
-        tie_word_embeddings=True, bos_token_id=tok_cfg['bos'], eos_token_id=tok_cfg['eos'],
-        pad_token_id=tok_cfg['pad'], initializer_range=0.02, use_cache=True,
-    )
-
-
-def to_hf(model, a, tok_cfg):
-    import torch
-    from transformers import LlamaForCausalLM
-    hf = LlamaForCausalLM(hf_config(a, tok_cfg)).eval()
-    sd = {k: v.detach().clone() for k, v in model.state_dict().items()}
-    missing, unexpected = hf.load_state_dict(sd, strict=False)
-    missing = [m for m in missing if not m.endswith('rotary_emb.inv_freq') and m != 'lm_head.weight']
-    if missing or unexpected:
-        raise RuntimeError(f'state dict mismatch: missing {missing}, unexpected {unexpected}')
-    hf.tie_weights()
-    with torch.no_grad():
-        assert torch.equal(hf.lm_head.weight, hf.model.embed_tokens.weight)
-    return hf
-
-
-def export(model, a, tok_cfg, out: str, tokenizer_src: str, log):
-    import torch
-    from transformers import AutoModelForCausalLM, GenerationConfig
-    hf = to_hf(model, a, tok_cfg)
-    tmp = out + '.tmp'
-    shutil.rmtree(tmp, ignore_errors=True)
-    hf.to(torch.float16)
-    hf.generation_config = GenerationConfig(bos_token_id=tok_cfg['bos'], eos_token_id=tok_cfg['eos'],
-                                            pad_token_id=tok_cfg['pad'], do_sample=False, max_new_tokens=32)
-    hf.save_pretrained(tmp, safe_serialization=True)
-    for f in ('tokenizer.json', 'tokenizer_config.json'):
-        shutil.copy(os.path.join(tokenizer_src, f), os.path.join(tmp, f))
-    # reload the way users will, and check it against the training model
-    re = AutoModelForCausalLM.from_pretrained(tmp, dtype=torch.float32).eval()
-    g = torch.Generator().manual_seed(0)
-    ids = torch.randint(3, a.vocab, (1, 300), generator=g)
-    with torch.no_grad():
-        want = model(ids, torch.arange(300)[None], None).float()
-        got = re(ids).logits.float()
-    err = ((got - want).abs().max() / (want.max() - want.min())).item()
-    agree = (got.argmax(-1) == want.argmax(-1)).float().mean().item()
-    log(f'export check: max |logit diff| / logit range = {err:.2e}, argmax agreement {agree:.4f}')
-    if err > 2e-2:
-        raise RuntimeError(f'exported model does not match the trained one (relative error {err:.3e})')
-    if os.path.isdir(out):
-        for f in os.listdir(out):
-            if f not in ('tokenizer.json', 'tokenizer_config.json', 'README.md'):
-                os.remove(os.path.join(out, f))
-    os.makedirs(out, exist_ok=True)
-    for f in os.listdir(tmp):
-        shutil.move(os.path.join(tmp, f), os.path.join(out, f))
-    shutil.rmtree(tmp, ignore_errors=True)
-    return {'export_rel_err': err, 'export_argmax_agree': agree}
-
+# ----------------------------------------------------------------------------- logs
 
 def shown(path: str) -> str:
     """A path as the logs show it: relative to the repository when inside it (no machine paths)."""
@@ -329,7 +145,9 @@ def main(argv=None):
     import data
     import evaluate
     import tokenizer as tokmod
+    from export import export, to_hf
     from model import ModelArgs, TinyLlama
+    from packing import Packer, check_segments
 
     torch.set_num_threads(a.threads)
     os.makedirs(a.log_dir, exist_ok=True)
@@ -396,6 +214,11 @@ def main(argv=None):
         f'ffn {a.intermediate}, vocab {a.vocab}); threads {torch.get_num_threads()}; bf16 autocast {bool(a.bf16)}')
 
     packer = Packer(tok, tok_cfg['bos'], tok_cfg['eos'], tok_cfg['pad'], a.answer_weight)
+    if a.smoke:
+        err = check_segments(model, packer.batch('smoke-mask', 0.9, a.tokens_per_step))
+        log(f'packed attention vs dense mask: max |logit diff| {err:.2e}')
+        if err > 1e-4:
+            raise RuntimeError(f'the packed attention (Segments) differs from its dense mask by {err:.3e}')
     hf_encode = lambda t: tok.encode(t, add_special_tokens=False).ids  # noqa: E731
     hf_decode = lambda ids: tok.decode(ids, skip_special_tokens=True)  # noqa: E731
 
