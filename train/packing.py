@@ -6,14 +6,17 @@ block attends to the documents and to itself only and sits at the positions righ
 documents, so each block is exactly one "BOS, documents, Question, Answer, EOS" sequence while
 the documents are computed once. `Packer.batch` gives the model a `Segments` layout (model.py)
 for that attention; `check_segments` compares it with the same attention as a dense mask.
+
+A sample's QA blocks count inside its row length, so a 2K row's longest documents are ~1,380
+tokens and no answer is trained past position ~1,405, short of the eval's 1-2K-token contexts.
+Tried: rows of 2L tokens whose documents span up to L positions (answers up to 2,013): in the
+same hour, held-out F1 0.191 against 0.265 (fewer steps, weaker at every length), so not kept.
 """
 from __future__ import annotations
 
 import random
 
-ROW_LENS = (256, 512, 1024, 2048)  # position spans: no sample in a row reaches position L
-ROW_TOKENS = 2  # a row holds 2 L tokens: a sample's question/answer blocks add tokens, not positions
-QA_ROOM = 30  # positions kept after the documents for the question, the answer and EOS
+ROW_LENS = (256, 512, 1024, 2048)
 
 
 def row_len_weights(progress: float):
@@ -40,13 +43,10 @@ class Packer:
         return len(self.enc(text))
 
     def sample_parts(self, rng: random.Random, total: int):
-        """One sample whose BOS, documents and one question/answer block span about `total`
-        positions: document ids and its QA blocks (question ids, answer ids), one per 70 positions.
-        The documents take all but QA_ROOM of the span, so a span of L trains the question at the
-        positions a context of L tokens puts it (every block sits right after the documents)."""
+        """One sample of about `total` tokens: document ids and QA blocks (question ids, answer ids)."""
         import data
         n_q = 1 + total // 70
-        doc_budget = max(60, total - 1 - QA_ROOM)
+        doc_budget = max(60, total - 1 - 22 * n_q)
         s = data.make_sample(rng, doc_budget, n_questions=n_q, count=self.count)
         docs = [self.bos]
         for d in s.docs:
@@ -56,17 +56,15 @@ class Packer:
         return docs, blocks
 
     def row(self, rng: random.Random, L: int):
-        """One row of ROW_TOKENS * L tokens; the first sample spans L/2 to L positions."""
-        T = ROW_TOKENS * L
         ids, smp, seg, pos, kind = [], [], [], [], []  # kind: 0 doc, 1 question, 2 answer
         layout = []  # (start, n_docs, end) per sample
         k = 0
-        while T - len(ids) >= 120:
-            span = min(L, T - len(ids))
-            total = rng.randint(max(120, span // 2), span) if k == 0 else rng.randint(120, span)
+        while L - len(ids) >= 120:
+            room = L - len(ids)
+            total = rng.randint(max(120, room // 2), room) if k == 0 else rng.randint(120, room)
             for _ in range(4):
                 docs, blocks = self.sample_parts(rng, total)
-                if blocks and len(docs) + len(blocks[0][0]) + len(blocks[0][1]) <= span:
+                if blocks and len(docs) + len(blocks[0][0]) + len(blocks[0][1]) <= room:
                     break
                 total = int(total * 0.8)
             else:
@@ -78,10 +76,8 @@ class Packer:
             pos += list(range(len(docs)))
             kind += [0] * len(docs)
             for j, (q, a) in enumerate(blocks):
-                if len(ids) + len(q) + len(a) > T:
+                if len(ids) + len(q) + len(a) > L:
                     break
-                if len(docs) + len(q) + len(a) > L:
-                    continue  # a long question would reach position L
                 ids += q + a
                 smp += [k] * (len(q) + len(a))
                 seg += [j + 1] * (len(q) + len(a))
@@ -89,15 +85,15 @@ class Packer:
                 kind += [1] * len(q) + [2] * len(a)
             layout.append((start, len(docs), len(ids)))
             k += 1
-        n = T - len(ids)
+        n = L - len(ids)
         ids += [self.pad] * n
         smp += [-1] * n
         seg += [0] * n
         pos += [0] * n
         kind += [-1] * n
         # labels: next token of the same sample that continues this token's text
-        labels, weights = [-100] * T, [0.0] * T
-        for i in range(T - 1):
+        labels, weights = [-100] * L, [0.0] * L
+        for i in range(L - 1):
             if smp[i] < 0 or smp[i + 1] != smp[i]:
                 continue
             if seg[i + 1] == seg[i] or (seg[i] == 0 and seg[i + 1] == 1):
@@ -110,7 +106,7 @@ class Packer:
         from model import Segments
         rng = random.Random(step_seed)
         L = rng.choices(ROW_LENS, weights=row_len_weights(progress))[0]
-        B = max(1, tokens_per_step // (ROW_TOKENS * L))
+        B = max(1, tokens_per_step // L)
         rows = [self.row(rng, L) for _ in range(B)]
         t = lambda i, dt=torch.long: torch.tensor([r[i] for r in rows], dtype=dt)  # noqa: E731
         ids, smp, seg, pos, labels = t(0), t(1), t(2), t(3), t(4)
@@ -125,20 +121,18 @@ class Packer:
                                dim=1) if len(s) else None
                 samples.append((start, d, end, qa))
             seg_rows.append(samples)
-        return dict(ids=ids, pos=pos, mask=Segments(seg_rows, ids.shape[1]), labels=labels, weights=weights, kind=kind, L=L,
+        return dict(ids=ids, pos=pos, mask=Segments(seg_rows, L), labels=labels, weights=weights, kind=kind, L=L,
                     smp=smp, seg=seg)
 
     @staticmethod
     def dense_mask(b):
-        """The same attention as b['mask'], as a dense (B, 1, T, T) boolean mask (check_segments compares the two)."""
+        """The same attention as b['mask'], as a dense (B, 1, L, L) boolean mask (check_segments compares the two)."""
         import torch
-        smp, seg = b['smp'], b['seg']
-        T = smp.shape[1]
-        causal = torch.ones(T, T, dtype=torch.bool).tril()
+        smp, seg, L = b['smp'], b['seg'], b['L']
+        causal = torch.ones(L, L, dtype=torch.bool).tril()
         mask = (smp[:, :, None] == smp[:, None, :]) & causal
         mask &= (seg[:, None, :] == 0) | (seg[:, :, None] == seg[:, None, :])
         return mask[:, None]
-
 
 def check_segments(model, b) -> float:
     """Largest |logit difference| between the packed `Segments` attention and the dense mask on
