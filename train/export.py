@@ -8,22 +8,27 @@ from __future__ import annotations
 import os
 import shutil
 
-def hf_config(a, tok_cfg):
+from model import ModelArgs
+
+
+def hf_config(m: ModelArgs, tok_cfg):
+    """transformers' LlamaConfig for the training model's shape (its ModelArgs, the one source)."""
     from transformers import LlamaConfig
     return LlamaConfig(
-        vocab_size=a.vocab, hidden_size=a.hidden, intermediate_size=a.intermediate,
-        num_hidden_layers=a.layers, num_attention_heads=a.heads, num_key_value_heads=a.kv_heads,
-        head_dim=a.hidden // a.heads, max_position_embeddings=a.max_len, rms_norm_eps=1e-5,
-        rope_theta=a.rope_theta, hidden_act='silu', attention_bias=False, mlp_bias=False,
-        tie_word_embeddings=True, bos_token_id=tok_cfg['bos'], eos_token_id=tok_cfg['eos'],
-        pad_token_id=tok_cfg['pad'], initializer_range=0.02, use_cache=True,
+        vocab_size=m.vocab_size, hidden_size=m.hidden_size, intermediate_size=m.intermediate_size,
+        num_hidden_layers=m.num_hidden_layers, num_attention_heads=m.num_attention_heads,
+        num_key_value_heads=m.num_key_value_heads, head_dim=m.head_dim,
+        max_position_embeddings=m.max_position_embeddings, rms_norm_eps=m.rms_norm_eps,
+        rope_theta=m.rope_theta, hidden_act='silu', attention_bias=False, mlp_bias=False,
+        tie_word_embeddings=m.tie_word_embeddings, bos_token_id=tok_cfg['bos'], eos_token_id=tok_cfg['eos'],
+        pad_token_id=tok_cfg['pad'], initializer_range=m.initializer_range, use_cache=True,
     )
 
 
-def to_hf(model, a, tok_cfg):
+def to_hf(model, tok_cfg):
     import torch
     from transformers import LlamaForCausalLM
-    hf = LlamaForCausalLM(hf_config(a, tok_cfg)).eval()
+    hf = LlamaForCausalLM(hf_config(model.args, tok_cfg)).eval()
     sd = {k: v.detach().clone() for k, v in model.state_dict().items()}
     missing, unexpected = hf.load_state_dict(sd, strict=False)
     missing = [m for m in missing if not m.endswith('rotary_emb.inv_freq') and m != 'lm_head.weight']
@@ -35,10 +40,10 @@ def to_hf(model, a, tok_cfg):
     return hf
 
 
-def export(model, a, tok_cfg, out: str, tokenizer_src: str, log):
+def export(model, tok_cfg, out: str, tokenizer_src: str, log):
     import torch
     from transformers import AutoModelForCausalLM, GenerationConfig
-    hf = to_hf(model, a, tok_cfg)
+    hf = to_hf(model, tok_cfg)
     tmp = out + '.tmp'
     shutil.rmtree(tmp, ignore_errors=True)
     hf.to(torch.float16)
@@ -50,7 +55,7 @@ def export(model, a, tok_cfg, out: str, tokenizer_src: str, log):
     # reload the way users will, and check it against the training model
     re = AutoModelForCausalLM.from_pretrained(tmp, dtype=torch.float32).eval()
     g = torch.Generator().manual_seed(0)
-    ids = torch.randint(3, a.vocab, (1, 300), generator=g)
+    ids = torch.randint(3, model.args.vocab_size, (1, 300), generator=g)
     with torch.no_grad():
         want = model(ids, torch.arange(300)[None], None).float()
         got = re(ids).logits.float()

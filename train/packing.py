@@ -34,7 +34,6 @@ class Packer:
     def __init__(self, tok, bos: int, eos: int, pad: int, answer_weight: float):
         self.tok, self.bos, self.eos, self.pad = tok, bos, eos, pad
         self.answer_weight = answer_weight
-        self.cache: dict[str, list[int]] = {}
 
     def enc(self, text: str) -> list[int]:
         return self.tok.encode(text, add_special_tokens=False).ids
@@ -133,6 +132,7 @@ class Packer:
         mask = (smp[:, :, None] == smp[:, None, :]) & causal
         mask &= (seg[:, None, :] == 0) | (seg[:, :, None] == seg[:, None, :])
         return mask[:, None]
+
 
 def check_segments(model, b) -> float:
     """Largest |logit difference| between the packed `Segments` attention and the dense mask on

@@ -197,8 +197,7 @@ def main(argv=None):
     dev_csv = os.path.join(a.log_dir, 'dev_log.csv')
     if os.path.exists(ckpt_path) and not a.fresh:
         ck = torch.load(ckpt_path, weights_only=False)
-        shape = ('vocab', 'hidden', 'intermediate', 'layers', 'heads', 'kv_heads', 'max_len', 'rope_theta')
-        if any(ck['args'].get(k) != getattr(a, k) for k in shape):
+        if ck.get('model_args') != margs.to_dict():
             raise SystemExit(f'{ckpt_path} is for another model shape; use --fresh or another --ckpt-dir')
         model.load_state_dict(ck['model'])
         opt.load_state_dict(ck['opt'])
@@ -224,7 +223,7 @@ def main(argv=None):
 
     def dev_eval():
         model.eval()
-        hf = to_hf(model, a, tok_cfg)
+        hf = to_hf(model, tok_cfg)
         t0 = time.time()
         preds = evaluate.generate_answers(hf, dev_cases, hf_encode, hf_decode, tok_cfg['bos'], tok_cfg['eos'],
                                           'concat', max_new_tokens=16)
@@ -236,7 +235,7 @@ def main(argv=None):
     def save_ckpt():
         tmp = ckpt_path + '.tmp'
         torch.save({'model': model.state_dict(), 'opt': opt.state_dict(), 'state': state,
-                    'args': {k: v for k, v in vars(a).items()}}, tmp)
+                    'model_args': margs.to_dict(), 'args': dict(vars(a))}, tmp)
         os.replace(tmp, ckpt_path)
 
     new_train = not os.path.exists(train_csv)
@@ -326,7 +325,7 @@ def main(argv=None):
                    f"{res.get('f1_2hop', float('nan')):.4f}"])
     fdev.close()
     log(f"final dev: EM {res['em']:.3f} F1 {res['f1']:.3f}")
-    info = export(model, a, tok_cfg, a.out, tok_dir, log)
+    info = export(model, tok_cfg, a.out, tok_dir, log)
     log(f'saved {shown(a.out)}: ' + ', '.join(f'{f} {os.path.getsize(os.path.join(a.out, f)):,} B'
                                        for f in sorted(os.listdir(a.out))))
     run = {'params': n_params, 'torch': torch.__version__, 'argv': sys.argv[1:], 'machine': machine_name(), 'steps': state['step'], 'tokens_seen': state['tokens'],
