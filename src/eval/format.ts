@@ -30,18 +30,22 @@ export function duration(s: number): string {
 
 /** A one-line progress bar on stderr: redrawn in place on a terminal, a line per step otherwise. */
 export class ProgressBar {
-  private t0 = performance.now();
+  private t0: number;
   private last = '';
   constructor(
-    private stream: NodeJS.WriteStream = process.stderr,
+    private stream: Pick<NodeJS.WriteStream, 'write' | 'isTTY' | 'columns'> = process.stderr,
     private width = 28,
-  ) {}
+    private now: () => number = () => performance.now(),
+  ) {
+    this.t0 = now();
+  }
 
-  update(done: number, total: number, label: string) {
+  /** `resumed`: the part of `done` that an earlier run did, so the ETA extrapolates from this run's pace only. */
+  update(done: number, total: number, label: string, resumed = 0) {
     const f = total ? Math.min(1, done / total) : 0;
     const filled = Math.round(f * this.width);
-    const elapsed = (performance.now() - this.t0) / 1000;
-    const eta = done > 0 ? (elapsed / done) * (total - done) : NaN;
+    const elapsed = (this.now() - this.t0) / 1000;
+    const eta = done > resumed ? (elapsed / (done - resumed)) * (total - done) : NaN;
     const text = `[${'#'.repeat(filled)}${'.'.repeat(this.width - filled)}] ${done}/${total} ${(f * 100).toFixed(0).padStart(3)}% ` +
       `${duration(elapsed)} elapsed, ETA ${duration(eta)} | ${label}`;
     if (this.stream.isTTY) {
