@@ -31,9 +31,9 @@ def row_len_weights(progress: float):
 class Packer:
     """Builds rows of token ids, sample ids, segment ids, positions, labels and loss weights."""
 
-    def __init__(self, tok, bos: int, eos: int, pad: int, answer_weight: float):
+    def __init__(self, tok, bos: int, eos: int, pad: int, answer_weight: float, first_answer_weight: float):
         self.tok, self.bos, self.eos, self.pad = tok, bos, eos, pad
-        self.answer_weight = answer_weight
+        self.answer_weight, self.first_answer_weight = answer_weight, first_answer_weight
 
     def enc(self, text: str) -> list[int]:
         return self.tok.encode(text, add_special_tokens=False).ids
@@ -97,7 +97,10 @@ class Packer:
                 continue
             if seg[i + 1] == seg[i] or (seg[i] == 0 and seg[i + 1] == 1):
                 labels[i] = ids[i + 1]
-                weights[i] = self.answer_weight if kind[i + 1] == 2 else 1.0
+                if kind[i + 1] != 2:
+                    weights[i] = 1.0
+                else:  # the first answer token is the lookup; the rest mostly copy the name it starts
+                    weights[i] = self.first_answer_weight if kind[i] == 1 else self.answer_weight
         return ids, smp, seg, pos, labels, weights, kind, layout
 
     def batch(self, step_seed: str, progress: float, tokens_per_step: int):

@@ -374,7 +374,7 @@ Examples (`concat`):
 
 ## Linking algorithms
 
-""" + linking_section() + f"""
+""" + linking_section() + """
 
 ## Reproduce
 
