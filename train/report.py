@@ -322,7 +322,7 @@ two-hop questions and distractors.
 | schedule clock | progress = max(step / {a['steps']}, minutes / {a['max_minutes']:g}): on a slow machine the decay starts earlier and the run still ends on time |
 | seed | {a['seed']} (data of step s is drawn from seed "{a['seed']}-s", so a resumed run sees the same data) |
 | packing | rows of 256/512/1024/2048 tokens (short rows first), several samples per row with block-diagonal attention and positions restarting per sample; each sample carries several question/answer blocks that share its documents (every block sees the documents and itself only, at the positions right after the documents) |
-| loss | next-token cross-entropy on documents and questions, answer tokens and their `<|eos|>` weighted x{a['answer_weight']:g} |
+| loss | next-token cross-entropy on documents and questions, answer tokens and their `<|eos|>` weighted x{a['answer_weight']:g}{'' if a.get('first_answer_weight', a['answer_weight']) == a['answer_weight'] else f", the first answer token x{a['first_answer_weight']:g}"} |
 | final loss | {curve_rows[-1].split('|')[5].strip() if curve_rows else '?'} (weighted, last 25 steps); answer-token loss {curve_rows[-1].split('|')[7].strip() if curve_rows else '?'} |
 | export check | reloaded with `AutoModelForCausalLM` (F16 → f32): max logit difference {run['export_rel_err']:.1e} of the logit range, argmax agreement {run['export_argmax_agree']:.4f} |
 

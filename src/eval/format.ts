@@ -31,6 +31,8 @@ export function duration(s: number): string {
 /** A one-line progress bar on stderr: redrawn in place on a terminal, a line per step otherwise. */
 export class ProgressBar {
   private t0: number;
+  /** `done` at the first update: work an earlier run finished (a resumed run) is not this run's pace. */
+  private done0: number | null = null;
   private last = '';
   constructor(
     private stream: Pick<NodeJS.WriteStream, 'write' | 'isTTY' | 'columns'> = process.stderr,
@@ -40,12 +42,12 @@ export class ProgressBar {
     this.t0 = now();
   }
 
-  /** `resumed`: the part of `done` that an earlier run did, so the ETA extrapolates from this run's pace only. */
-  update(done: number, total: number, label: string, resumed = 0) {
+  update(done: number, total: number, label: string) {
+    this.done0 ??= done;
     const f = total ? Math.min(1, done / total) : 0;
     const filled = Math.round(f * this.width);
     const elapsed = (this.now() - this.t0) / 1000;
-    const eta = done > resumed ? (elapsed / (done - resumed)) * (total - done) : NaN;
+    const eta = done >= total ? 0 : done > this.done0 ? (elapsed / (done - this.done0)) * (total - done) : NaN;
     const text = `[${'#'.repeat(filled)}${'.'.repeat(this.width - filled)}] ${done}/${total} ${(f * 100).toFixed(0).padStart(3)}% ` +
       `${duration(elapsed)} elapsed, ETA ${duration(eta)} | ${label}`;
     if (this.stream.isTTY) {

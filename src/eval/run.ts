@@ -89,14 +89,13 @@ async function main() {
     : await NodeBackend.open(a.model!, { weightDtype, kvDtype: a['kv-dtype'] as 'f32' | 'f16' | undefined, tokenizer: a.tokenizer });
   console.error(`[${backend.adapter}] ${backend.model}: ${cases.length} cases from ${a.data}, algorithms ${algorithms.join(', ')}${backend.hasChatTemplate ? ', chat template' : ''}`);
   const bar = new ProgressBar();
-  let resumed = 0;
   try {
     const res = await runEval({
       backend, cases, data: a.data, algorithms, command: ['npm run eval --', ...process.argv.slice(2)].join(' '), maxNewTokens: Number(a['max-new-tokens']), out: a.out, warmup: !a['no-warmup'], signal: ac.signal,
       modelSha256, resume,
-      onProgress: (p) => bar.update(p.done, p.total, `case ${p.caseIndex + 1}/${p.cases} ${p.caseId} ${p.phase}${p.algorithm ? ` ${p.algorithm}` : ''}`, (resumed = p.resumed)),
+      onProgress: (p) => bar.update(p.done, p.total, `case ${p.caseIndex + 1}/${p.cases} ${p.caseId} ${p.phase}${p.algorithm ? ` ${p.algorithm}` : ''}`),
     });
-    bar.update(res.cases.length, cases.length * res.algorithms.length, ac.signal.aborted ? 'stopped' : 'done', resumed);
+    bar.update(res.cases.length, cases.length * res.algorithms.length, ac.signal.aborted ? 'stopped' : 'done');
     bar.done();
     console.log(`[${res.adapter}] ${res.model} on ${res.data} (${res.backend} backend, greedy, max ${res.max_new_tokens} new tokens)${ac.signal.aborted ? ' — stopped early' : ''}`);
     console.log(resultsTable(res.results));

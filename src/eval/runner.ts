@@ -96,8 +96,6 @@ export interface Progress {
   cases: number;
   done: number;
   total: number;
-  /** Of `done`, the case × algorithm answers kept from the run this one resumes. */
-  resumed: number;
   caseId: string;
   algorithm?: string;
 }
@@ -196,15 +194,14 @@ export async function runEval(o: RunOptions): Promise<EvalResults> {
   };
   save();
   const total = o.cases.length * algorithms.length;
-  const resumed = finished.size * algorithms.length;
-  let done = resumed;
+  let done = finished.size * algorithms.length;
   const stopped = () => !!o.signal?.aborted;
   let warm = o.warmup === false;
   for (const [index, c] of o.cases.entries()) {
     if (finished.has(c.id)) continue;
     if (stopped()) break;
     const progress = (phase: Progress['phase'], algorithm?: string) =>
-      o.onProgress?.({ phase, caseIndex: index, cases: o.cases.length, done, total, resumed, caseId: c.id, algorithm });
+      o.onProgress?.({ phase, caseIndex: index, cases: o.cases.length, done, total, caseId: c.id, algorithm });
     progress('compile');
     let p;
     try {

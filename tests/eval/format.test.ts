@@ -24,17 +24,18 @@ test('duration: seconds, minutes, hours', () => {
 
 test('ETA extrapolates from the work done so far', () => {
   const { bar, lines, advance } = fakeBar();
+  bar.update(0, 20, 'start');
   advance(10_000);
   bar.update(10, 20, 'case 1');
   assert.match(lines.at(-1)!, /10\/20 +50% 10s elapsed, ETA 10s \| case 1/);
 });
 
-test('a resumed run: the ETA counts only what this run did', () => {
+test('a resumed run (first update already 90 along): the ETA counts only what this run did', () => {
   const { bar, lines, advance } = fakeBar();
-  bar.update(90, 200, 'case 10', 90);
+  bar.update(90, 200, 'case 10');
   assert.match(lines.at(-1)!, /ETA \?/, 'no pace yet: no ETA');
   advance(10_000);
-  bar.update(100, 200, 'case 11', 90);
+  bar.update(100, 200, 'case 11');
   // 10 answers in 10 s, 100 left: 100 s (not the 11 s that counting the 90 resumed ones would give)
   assert.match(lines.at(-1)!, /100\/200 +50% 10s elapsed, ETA 1m40s \| case 11/);
 });
