@@ -1,10 +1,9 @@
 """A minimal Llama (the same math and tensor names as transformers' LlamaForCausalLM)
 for fast CPU training with packed, segment-masked sequences.
 
-Why not train LlamaForCausalLM directly: training packs several samples in one row and
-lets several question/answer blocks share one document prefix, which needs an arbitrary
-boolean attention mask and per-token position ids. Here that is one explicit mask passed
-to scaled_dot_product_attention. `export.py` writes the weights under the Hugging Face
+Why not train LlamaForCausalLM directly: training lets several question/answer blocks share
+one document prefix, which needs its own attention layout (RowLayout) and per-token position
+ids. `export.py` writes the weights under the Hugging Face
 names and checks the logits against transformers' own LlamaForCausalLM.
 """
 from __future__ import annotations
@@ -81,47 +80,49 @@ class Attention(nn.Module):
         v = self.v_proj(x).view(B, T, self.nkv, self.hd).transpose(1, 2)
         q = q * cos.to(q.dtype) + rotate_half(q) * sin.to(q.dtype)
         k = k * cos.to(k.dtype) + rotate_half(k) * sin.to(k.dtype)
-        rep = self.nh // self.nkv
-        if rep > 1:
-            k = k.repeat_interleave(rep, dim=1)
-            v = v.repeat_interleave(rep, dim=1)
-        if isinstance(mask, Segments):
+        if isinstance(mask, RowLayout):
             y = mask.attend(q, k, v)
+        elif mask is None:
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
         else:
-            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
         return self.o_proj(y.transpose(1, 2).reshape(B, T, self.nh * self.hd))
 
 
-class Segments:
-    """Packed rows without a dense mask. Each row holds samples back to back; a sample is a
-    prefix of `d` document tokens (plain causal attention among themselves) followed by
-    question/answer tokens that attend to the prefix and to their own block only (`qa_mask`,
-    shape (n_qa, d + n_qa)). Tokens outside every sample (padding) get zeros. This is the
-    same attention as a dense block-diagonal mask, at the cost of causal attention."""
+class RowLayout:
+    """Rows of `Ld` document slots (causal among themselves, padding after the documents)
+    followed by question/answer slots: each QA block attends to its row's real documents and
+    causally to itself (`qa_mask`, (B, 1, Lq, Ld + Lq), True where allowed). The documents take
+    the fast causal path and only the QA slots a masked one; packing.check_layout compares this
+    with the same attention as one dense mask."""
 
-    def __init__(self, rows: list[list[tuple[int, int, int, torch.Tensor | None]]], T: int):
-        self.rows = rows  # per row: (start, d, end, qa_mask)
-        self.T = T
+    def __init__(self, Ld: int, qa_mask: torch.Tensor):
+        self.Ld, self.qa_mask = Ld, qa_mask
+        self._additive: dict = {}
+
+    @staticmethod
+    def build(Ld: int, doc_len: torch.Tensor, qa_block: torch.Tensor) -> 'RowLayout':
+        """doc_len: (B,) real document tokens per row; qa_block: (B, Lq) block number per QA slot
+        (0 for padding, whose queries then see the documents only)."""
+        B, Lq = qa_block.shape
+        docs = torch.arange(Ld)[None, None, :] < doc_len[:, None, None]  # (B, 1, Ld)
+        same = (qa_block[:, :, None] == qa_block[:, None, :]) & torch.ones(Lq, Lq, dtype=torch.bool).tril()
+        mask = torch.cat([docs.expand(B, Lq, Ld), same & (qa_block[:, None, :] > 0)], dim=2)
+        return RowLayout(Ld, mask[:, None])
+
+    def additive(self, dtype):
+        """The QA mask as 0 / -inf in `dtype` (the faster form for scaled_dot_product_attention)."""
+        if dtype not in self._additive:
+            self._additive[dtype] = torch.zeros(self.qa_mask.shape, dtype=dtype).masked_fill(~self.qa_mask,
+                                                                                             float('-inf'))
+        return self._additive[dtype]
 
     def attend(self, q, k, v):
-        out_rows = []
-        for b, samples in enumerate(self.rows):
-            parts, at = [], 0
-            for start, d, end, qa_mask in samples:
-                if start > at:
-                    parts.append(q.new_zeros(q.shape[1], start - at, q.shape[3]))
-                parts.append(F.scaled_dot_product_attention(
-                    q[b:b + 1, :, start:start + d], k[b:b + 1, :, start:start + d], v[b:b + 1, :, start:start + d],
-                    is_causal=True)[0])
-                if end > start + d:
-                    parts.append(F.scaled_dot_product_attention(
-                        q[b:b + 1, :, start + d:end], k[b:b + 1, :, start:end], v[b:b + 1, :, start:end],
-                        attn_mask=qa_mask)[0])
-                at = end
-            if at < self.T:
-                parts.append(q.new_zeros(q.shape[1], self.T - at, q.shape[3]))
-            out_rows.append(torch.cat(parts, dim=1))
-        return torch.stack(out_rows)
+        Ld = self.Ld
+        qd, qq = q.split([Ld, q.shape[2] - Ld], dim=2)
+        yd = F.scaled_dot_product_attention(qd, k[:, :, :Ld], v[:, :, :Ld], is_causal=True, enable_gqa=True)
+        yq = F.scaled_dot_product_attention(qq, k, v, attn_mask=self.additive(q.dtype), enable_gqa=True)
+        return torch.cat([yd, yq], dim=2)
 
 
 class MLP(nn.Module):
@@ -179,10 +180,7 @@ class TinyLlama(nn.Module):
 
     def forward(self, ids: torch.Tensor, positions: torch.Tensor, mask: torch.Tensor | None):
         """ids, positions: (B, T); mask: bool (B, 1, T, T), True where attention is allowed, a
-        Segments layout, or None for plain causal attention (then positions should be 0..T-1)."""
-        if mask is None:
-            T = ids.shape[1]
-            mask = torch.ones(T, T, dtype=torch.bool).tril()[None, None]
+        RowLayout, or None for plain causal attention (then positions should be 0..T-1)."""
         cos, sin = rope_cos_sin(positions, self.args.head_dim, self.args.rope_theta)
         x = self.model.embed_tokens(ids)
         for layer in self.model.layers:

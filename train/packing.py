@@ -1,39 +1,47 @@
-"""Training rows for qa-demo: samples from train/data.py packed into rows of 256 to 2048 tokens.
+"""Training rows for qa-demo: one sample of train/data.py per row, its documents first, then its
+question/answer blocks.
 
-A row holds several samples back to back, each with position ids restarting at 0. A sample is
-its documents (BOS first) followed by several question/answer blocks that share them: every
-block attends to the documents and to itself only and sits at the positions right after the
-documents, so each block is exactly one "BOS, documents, Question, Answer, EOS" sequence while
-the documents are computed once. `Packer.batch` gives the model a `Segments` layout (model.py)
-for that attention; `check_segments` compares it with the same attention as a dense mask.
+A row of class (Ld, Lq) has Ld document slots and Lq question/answer slots:
 
-A sample's QA blocks count inside its row length, so a 2K row's longest documents are ~1,380
-tokens and no answer is trained past position ~1,405, short of the eval's 1-2K-token contexts.
-Tried: rows of 2L tokens whose documents span up to L positions (answers up to 2,013): in the
-same hour, held-out F1 0.191 against 0.265 (fewer steps, weaker at every length), so not kept.
+    [BOS, documents..., pad...][Q1 A1 EOS, Q2 A2 EOS, ..., pad...]
+     positions 0..d-1           each block at positions d, d+1, ... (right after the documents)
+
+Every question/answer block attends to the documents and to itself only, so each block is
+exactly one "BOS, documents, Question, Answer, EOS" sequence while the documents are computed
+once. The documents attend causally among themselves (their padding comes after them, so a plain
+causal attention is exact for every real document token). That split is what makes a step fast:
+`RowLayout` (model.py) runs the documents through causal attention and only the question/answer
+slots through a masked one. `check_layout` compares it with the same attention as one dense mask.
+
+Document lengths are drawn in [Ld/2, Ld), so the four classes cover 128 to 2,047 document tokens
+continuously, the held-out range (1,025-2,017) included.
 """
 from __future__ import annotations
 
 import random
 
-ROW_LENS = (256, 512, 1024, 2048)
+# (document slots, question/answer slots) per row class
+ROW_CLASSES = ((256, 128), (512, 192), (1024, 320), (2048, 512))
 
 
-def row_len_weights(progress: float):
+def class_weights(progress: float):
     """Curriculum: short rows first, then mostly long ones (the eval contexts are 1K-2K)."""
-    if progress < 0.25:
+    if progress < 0.2:
         return (0.5, 0.5, 0.0, 0.0)
-    if progress < 0.5:
-        return (0.2, 0.4, 0.3, 0.1)
+    if progress < 0.45:
+        return (0.2, 0.35, 0.3, 0.15)
     return (0.1, 0.2, 0.3, 0.4)
 
 
 class Packer:
-    """Builds rows of token ids, sample ids, segment ids, positions, labels and loss weights."""
+    """Builds rows of token ids, positions, labels, loss weights and token kinds."""
 
-    def __init__(self, tok, bos: int, eos: int, pad: int, answer_weight: float, first_answer_weight: float):
+    def __init__(self, tok, bos: int, eos: int, pad: int, answer_weight: float, first_answer_weight: float,
+                 qa_slots: float = 1.0):
         self.tok, self.bos, self.eos, self.pad = tok, bos, eos, pad
         self.answer_weight, self.first_answer_weight = answer_weight, first_answer_weight
+        # question/answer slots per row class, scaled by qa_slots (more questions over the same documents)
+        self.classes = [(Ld, max(64, round(Lq * qa_slots / 32) * 32)) for Ld, Lq in ROW_CLASSES]
 
     def enc(self, text: str) -> list[int]:
         return self.tok.encode(text, add_special_tokens=False).ids
@@ -41,11 +49,9 @@ class Packer:
     def count(self, text: str) -> int:
         return len(self.enc(text))
 
-    def sample_parts(self, rng: random.Random, total: int):
-        """One sample of about `total` tokens: document ids and QA blocks (question ids, answer ids)."""
+    def sample_parts(self, rng: random.Random, doc_budget: int, n_q: int):
+        """One sample: document ids (BOS first) and QA blocks (question ids, answer ids + EOS)."""
         import data
-        n_q = 1 + total // 70
-        doc_budget = max(60, total - 1 - 22 * n_q)
         s = data.make_sample(rng, doc_budget, n_questions=n_q, count=self.count)
         docs = [self.bos]
         for d in s.docs:
@@ -54,92 +60,86 @@ class Packer:
                   for qa in s.qas]
         return docs, blocks
 
-    def row(self, rng: random.Random, L: int):
-        ids, smp, seg, pos, kind = [], [], [], [], []  # kind: 0 doc, 1 question, 2 answer
-        layout = []  # (start, n_docs, end) per sample
-        k = 0
-        while L - len(ids) >= 120:
-            room = L - len(ids)
-            total = rng.randint(max(120, room // 2), room) if k == 0 else rng.randint(120, room)
-            for _ in range(4):
-                docs, blocks = self.sample_parts(rng, total)
-                if blocks and len(docs) + len(blocks[0][0]) + len(blocks[0][1]) <= room:
-                    break
-                total = int(total * 0.8)
-            else:
+    def row(self, rng: random.Random, Ld: int, Lq: int):
+        """One row: ids, positions, labels, weights, kinds (0 doc, 1 question, 2 answer, -1 pad),
+        QA block number per slot (0 for documents and padding), and the document length."""
+        for _ in range(8):
+            docs, blocks = self.sample_parts(rng, rng.randint(Ld // 2, Ld - 2), n_q=2 + Lq // 16)
+            if len(docs) <= Ld and blocks and len(blocks[0][0]) + len(blocks[0][1]) <= Lq:
                 break
-            start = len(ids)
-            ids += docs
-            smp += [k] * len(docs)
-            seg += [0] * len(docs)
-            pos += list(range(len(docs)))
-            kind += [0] * len(docs)
-            for j, (q, a) in enumerate(blocks):
-                if len(ids) + len(q) + len(a) > L:
-                    break
-                ids += q + a
-                smp += [k] * (len(q) + len(a))
-                seg += [j + 1] * (len(q) + len(a))
-                pos += list(range(len(docs), len(docs) + len(q) + len(a)))
-                kind += [1] * len(q) + [2] * len(a)
-            layout.append((start, len(docs), len(ids)))
-            k += 1
-        n = L - len(ids)
+        else:
+            raise RuntimeError(f'no sample fits a row of {Ld} + {Lq} tokens')
+        d = len(docs)
+        ids = docs + [self.pad] * (Ld - d)
+        pos = list(range(d)) + [0] * (Ld - d)
+        kind = [0] * d + [-1] * (Ld - d)
+        block = [0] * Ld
+        # next-token labels: documents predict the next document token; the last document token
+        # predicts every block's first question token (it is each block's previous token), so its
+        # label is taken from block 1 and the other blocks' first tokens get no loss there.
+        labels = docs[1:] + [-100] * (Ld - d + 1)
+        weights = [1.0] * (d - 1) + [0.0] * (Ld - d + 1)
+        for j, (q, a) in enumerate(blocks):
+            if len(ids) - Ld + len(q) + len(a) > Lq:
+                break
+            if j == 0:
+                labels[d - 1], weights[d - 1] = q[0], 1.0
+            toks = q + a
+            ids += toks
+            pos += range(d, d + len(toks))
+            kind += [1] * len(q) + [2] * len(a)
+            block += [j + 1] * len(toks)
+            for i in range(len(toks) - 1):
+                labels.append(toks[i + 1])
+                if i + 1 < len(q):
+                    weights.append(1.0)
+                elif i + 1 == len(q):  # the first answer token: the lookup
+                    weights.append(self.first_answer_weight)
+                else:
+                    weights.append(self.answer_weight)
+            labels.append(-100)
+            weights.append(0.0)
+        n = Ld + Lq - len(ids)
         ids += [self.pad] * n
-        smp += [-1] * n
-        seg += [0] * n
         pos += [0] * n
         kind += [-1] * n
-        # labels: next token of the same sample that continues this token's text
-        labels, weights = [-100] * L, [0.0] * L
-        for i in range(L - 1):
-            if smp[i] < 0 or smp[i + 1] != smp[i]:
-                continue
-            if seg[i + 1] == seg[i] or (seg[i] == 0 and seg[i + 1] == 1):
-                labels[i] = ids[i + 1]
-                if kind[i + 1] != 2:
-                    weights[i] = 1.0
-                else:  # the first answer token is the lookup; the rest mostly copy the name it starts
-                    weights[i] = self.first_answer_weight if kind[i] == 1 else self.answer_weight
-        return ids, smp, seg, pos, labels, weights, kind, layout
+        block += [0] * n
+        labels += [-100] * n
+        weights += [0.0] * n
+        return ids, pos, labels, weights, kind, block, d
 
-    def batch(self, step_seed: str, progress: float, tokens_per_step: int):
+    def batch(self, step_seed: str, progress: float, tokens_per_step: int, row_class: int | None = None):
         import torch
-        from model import Segments
+        from model import RowLayout
         rng = random.Random(step_seed)
-        L = rng.choices(ROW_LENS, weights=row_len_weights(progress))[0]
-        B = max(1, tokens_per_step // L)
-        rows = [self.row(rng, L) for _ in range(B)]
+        if row_class is None:
+            row_class = rng.choices(range(len(ROW_CLASSES)), weights=class_weights(progress))[0]
+        Ld, Lq = self.classes[row_class]
+        B = max(1, round(tokens_per_step / (Ld + Lq)))
+        rows = [self.row(rng, Ld, Lq) for _ in range(B)]
         t = lambda i, dt=torch.long: torch.tensor([r[i] for r in rows], dtype=dt)  # noqa: E731
-        ids, smp, seg, pos, labels = t(0), t(1), t(2), t(3), t(4)
-        weights, kind = t(5, torch.float32), t(6)
-        seg_rows = []
-        for r in rows:
-            samples = []
-            for start, d, end in r[7]:
-                s = torch.tensor(r[2][start + d:end])  # QA block ids of this sample's QA tokens
-                qa = torch.cat([torch.ones(len(s), d, dtype=torch.bool),
-                                (s[:, None] == s[None, :]) & torch.ones(len(s), len(s), dtype=torch.bool).tril()],
-                               dim=1) if len(s) else None
-                samples.append((start, d, end, qa))
-            seg_rows.append(samples)
-        return dict(ids=ids, pos=pos, mask=Segments(seg_rows, L), labels=labels, weights=weights, kind=kind, L=L,
-                    smp=smp, seg=seg)
+        ids, pos, labels, weights, kind, block = t(0), t(1), t(2), t(3, torch.float32), t(4), t(5)
+        doc_len = torch.tensor([r[6] for r in rows])
+        return dict(ids=ids, pos=pos, labels=labels, weights=weights, kind=kind, block=block, L=Ld + Lq, Ld=Ld,
+                    mask=RowLayout.build(Ld, doc_len, block[:, Ld:]))
 
     @staticmethod
     def dense_mask(b):
-        """The same attention as b['mask'], as a dense (B, 1, L, L) boolean mask (check_segments compares the two)."""
+        """The same attention as b['mask'], as one dense (B, 1, L, L) boolean mask."""
         import torch
-        smp, seg, L = b['smp'], b['seg'], b['L']
+        L, Ld, block, kind = b['L'], b['Ld'], b['block'], b['kind']
         causal = torch.ones(L, L, dtype=torch.bool).tril()
-        mask = (smp[:, :, None] == smp[:, None, :]) & causal
-        mask &= (seg[:, None, :] == 0) | (seg[:, :, None] == seg[:, None, :])
+        is_doc = torch.zeros_like(block, dtype=torch.bool)
+        is_doc[:, :Ld] = True
+        key_ok = (is_doc & (kind >= 0))[:, None, :] | (block[:, :, None] == block[:, None, :]) & (block[:, None, :] > 0)
+        mask = causal & (key_ok | is_doc[:, :, None])  # documents: plain causal
+        mask[:, :, 0] |= True  # padding rows attend somewhere (their outputs carry no loss)
         return mask[:, None]
 
 
-def check_segments(model, b) -> float:
-    """Largest |logit difference| between the packed `Segments` attention and the dense mask on
-    the tokens of batch `b` (padding excluded): the packing's attention is what it claims to be."""
+def check_layout(model, b) -> float:
+    """Largest |logit difference| between the row layout's attention and the dense mask on the
+    real tokens of batch `b`: the packing's attention is what it claims to be."""
     import torch
     with torch.no_grad():
         packed = model(b['ids'], b['pos'], b['mask'])
