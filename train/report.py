@@ -51,6 +51,8 @@ def linking_section() -> str:
                    '| recomputed tokens |')
         out.append('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |')
         for r in ev['results']:
+            if not r['n']:  # no finished case yet
+                continue
             agree = r.get('agreement_with_full')
             out.append(f"| {r['algorithm']} | {r['n']} | {r['accuracy']:.3f} | "
                        f"{'-' if agree is None else f'{agree:.3f}'} | {r['ttft_ms_mean']:.0f} | "
