@@ -136,14 +136,15 @@ def parse_args(argv=None):
 
 # ----------------------------------------------------------------------------- schedule
 
-def lr_at(step: int, progress: float, a) -> float:
+def lr_frac(step: int, progress: float, a) -> float:
+    """The learning rate as a fraction of the peak (every optimizer's own peak)."""
     warm = min(1.0, (step + 1) / a.warmup)
     start = 1.0 - a.decay_frac
     if progress <= start:
         f = 1.0
     else:
         f = 1.0 - (1.0 - a.min_lr_frac) * min(1.0, (progress - start) / a.decay_frac)
-    return a.lr * warm * f
+    return warm * f
 
 
 # ----------------------------------------------------------------------------- logs
@@ -154,13 +155,18 @@ def shown(path: str) -> str:
     return path if rel.startswith('..') else rel
 
 
-def cpu_has(flag: str) -> bool:
-    """Whether /proc/cpuinfo lists `flag` (False where there is no such file)."""
+def cpuinfo(key: str) -> str:
+    """The first `key` line of /proc/cpuinfo ('' where there is none, or no such file)."""
     try:
         with open('/proc/cpuinfo') as f:
-            return any(ln.startswith('flags') and flag in ln.split() for ln in f)
+            return next((ln.split(':', 1)[1].strip() for ln in f if ln.startswith(key)), '')
     except OSError:
-        return False
+        return ''
+
+
+def cpu_has(flag: str) -> bool:
+    """Whether the CPU lists `flag` (amx_bf16, avx512_bf16, ...)."""
+    return flag in cpuinfo('flags').split()
 
 
 def next_kind(b):
@@ -180,13 +186,7 @@ def first_answer_targets(b):
 
 def machine_name() -> str:
     """CPU model and core count, for the model card."""
-    name = ''
-    try:
-        with open('/proc/cpuinfo') as f:
-            name = next((ln.split(':', 1)[1].strip() for ln in f if ln.startswith('model name')), '')
-    except OSError:
-        pass
-    return f'{os.cpu_count()}-core {name or "CPU"}'
+    return f'{os.cpu_count()}-core {cpuinfo("model name") or "CPU"}'
 
 
 # ----------------------------------------------------------------------------- main
@@ -205,9 +205,8 @@ def main(argv=None):
     import evaluate
     import tokenizer as tokmod
     from export import export, to_hf
-    from model import ModelArgs, TinyLlama
+    from model import ModelArgs, RowLayout, TinyLlama
     from muon import Muon
-    from model import RowLayout
     from packing import ROW_CLASSES, Packer, check_layout
 
     torch.set_num_threads(a.threads)
@@ -257,6 +256,7 @@ def main(argv=None):
     # the same decay per step as AdamW's (lr x weight_decay), whatever Muon's learning rate
     muon = Muon(matrices, lr=a.muon_lr, weight_decay=a.weight_decay * a.lr / a.muon_lr,
                 ns_dtype=torch.bfloat16 if a.bf16 else torch.float32) if matrices else None
+    peaks = [(opt, a.lr)] + ([(muon, a.muon_lr)] if muon else [])  # each optimizer with its peak LR
     state = {'step': 0, 'tokens': 0, 'elapsed': 0.0, 'sessions': 0}
     ckpt_path = os.path.join(a.ckpt_dir, 'last.pt')
     train_csv = os.path.join(a.log_dir, 'train_log.csv')
@@ -307,8 +307,7 @@ def main(argv=None):
     probe = [probe_packer.batch(f'probe-{i}', 1.0, a.tokens_per_step, row_class=len(ROW_CLASSES) - 1)
              for i in range(12)]
 
-    def probe_eval():
-        model.eval()
+    def probe_first_acc():
         hit = n = 0
         with torch.no_grad():
             for b in probe:
@@ -316,20 +315,26 @@ def main(argv=None):
                 first = first_answer_targets(b)
                 hit += int((pred[first] == b['labels'].view(-1)[first]).sum())
                 n += int(first.sum())
-        model.train()
         return hit / max(1, n)
+
     hf_encode = lambda t: tok.encode(t, add_special_tokens=False).ids  # noqa: E731
     hf_decode = lambda ids: tok.decode(ids, skip_special_tokens=True)  # noqa: E731
 
     def dev_eval():
+        """Dev EM/F1 (greedy, transformers) and the probe, written as one dev_log.csv row."""
         model.eval()
         hf = to_hf(model, tok_cfg)
         t0 = time.time()
         preds = evaluate.generate_answers(hf, dev_cases, hf_encode, hf_decode, tok_cfg['bos'], tok_cfg['eos'],
                                           'concat', max_new_tokens=16)
         res = evaluate.score(dev_cases, preds)['summary']
+        res['probe_first_acc'] = probe_first_acc()
         model.train()
         res['seconds'] = time.time() - t0
+        wdev.writerow([state['step'], state['tokens'], round(state['elapsed'] / 60, 3), f"{res['em']:.4f}",
+                       f"{res['f1']:.4f}", f"{res.get('f1_1hop', float('nan')):.4f}",
+                       f"{res.get('f1_2hop', float('nan')):.4f}", f"{res['probe_first_acc']:.4f}"])
+        fdev.flush()
         return res, preds
 
     def save_ckpt():
@@ -366,21 +371,17 @@ def main(argv=None):
         step = state['step']
         t0 = time.time()
         b = packer.batch(f"{a.seed}-{step}", progress, a.tokens_per_step)
-        lr = lr_at(step, progress, a)
-        for g in opt.param_groups:
-            g['lr'] = lr
-        if muon:
-            for g in muon.param_groups:
-                g['lr'] = a.muon_lr * lr / a.lr
+        f = lr_frac(step, progress, a)
+        lr = a.lr * f  # logged: AdamW's
+        for o, peak in peaks:
+            for g in o.param_groups:
+                g['lr'] = peak * f
         loss, ce, pred = step_fn(b['ids'], b['pos'], b['Ld'], b['mask'].qa_mask, b['labels'], b['weights'])
-        opt.zero_grad(set_to_none=True)
-        if muon:
-            muon.zero_grad(set_to_none=True)
+        model.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        if muon:
-            muon.step()
+        for o, _ in peaks:
+            o.step()
         with torch.no_grad():
             lab = b['labels'].view(-1)
             kind = b['kind'].view(-1)
@@ -406,11 +407,6 @@ def main(argv=None):
                 f"{ema:.2f}s/step")
         if (step + 1) % a.eval_every == 0:
             res, preds = dev_eval()
-            res['probe_first_acc'] = probe_eval()
-            wdev.writerow([step + 1, state['tokens'], round(state['elapsed'] / 60, 3), f"{res['em']:.4f}",
-                           f"{res['f1']:.4f}", f"{res.get('f1_1hop', float('nan')):.4f}",
-                           f"{res.get('f1_2hop', float('nan')):.4f}", f"{res['probe_first_acc']:.4f}"])
-            fdev.flush()
             log(f"dev @ step {step + 1}: EM {res['em']:.3f} F1 {res['f1']:.3f} (1-hop {res.get('f1_1hop', 0):.3f}, "
                 f"2-hop {res.get('f1_2hop', 0):.3f}) in {res['seconds']:.0f}s; probe first-token acc "
                 f"{res['probe_first_acc']:.3f}; e.g. {preds[0][0]!r} vs {dev_cases[0]['answers'][0]!r}")
@@ -424,12 +420,7 @@ def main(argv=None):
     log(f"training done: {state['step']} steps, {state['tokens']:,} tokens, {state['elapsed'] / 60:.1f} min")
 
     # 5-6. final dev score, export, held-out eval
-    model.eval()
     res, _ = dev_eval()
-    res['probe_first_acc'] = probe_eval()
-    wdev.writerow([state['step'], state['tokens'], round(state['elapsed'] / 60, 3), f"{res['em']:.4f}",
-                   f"{res['f1']:.4f}", f"{res.get('f1_1hop', float('nan')):.4f}",
-                   f"{res.get('f1_2hop', float('nan')):.4f}", f"{res['probe_first_acc']:.4f}"])
     fdev.close()
     log(f"final dev: EM {res['em']:.3f} F1 {res['f1']:.3f}, probe first-token acc {res['probe_first_acc']:.3f}")
     info = export(model, tok_cfg, a.out, tok_dir, log)
