@@ -59,6 +59,7 @@ class Sample:
     docs: list  # document texts, in order
     qas: list  # QA items
     instruction: str = ''
+    kinds: tuple = ()  # the entity kind of each document
 
 
 def est_tokens(text: str) -> int:
@@ -66,16 +67,19 @@ def est_tokens(text: str) -> int:
 
 
 def make_sample(rng: random.Random, doc_budget: int, n_questions: int = 1, count=est_tokens,
-                two_hop_share: float = 0.5, min_docs: int = 2) -> Sample:
+                two_hop_share: float = 0.5, min_docs: int = 2, crowd: str | None = None) -> Sample:
     """A world whose documents fill about `doc_budget` tokens (measured by `count`), and
-    `n_questions` distinct questions about it, answerable from the included documents."""
+    `n_questions` distinct questions about it, answerable from the included documents.
+    crowd: a kind whose documents fill the budget first (see World), questions about it only."""
     n_docs = max(min_docs, round(doc_budget / 75))
-    world = World(rng, n_docs + 2)
+    world = World(rng, n_docs + 2, crowd)
     docs = []
     for e in world.entities():
         text, stated = DOC_WRITERS[e.kind](e, rng)
         docs.append((e, text, stated))
     rng.shuffle(docs)
+    if crowd is not None:  # the crowded kind first, so the budget takes it before the rest
+        docs.sort(key=lambda d: d[0].kind != crowd)
     chosen, used = [], 0
     for e, text, stated in docs:
         t = count(text)
@@ -83,9 +87,13 @@ def make_sample(rng: random.Random, doc_budget: int, n_questions: int = 1, count
             continue
         chosen.append((e, text, stated))
         used += t
+    if crowd is not None:
+        rng.shuffle(chosen)
     stated = {id(e): s for e, _, s in chosen}
     ones, twos = [], []
     for e, _, s in chosen:
+        if crowd is not None and e.kind != crowd:
+            continue
         ones += one_hop(e, s, rng)
         twos += two_hop(e, stated, rng)
     rng.shuffle(ones)
@@ -99,7 +107,7 @@ def make_sample(rng: random.Random, doc_budget: int, n_questions: int = 1, count
         seen_q.add(qa.question)
         qas.append(qa)
     instr = rng.choice(INSTRUCTIONS) if rng.random() < 0.15 else ''
-    return Sample([t for _, t, _ in chosen], qas, instr)
+    return Sample([t for _, t, _ in chosen], qas, instr, tuple(e.kind for e, _, _ in chosen))
 
 
 def question_text(qa: QA, instruction: str = '') -> str:

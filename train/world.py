@@ -125,6 +125,9 @@ RECURRING_COMPANY_ROOTS = _pool(_RP, company_root, 30)
 GENERIC_WORDS = {'the'} | {w.lower() for w in COMPANY_KINDS} | {w.lower() for w in OBJECT_KINDS}
 
 
+KINDS = ('person', 'company', 'city', 'object')
+
+
 @dataclass
 class Entity:
     kind: str  # person | company | city | object
@@ -151,7 +154,10 @@ def fmt_int(n: int) -> str:
 class World:
     """All entities of one sample, with unique names, and their documents."""
 
-    def __init__(self, rng: random.Random, n_docs: int):
+    def __init__(self, rng: random.Random, n_docs: int, crowd: str | None = None):
+        """crowd: None, or a kind ('person', ...) that gets most of the documents, so that many
+        entities of one kind state the same relations and a question is answered only by
+        matching its name (training's crowded rows; the eval set never uses them)."""
         self.rng = rng
         self.used: set[str] = set()
         self.persons: list[Entity] = []
@@ -160,6 +166,8 @@ class World:
         self.objects: list[Entity] = []
         n_docs = max(n_docs, 3)
         w = [0.40, 0.20, 0.20, 0.20]
+        if crowd is not None:
+            w = [0.7 if k == crowd else 0.1 for k in KINDS]
         counts = [max(1, round(n_docs * x)) for x in w]
         n_p, n_c, n_ci, n_o = counts
         # a few entities are only mentioned (no document): extra cities and countries
