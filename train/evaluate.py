@@ -136,6 +136,44 @@ def length_sweep(model, encode, decode, bos: int, eos: int, n: int) -> list[dict
     return rows
 
 
+MATCH_BANDS = (150, 300, 600, 1200)
+
+
+def matching_sweep(model, encode, bos: int, n: int) -> list[dict]:
+    """Does the model find an answer by its name? n crowded one-hop cases per document budget
+    (seed 998000 + budget, never trained on): one kind of entity fills the documents, so every
+    document states the asked relation and only the name in the question tells them apart.
+    Scored by the first answer token, greedy; chance is one over the documents of that kind."""
+    import random
+
+    import torch
+
+    import data
+    from world import KINDS
+    count = lambda t: len(encode(t))  # noqa: E731
+    rows = []
+    for budget in MATCH_BANDS:
+        rng = random.Random(998_000 + budget)
+        hit, chance, toks, m = 0, 0.0, 0, 0
+        while m < n:
+            kind = rng.choice(KINDS)
+            s = data.make_sample(rng, budget, n_questions=1, count=count, crowd=kind, two_hop_share=0.0)
+            if not s.qas:
+                continue
+            qa = s.qas[0]
+            ids = [bos] + encode(''.join(s.docs) + data.question_text(qa))
+            with torch.no_grad():
+                nxt = int(model(torch.tensor([ids])).logits[0, -1].argmax())
+            hit += nxt == encode(data.answer_text(qa))[0]
+            chance += 1 / s.kinds.count(kind)
+            toks += len(ids)
+            m += 1
+        rows.append({'budget': budget, 'n': n, 'tokens': round(toks / n), 'acc': hit / n, 'chance': chance / n})
+        print(f"crowded, ~{rows[-1]['tokens']} tokens: first answer token {hit / n:.3f} (chance {chance / n:.3f})",
+              flush=True)
+    return rows
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('--model', default=DEFAULT_MODEL)
@@ -145,6 +183,9 @@ def main(argv=None):
     ap.add_argument('--threads', type=int, default=2)
     ap.add_argument('--length-sweep', type=int, default=60,
                     help='also score N generated cases per context-length band (concat layout; 0: skip)')
+    ap.add_argument('--matching-sweep', type=int, default=60,
+                    help='also score N crowded one-hop cases per document budget, where only the name finds the '
+                         'answer (first answer token against chance; 0: skip)')
     ap.add_argument('--out', default=os.path.join(HERE, 'eval', 'results.json'))
     args = ap.parse_args(argv)
 
@@ -172,6 +213,8 @@ def main(argv=None):
     if args.length_sweep:
         report['by_length'] = length_sweep(model, encode, decode, tok.bos_token_id, tok.eos_token_id,
                                            args.length_sweep)
+    if args.matching_sweep:
+        report['matching'] = matching_sweep(model, encode, tok.bos_token_id, args.matching_sweep)
     if args.out:
         os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
         with open(args.out, 'w') as f:

@@ -12,6 +12,8 @@ import json
 import os
 from collections import defaultdict
 
+from packing import WARMUP
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, '..'))
 LOGS = os.path.join(HERE, 'logs')
@@ -204,6 +206,17 @@ reading at all from not reading far.
 | --- | --- | --- | --- | --- |
 {length_rows}
 """
+    match = (results or {}).get('matching') or []
+    matching_part = '' if not match else f"""
+Reading by name: {match[0]['n']} crowded one-hop cases per size (seed 998000 + the document budget, never
+trained on), where one kind of entity fills the documents, so every document states the asked relation and
+only the name in the question tells them apart (`python train/evaluate.py`, `matching_sweep`). Scored by the
+greedy first answer token; chance is one over the documents of that kind. A model that picks an answer of the
+right kind without matching the name stays at chance.
+
+| document tokens (mean) | cases | first answer token right | chance |
+| --- | --- | --- | --- |
+""" + '\n'.join(f"| {m['tokens']:,} | {m['n']} | {m['acc']:.3f} | {m['chance']:.3f} |" for m in match) + '\n'
     examples = ''
     if results:
         lay = results['layouts']
@@ -226,6 +239,10 @@ reading at all from not reading far.
             examples = '\n'.join(f"| {c['id']} | {c['qtype']} | {c['answers'][0]} | {c['pred']} | {c['f1']:.2f} |"
                                  for c in right + wrong)
 
+    crowd_row = '' if not a.get('crowd') else (
+        f"| crowded rows | all rows during a warm-up (the first {WARMUP:.0%} of the run: short rows, one-hop questions), "
+        f"then {a['crowd']:.0%}: one kind of entity fills the documents and the questions are about it, so every "
+        "document states the asked relation and only the name in the question tells them apart |\n")
     status = ''
     bands = (results or {}).get('by_length') or []
     reach = ''
@@ -332,7 +349,7 @@ two-hop questions and distractors.
 | schedule clock | progress = max(step / {a['steps']}, minutes / {a['max_minutes']:g}): on a slow machine the decay starts earlier and the run still ends on time |
 | seed | {a['seed']} (data of step s is drawn from seed "{a['seed']}-s", so a resumed run sees the same data) |
 | packing | one sample per row: 256, 512, 1,024 or 2,048 document slots (documents of half to all of them, so 128 to 2,047 tokens; short rows first, a curriculum), then {'128-512' if a.get('qa_slots', 1) == 1 else f"{a['qa_slots']:g}x 128-512"} question/answer slots holding several question/answer blocks that share the documents (every block sees the documents and itself only, at the positions right after the documents) |
-| loss | next-token cross-entropy on documents and questions, answer tokens and their `<|eos|>` weighted x{a['answer_weight']:g}{'' if a.get('first_answer_weight', a['answer_weight']) == a['answer_weight'] else f", the first answer token x{a['first_answer_weight']:g}"} |
+{crowd_row}| loss | next-token cross-entropy on documents and questions, answer tokens and their `<|eos|>` weighted x{a['answer_weight']:g}{'' if a.get('first_answer_weight', a['answer_weight']) == a['answer_weight'] else f", the first answer token x{a['first_answer_weight']:g}"} |
 | final loss | {curve_rows[-1].split('|')[5].strip() if curve_rows else '?'} (weighted, last 25 steps); answer-token loss {curve_rows[-1].split('|')[7].strip() if curve_rows else '?'} |
 | export check | reloaded with `AutoModelForCausalLM` (F16 → f32): max logit difference {run['export_rel_err']:.1e} of the logit range, argmax agreement {run['export_argmax_agree']:.4f} |
 
@@ -370,7 +387,7 @@ tokens, LongBench-style F1 (lower-case, punctuation and articles removed, token 
 `concat` is the target measurement (whole context as one sequence). `linked` is what LegoKV's `full`
 algorithm computes over linked chunks, since KVCompile keeps each chunk's own BOS; the model never saw a BOS in
 the middle of a sequence during training, and the figures are reported as they are, not tuned.
-{length_part}
+{length_part}{matching_part}
 F1 by question type (`concat`):
 
 | type | cases | F1 |
