@@ -95,14 +95,17 @@ def parse_args(argv=None):
     ap.add_argument('--lr', type=float, default=3e-3)
     ap.add_argument('--min-lr-frac', type=float, default=0.05)
     ap.add_argument('--warmup', type=int, default=100)
-    ap.add_argument('--decay-frac', type=float, default=0.25)
+    ap.add_argument('--decay-frac', type=float, default=0.25,
+                    help='share of the run over which the LR decays linearly to --min-lr-frac. Tried 0.6 for 60 min: '
+                         'held-out F1 0.287 against 0.273, the same matching-sweep accuracy (within noise), so 0.25 stays')
     ap.add_argument('--weight-decay', type=float, default=0.1)
     ap.add_argument('--optimizer', choices=('adamw', 'muon'), default='muon',
                     help='muon: the blocks\' weight matrices on Muon (train/muon.py), embedding and norms on AdamW')
     ap.add_argument('--muon-lr', type=float, default=0.02, help="Muon's peak learning rate (same schedule as --lr)")
     ap.add_argument('--qa-slots', type=float, default=1.0,
                     help='question/answer slots per row, relative to packing.ROW_CLASSES (more questions over the '
-                         'same documents)')
+                         'same documents). Tried 2 with both answer weights at 8 for 60 min: held-out F1 0.267 against '
+                         '0.273, so 1 stays')
     ap.add_argument('--crowd', type=float, default=0.0,
                     help='share of crowded rows after an all-crowded warm-up (packing.crowd_share): one kind of '
                          'entity fills the documents, so a question is answered only by matching its name, not by '
