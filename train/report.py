@@ -62,11 +62,11 @@ def linking_section() -> str:
                        f"{100 * r['recompute_fraction']:.1f}% |")
         if any(r['algorithm'].startswith('cacheblend') and r['n'] for r in ev['results']):
             n_layers = json.load(open(os.path.join(MODEL, 'config.json')))['num_hidden_layers']
-            out.append(f"\n`recomputed tokens` is the share of prompt rows an algorithm recomputes (for cacheblend:r, the "
-                       "rows it keeps after its check layer). cacheblend:r also runs its first two layers (layer 0, and layer 1, its check layer, "
-                       "where it measures each token's V deviation; `src/kvlink/cacheblend.ts`) over every "
-                       f"token before keeping r of them: on this {n_layers}-layer model that is {2 / n_layers:.0%} of "
-                       "Full Recompute's work whatever r is, which is where most of its TTFT goes. On a deep model "
+            out.append(f"\n`recomputed tokens` is the share of prompt rows an algorithm recomputes (for cacheblend:r, "
+                       "the rows it keeps after its check layer). cacheblend:r also runs its first two layers (layer 0, "
+                       "and layer 1, its check layer, where it measures each token's V deviation; "
+                       "`src/kvlink/cacheblend.ts`) over every token before keeping r of them: on this "
+                       f"{n_layers}-layer model that is {2 / n_layers:.0%} of Full Recompute's work whatever r is, which is where most of its TTFT goes. On a deep model "
                        "(CacheBlend's have 32 or more layers) the same two layers are a few percent.")
     else:
         out.append(f'Not measured yet: run `{EVAL_CMD}`, then `python train/report.py`.')
