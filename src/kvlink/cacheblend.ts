@@ -55,8 +55,10 @@ export async function cacheBlendPass(
   const cachedRows = all.filter((i) => !always.has(i));
   const pass = engine.pass(cache);
   pass.begin(layout.tokens, all);
+  let rowLayers = 0;
   const runLayer = (l: number) => {
     beforeLayer(l);
+    rowLayers += pass.rows.length;
     pass.layer(l, { scores: scoresFor(Array.from(pass.rows)) });
     engine.ops.d.flush();
   };
@@ -75,5 +77,5 @@ export async function cacheBlendPass(
   await engine.sync();
   const recomputedAt = performance.now();
   const rows = Array.from(pass.rows);
-  return { rows, recomputedAt, logits: () => pass.logits([rows.length - 1]), scores: () => pass.scores() };
+  return { rows, rowLayers, recomputedAt, logits: () => pass.logits([rows.length - 1]), scores: () => pass.scores() };
 }

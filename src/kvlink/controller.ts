@@ -26,7 +26,8 @@ export class LoadingController {
     const avg = (old: number | null, v: number) => (old === null ? v : old + ALPHA * (v - old));
     if (cached > 0 && r.ttft.loadMs > 0) this.loadMsPerTokenLayer = avg(this.loadMsPerTokenLayer, r.ttft.loadMs / (cached * nLayers));
     const recompute = r.ttft.gpuMs ?? r.ttft.recomputeMs;
-    if (r.recomputed > 0 && recompute > 0) this.recomputeMsPerTokenLayer = avg(this.recomputeMsPerTokenLayer, recompute / (r.recomputed * nLayers));
+    // Per row-layer actually run: cacheblend's full first layers count, not only the rows it keeps.
+    if (r.recomputedRowLayers > 0 && recompute > 0) this.recomputeMsPerTokenLayer = avg(this.recomputeMsPerTokenLayer, recompute / r.recomputedRowLayers);
   }
 
   /** The CacheBlend ratio for a prompt with `cachedTokens` cached of `totalTokens`, at least `floor`. */

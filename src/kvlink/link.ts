@@ -42,8 +42,14 @@ export interface LinkResult {
   /** Logits of the last row: the first generated token comes from them. */
   logits: Float32Array;
   layout: LinkLayout;
+  /** Rows recomputed through every layer after selection (the question's rows included). */
   recomputed: number;
   recomputedFraction: number;
+  /**
+   * Recompute work: rows run, summed over layers. recomputed × layers for the
+   * static algorithms; more for cacheblend, which runs its first layers over every row.
+   */
+  recomputedRowLayers: number;
   ttft: TtftBreakdown;
 }
 
@@ -98,6 +104,7 @@ async function linkNow(engine: Engine, parts: LinkPart[], algo: LinkAlgorithm, o
     const timed = engine.ops.d.startGpuTimer();
     const beforeLayer = pipelined ? loadLayer : () => {};
     let rows: number[];
+    let rowLayers: number;
     let logits: Float32Array;
     let t2: number;
     let scores: ScoresResult[] = [];
@@ -109,12 +116,14 @@ async function linkNow(engine: Engine, parts: LinkPart[], algo: LinkAlgorithm, o
     if (algo.kind === 'cacheblend') {
       const r = await cacheBlendPass(engine, cache, layout, resolveBlend(algo, layout, opts), scoresFor, beforeLayer);
       rows = r.rows;
+      rowLayers = r.rowLayers;
       t2 = r.recomputedAt;
       logits = await r.logits();
       tFirst = performance.now();
       scores = await r.scores();
     } else {
       rows = staticRecomputeRows(layout, algo);
+      rowLayers = rows.length * L;
       const pass = engine.pass(cache);
       pass.begin(rows.map((i) => layout.tokens[i]), rows);
       const req = scoresFor(rows);
@@ -144,7 +153,7 @@ async function linkNow(engine: Engine, parts: LinkPart[], algo: LinkAlgorithm, o
       overlapMs: gpuMs === null ? null : Math.max(0, stagingMs + gpuMs - phaseMs),
       pipelined,
     };
-    const result: LinkResult = { cache, logits, scores, layout, recomputed: rows.length, recomputedFraction: rows.length / N, ttft };
+    const result: LinkResult = { cache, logits, scores, layout, recomputed: rows.length, recomputedFraction: rows.length / N, recomputedRowLayers: rowLayers, ttft };
     opts.controller?.observe(result, engine.config.nLayers, engine.model!.kvDim);
     return result;
   } catch (e) {

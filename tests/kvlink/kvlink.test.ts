@@ -82,6 +82,7 @@ for (const name of ['stories', 'qwen2', 'gemma3'] as const) {
     const layout = layoutParts(parts, bosId);
     const r = await link(engine, parts, parseAlgorithm('naive'), { bosId });
     assert.equal(r.recomputed, 3);
+    assert.equal(r.recomputedRowLayers, 3 * engine.config.nLayers, 'a static algorithm runs its rows through every layer');
     assertClose(r.logits, await plainLast(engine, layout.tokens, layout.positions), 1e-4, 1e-4, 'naive single chunk');
     r.cache.destroy();
     engine.destroy();
@@ -102,10 +103,15 @@ test('recomputed rows: legolink, attnlink, naive and cacheblend pick what the pa
   const cb = await link(engine, parts, parseAlgorithm('cacheblend:0.2'), { bosId });
   // 20% of the 30 cached rows, plus the two uncached ones.
   assert.equal(cb.recomputed, 6 + 2);
+  // Its work: layers 0 and 1 (the check layer) over all 32 rows, the kept 8 through the rest.
+  const L = engine.config.nLayers;
+  assert.equal(cb.recomputedRowLayers, 2 * 32 + 8 * (L - 2));
   assert.ok(cb.ttft.recomputeMs > 0 && cb.ttft.totalMs >= cb.ttft.recomputeMs);
   cb.cache.destroy();
   const gradual = await link(engine, parts, parseAlgorithm('cacheblend:0.2:gradual'), { bosId });
   assert.equal(gradual.recomputed, 8);
+  // Gradual filtering: 2r (12 cached + 2) at layer 2, then r.
+  assert.equal(gradual.recomputedRowLayers, 2 * 32 + 14 + 8 * (L - 3));
   gradual.cache.destroy();
   assert.throws(() => parseAlgorithm('cacheblend:2'), /ratio/);
   assert.throws(() => parseAlgorithm('bogus'), /Unknown linking algorithm/);
@@ -207,6 +213,9 @@ test('loading controller: r hides recompute behind loading, bounded by the floor
   const r = await link(engine, parts, parseAlgorithm('cacheblend:auto:0.1'), { bosId, controller: ctl });
   assert.ok(r.recomputed >= Math.ceil(0.1 * 42) + 2, 'at least the floor');
   assert.ok(ctl.loadMsPerTokenLayer! > 0 && ctl.recomputeMsPerTokenLayer! > 0, 'the link was observed');
+  assert.ok(r.recomputedRowLayers > r.recomputed * engine.config.nLayers, 'cacheblend runs its first layers over every row');
+  assert.equal(ctl.recomputeMsPerTokenLayer, (r.ttft.gpuMs ?? r.ttft.recomputeMs) / r.recomputedRowLayers,
+    'recompute speed is per row-layer actually run');
   r.cache.destroy();
   engine.destroy();
 });
