@@ -56,9 +56,9 @@ class Packer:
     """Builds rows of token ids, positions, labels, loss weights and token kinds."""
 
     def __init__(self, tok, bos: int, eos: int, pad: int, answer_weight: float, first_answer_weight: float,
-                 qa_slots: float = 1.0, crowd: float = 0.0):
+                 qa_slots: float = 1.0, crowd: float = 0.0, notes: float = 0.0):
         self.tok, self.bos, self.eos, self.pad = tok, bos, eos, pad
-        self.crowd = crowd
+        self.crowd, self.notes = crowd, notes
         self.answer_weight, self.first_answer_weight = answer_weight, first_answer_weight
         # question/answer slots per row class, scaled by qa_slots (more questions over the same documents)
         self.classes = [(Ld, max(64, round(Lq * qa_slots / 32) * 32)) for Ld, Lq in ROW_CLASSES]
@@ -80,6 +80,13 @@ class Packer:
             docs += self.enc(d)
         blocks = [(self.enc(data.question_text(qa, s.instruction)), self.enc(data.answer_text(qa)) + [self.eos])
                   for qa in s.qas]
+        if self.notes > 0 and s.notes:
+            # note blocks ("Note: Maren Tolvaski lives in" -> " Drunavik."): the same lookup as a
+            # question, where the prefix to match is copied from the fact sentence itself
+            cuts = rng.sample(s.notes, min(len(s.notes), len(blocks)))
+            for i, (pre, val) in enumerate(cuts):
+                if rng.random() < self.notes:
+                    blocks[i] = (self.enc('Note: ' + pre), self.enc(val) + [self.eos])
         return docs, blocks
 
     def row(self, rng: random.Random, Ld: int, Lq: int, progress: float = 1.0):

@@ -111,6 +111,12 @@ def parse_args(argv=None):
                          'entity fills the documents, so a question is answered only by matching its name, not by '
                          'its relation alone. Tried 0.5 for 60 min: held-out F1 0.268 against 0.273 without, and the '
                          'same matching-sweep accuracy, so it stays off')
+    ap.add_argument('--notes', type=float, default=0.0,
+                    help='share of question/answer blocks replaced by note blocks: a fact sentence of the '
+                         'documents cut before its value ("Note: Maren Tolvaski lives in" -> " Drunavik."), '
+                         'the same lookup as a question with the prefix in the fact\'s own words. Tried 0.5: '
+                         'stopped at 30 min with dev F1 0.056 and probe 0.142 at step 2,500 (default run: 0.344 and '
+                         '0.254), so it stays off')
     ap.add_argument('--answer-weight', type=float, default=3.0, help='loss weight of answer tokens and their <|eos|>')
     ap.add_argument('--first-answer-weight', type=float, default=3.0,
                     help="loss weight of each answer's first token, the one that needs the lookup (the dev log's "
@@ -291,7 +297,7 @@ def main(argv=None):
         f'ffn {a.intermediate}, vocab {a.vocab}); threads {torch.get_num_threads()}; bf16 autocast {bool(a.bf16)}')
 
     packer = Packer(tok, tok_cfg['bos'], tok_cfg['eos'], tok_cfg['pad'], a.answer_weight,
-                    a.first_answer_weight, a.qa_slots, a.crowd)
+                    a.first_answer_weight, a.qa_slots, a.crowd, a.notes)
     if a.smoke:
         err = max(check_layout(model, packer.batch('smoke-mask', 0.9, a.tokens_per_step, row_class=c))
                   for c in range(2))

@@ -302,6 +302,7 @@ def compose(e: Entity, facts, r: random.Random):
     r.shuffle(facts)
     keep = [(attr, s) for i, (attr, s) in enumerate(facts) if i < 2 or r.random() >= 0.12]
     out = [cap(s.replace('{S}', e.name)) for _, s in keep]
+    e.sentences = {attr: text for (attr, _), text in zip(keep, out)}
     # The body is indented by one space: a name then tokenizes the same at the start of the body
     # as everywhere else (after a space), in the title, the other sentences and the questions.
     return 'Title: ' + e.title + '\n ' + ' '.join(out) + '\n\n', {a for a, _ in keep}
@@ -398,6 +399,22 @@ def answer_of(e: Entity, attr: str) -> str:
     if attr in ('population', 'employees'):
         return fmt_int(v)
     return str(v)
+
+
+def notes(e: Entity) -> list[tuple[str, str]]:
+    """Each stated fact of `e` cut before its value: ("Maren Tolvaski lives in", " Drunavik.").
+    The prefix names the subject and the relation, so the value after it is found only by
+    matching both in the documents: the lookup a question needs, in the fact's own words.
+    (The river's sentence names the river before its city, so it has no such cut.)"""
+    out = []
+    for attr, text in getattr(e, 'sentences', {}).items():
+        if attr == 'river':
+            continue
+        start = text.lower().find(e.name.lower()) + len(e.name)  # an object's name starts 'the'
+        i = text.find(' ' + answer_of(e, attr), start)
+        if i > 0:
+            out.append((text[:i], text[i:]))
+    return out
 
 
 def two_hop(e: Entity, stated: dict, r: random.Random) -> list[QA]:
