@@ -111,6 +111,10 @@ def parse_args(argv=None):
                          'entity fills the documents, so a question is answered only by matching its name, not by '
                          'its relation alone. Tried 0.5 for 60 min: held-out F1 0.268 against 0.273 without, and the '
                          'same matching-sweep accuracy, so it stays off')
+    ap.add_argument('--crowd-warmup', type=float, default=0.12,
+                    help='with --crowd: share of the run that is the all-crowded warm-up of short one-hop rows '
+                         '(packing.WARMUP). Tried 1.0 for 15 min (only rows of 2-4 documents of one kind): name swap '
+                         '(train/evaluate.py) 0.083 changed, 0.033 both right, so no name binding forms even there')
     ap.add_argument('--notes', type=float, default=0.0,
                     help='share of question/answer blocks replaced by note blocks: a fact sentence of the '
                          'documents cut before its value ("Note: Maren Tolvaski lives in" -> " Drunavik."), '
@@ -221,7 +225,9 @@ def main(argv=None):
     from export import export, to_hf
     from model import ModelArgs, RowLayout, TinyLlama
     from muon import Muon
+    import packing
     from packing import ROW_CLASSES, Packer, check_layout
+    packing.WARMUP = a.crowd_warmup
 
     torch.set_num_threads(a.threads)
     os.makedirs(a.log_dir, exist_ok=True)
