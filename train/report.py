@@ -257,7 +257,7 @@ same first answer token twice, so at most one is right. The first answer token c
                                  for c in right + wrong)
 
     crowd_row = '' if not a.get('crowd') else (
-        f"| crowded rows | all rows during a warm-up (the first {WARMUP:.0%} of the run: short rows, one-hop questions), "
+        f"| crowded rows | all rows during a warm-up (the first {a.get('crowd_warmup', WARMUP):.0%} of the run: short rows, one-hop questions), "
         f"then {a['crowd']:.0%}: one kind of entity fills the documents and the questions are about it, so every "
         "document states the asked relation and only the name in the question tells them apart |\n")
     status = ''

@@ -69,6 +69,7 @@ def truncate_log(path: str, step: int) -> None:
 
 
 def parse_args(argv=None):
+    from packing import WARMUP
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('--out', default=os.path.join(ROOT, 'public', 'models', 'qa-demo'))
     ap.add_argument('--ckpt-dir', default=os.path.join(HERE, 'ckpt'))
@@ -111,7 +112,7 @@ def parse_args(argv=None):
                          'entity fills the documents, so a question is answered only by matching its name, not by '
                          'its relation alone. Tried 0.5 for 60 min: held-out F1 0.268 against 0.273 without, and the '
                          'same matching-sweep accuracy, so it stays off')
-    ap.add_argument('--crowd-warmup', type=float, default=0.12,
+    ap.add_argument('--crowd-warmup', type=float, default=WARMUP,
                     help='with --crowd: share of the run that is the all-crowded warm-up of short one-hop rows '
                          '(packing.WARMUP). Tried 1.0 for 15 min (only rows of 2-4 documents of one kind): name swap '
                          '(train/evaluate.py) 0.083 changed, 0.033 both right, so no name binding forms even there')
@@ -225,9 +226,7 @@ def main(argv=None):
     from export import export, to_hf
     from model import ModelArgs, RowLayout, TinyLlama
     from muon import Muon
-    import packing
     from packing import ROW_CLASSES, Packer, check_layout
-    packing.WARMUP = a.crowd_warmup
 
     torch.set_num_threads(a.threads)
     os.makedirs(a.log_dir, exist_ok=True)
@@ -303,7 +302,7 @@ def main(argv=None):
         f'ffn {a.intermediate}, vocab {a.vocab}); threads {torch.get_num_threads()}; bf16 autocast {bool(a.bf16)}')
 
     packer = Packer(tok, tok_cfg['bos'], tok_cfg['eos'], tok_cfg['pad'], a.answer_weight,
-                    a.first_answer_weight, a.qa_slots, a.crowd, a.notes)
+                    a.first_answer_weight, a.qa_slots, a.crowd, a.notes, a.crowd_warmup)
     if a.smoke:
         err = max(check_layout(model, packer.batch('smoke-mask', 0.9, a.tokens_per_step, row_class=c))
                   for c in range(2))
