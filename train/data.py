@@ -43,7 +43,7 @@ import re
 import sys
 from dataclasses import dataclass
 
-from world import DOC_WRITERS, QA, World, notes, one_hop, two_hop
+from world import DOC_WRITERS, QA, World, one_hop, two_hop
 
 # ----------------------------------------------------------------------------- samples
 
@@ -60,7 +60,7 @@ class Sample:
     qas: list  # QA items
     instruction: str = ''
     kinds: tuple = ()  # the entity kind of each document
-    notes: tuple = ()  # (prefix, value) cuts of the documents' fact sentences (world.notes), for training
+    entities: tuple = ()  # the entity of each document (world.Entity)
 
 
 def est_tokens(text: str) -> int:
@@ -108,8 +108,8 @@ def make_sample(rng: random.Random, doc_budget: int, n_questions: int = 1, count
         seen_q.add(qa.question)
         qas.append(qa)
     instr = rng.choice(INSTRUCTIONS) if rng.random() < 0.15 else ''
-    cuts = tuple(c for e, _, _ in chosen for c in notes(e))
-    return Sample([t for _, t, _ in chosen], qas, instr, tuple(e.kind for e, _, _ in chosen), cuts)
+    return Sample([t for _, t, _ in chosen], qas, instr, tuple(e.kind for e, _, _ in chosen),
+                  tuple(e for e, _, _ in chosen))
 
 
 def question_text(qa: QA, instruction: str = '') -> str:

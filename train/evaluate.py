@@ -180,12 +180,13 @@ def name_swap(model, encode, bos: int, n: int) -> dict:
     have different values for the asked relation (different first answer tokens). The question
     is asked once with each entity's name. A model that reads the name answers both right; one
     that ignores it gives the same first token twice, so at most one of the two is right."""
+    import dataclasses
     import random
 
     import torch
 
     import data
-    from world import KINDS
+    from world import KINDS, notes
     count = lambda t: len(encode(t))  # noqa: E731
 
     def first(ids):
@@ -200,22 +201,17 @@ def name_swap(model, encode, bos: int, n: int) -> dict:
         if not s.qas or s.kinds.count(kind) != 2:
             continue
         qa, e = s.qas[0], s.qas[0].support[0]
-        titles = [d.split('\n')[0][len('Title: '):] for d, k in zip(s.docs, s.kinds) if k == kind]
-        other = [t for t in titles if t != e.title][0]
-        other = other[0].lower() + other[1:] if e.name[0].islower() else other  # 'the ... lamp'
-        # the asked fact in both documents, as the generator cut it (world.notes): prefix -> value
-        cut = [(pre, v) for pre, v in s.notes if e.name.lower() in pre.lower() and v.startswith(' ' + qa.answer)]
-        if not cut:
+        other = next(x for x in s.entities if x.kind == kind and x is not e)
+        # the asked fact as the generator cut it (world.notes), then the same fact of the other entity
+        attr = next((k for k, (_, v) in notes(e).items() if v.startswith(' ' + qa.answer)), None)
+        v2 = notes(other).get(attr)
+        if attr is None or v2 is None:
             continue
-        pre2 = cut[0][0].replace(e.name, other).replace(e.title, other[0].upper() + other[1:])
-        v2 = [v for pre, v in s.notes if pre == pre2]
-        if not v2:
-            continue
-        gold = (encode(' ' + qa.answer)[0], encode(v2[0])[0])
+        gold = (encode(' ' + qa.answer)[0], encode(v2[1])[0])
         if gold[0] == gold[1]:
             continue
         docs = [bos] + encode(''.join(s.docs))
-        q2 = type(qa)(qa.question.replace(e.name, other), v2[0], 1, [], qa.qtype)
+        q2 = dataclasses.replace(qa, question=qa.question.replace(e.name, other.name))
         pred = (first(docs + encode(data.question_text(qa))), first(docs + encode(data.question_text(q2))))
         changed += pred[0] != pred[1]
         both += pred == gold

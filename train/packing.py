@@ -74,6 +74,7 @@ class Packer:
                      two_hop: float = 0.5):
         """One sample: document ids (BOS first) and QA blocks (question ids, answer ids + EOS)."""
         import data
+        from world import notes
         s = data.make_sample(rng, doc_budget, n_questions=n_q, count=self.count, crowd=crowd,
                              two_hop_share=two_hop)
         docs = [self.bos]
@@ -81,10 +82,11 @@ class Packer:
             docs += self.enc(d)
         blocks = [(self.enc(data.question_text(qa, s.instruction)), self.enc(data.answer_text(qa)) + [self.eos])
                   for qa in s.qas]
-        if self.notes > 0 and s.notes:
+        cuts = [c for e in s.entities for c in notes(e).values()] if self.notes > 0 else []
+        if cuts:
             # note blocks ("Note: Maren Tolvaski lives in" -> " Drunavik."): the same lookup as a
             # question, where the prefix to match is copied from the fact sentence itself
-            cuts = rng.sample(s.notes, min(len(s.notes), len(blocks)))
+            cuts = rng.sample(cuts, min(len(cuts), len(blocks)))
             for i, (pre, val) in enumerate(cuts):
                 if rng.random() < self.notes:
                     blocks[i] = (self.enc('Note: ' + pre), self.enc(val) + [self.eos])

@@ -115,7 +115,7 @@ def parse_args(argv=None):
     ap.add_argument('--crowd-warmup', type=float, default=WARMUP,
                     help='with --crowd: share of the run that is the all-crowded warm-up of short one-hop rows '
                          '(packing.WARMUP). Tried 1.0 for 15 min (only rows of 2-4 documents of one kind): name swap '
-                         '(train/evaluate.py) 0.083 changed, 0.033 both right, so no name binding forms even there')
+                         '(train/evaluate.py) 0.083 changed, 0.050 both right, so no name binding forms even there')
     ap.add_argument('--notes', type=float, default=0.0,
                     help='share of question/answer blocks replaced by note blocks: a fact sentence of the '
                          'documents cut before its value ("Note: Maren Tolvaski lives in" -> " Drunavik."), '

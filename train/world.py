@@ -401,19 +401,19 @@ def answer_of(e: Entity, attr: str) -> str:
     return str(v)
 
 
-def notes(e: Entity) -> list[tuple[str, str]]:
-    """Each stated fact of `e` cut before its value: ("Maren Tolvaski lives in", " Drunavik.").
+def notes(e: Entity) -> dict[str, tuple[str, str]]:
+    """Each stated fact of `e`, by attribute, cut before its value: ("Maren Tolvaski lives in", " Drunavik.").
     The prefix names the subject and the relation, so the value after it is found only by
     matching both in the documents: the lookup a question needs, in the fact's own words.
     (The river's sentence names the river before its city, so it has no such cut.)"""
-    out = []
+    out = {}
     for attr, text in getattr(e, 'sentences', {}).items():
         if attr == 'river':
             continue
         start = text.lower().find(e.name.lower()) + len(e.name)  # an object's name starts 'the'
         i = text.find(' ' + answer_of(e, attr), start)
         if i > 0:
-            out.append((text[:i], text[i:]))
+            out[attr] = (text[:i], text[i:])
     return out
 
 
