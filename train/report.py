@@ -263,7 +263,6 @@ same first answer token twice, so at most one is right. The first answer token c
     status = ''
     bands = (results or {}).get('by_length') or []
     reach = ''
-    swap = (results or {}).get('name_swap')
     if len(bands) >= 2 and swap:
         reach = (f": it picks among the values of the asked kind in the documents without reading the name in the "
                  f"question (asked again with the other document's name, its first answer token changes in only "
