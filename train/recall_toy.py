@@ -1,0 +1,189 @@
+#!/usr/bin/env python3
+"""In-context recall toy for qa-demo's architecture: does name binding form at all?
+
+The held-out failure of qa-demo (train/evaluate.py's name swap) is that the model answers with
+a value of the asked kind without reading the question's name. This toy strips the task to its
+core to find the smallest setting where the lookup is learned: rows of K short documents of one
+kind that all state one attribute (data.make_drill), then one question per document, each
+followed by its answer (plain causal attention, loss on every token, answer tokens weighted x3).
+
+    python train/recall_toy.py                          # K = 8 one-sentence documents, generated names
+    python train/recall_toy.py --single-token-names     # each name one BPE token
+    python train/recall_toy.py --single-token-names --adjacent   # documents "Title: Houl\\n Houl 689,000."
+
+Reported every --every steps: the teacher-forced accuracy of the first answer token on 30 held-out
+rows, counting only questions whose first answer token no other document of the row shares, so
+a guess by relation alone scores about 1/K (printed as chance).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+
+def parse_args(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument('--tokenizer', default=os.path.join(HERE, '..', 'public', 'models', 'qa-demo'))
+    ap.add_argument('--docs', type=int, default=8, help='documents (keys) per row')
+    ap.add_argument('--facts', type=int, default=1, help='fact sentences per document')
+    ap.add_argument('--single-token-names', action='store_true', help='rename every entity to one BPE token')
+    ap.add_argument('--adjacent', action='store_true', help='document body "<name> <value>." (needs one fact)')
+    ap.add_argument('--minutes', type=float, default=8.0)
+    ap.add_argument('--rows', type=int, default=16, help='rows per step')
+    ap.add_argument('--row-len', type=int, default=320)
+    ap.add_argument('--pool', type=int, default=4000, help='training rows generated up front (then resampled)')
+    ap.add_argument('--every', type=int, default=500)
+    ap.add_argument('--layers', type=int, default=3)
+    ap.add_argument('--hidden', type=int, default=128)
+    ap.add_argument('--heads', type=int, default=4)
+    ap.add_argument('--kv-heads', type=int, default=4)
+    ap.add_argument('--optimizer', choices=('muon', 'adamw'), default='muon')
+    ap.add_argument('--lr', type=float, default=3e-3, help='AdamW (embedding and norms; everything with adamw)')
+    ap.add_argument('--muon-lr', type=float, default=0.02)
+    ap.add_argument('--threads', type=int, default=2)
+    ap.add_argument('--seed', type=int, default=1)
+    a = ap.parse_args(argv)
+    if a.adjacent and a.facts != 1:
+        ap.error('--adjacent writes one fact per document')
+    return a
+
+
+def rename(text: str, e, name: str) -> str:
+    return text.replace(e.title, name).replace(e.name, name)
+
+
+def make_rows(a, enc, bos: int, vocab_tokens):
+    """A row maker: (document ids, [(question ids, answer ids)]) from one binding drill."""
+    import data
+    count = lambda t: len(enc(t))  # noqa: E731
+    words = [t[1:] for t in vocab_tokens if t.startswith('Ġ') and len(t) >= 4 and t[1].isupper() and t[1:].isalpha()]
+    single = [w for w in words if len(enc(' ' + w)) == 1 and len(enc(' ' + w + '?')) == 2
+              and len(enc(' ' + w + '.')) == 2]
+
+    def row(rng: random.Random):
+        while True:
+            s = data.make_drill(rng, a.docs, a.facts, count=count)
+            answer = {id(qa.support[0]): qa.answer for qa in s.qas}
+            ents = [e for e in s.entities if id(e) in answer]
+            names = rng.sample(single, len(ents)) if a.single_token_names else [e.name for e in ents]
+            docs = ''
+            for e, nm in zip(ents, names):
+                text = next(d for d, x in zip(s.docs, s.entities) if x is e)
+                docs += f'Title: {nm}\n {nm} {answer[id(e)]}.\n\n' if a.adjacent else rename(text, e, nm)
+            qas = []
+            for qa in s.qas:
+                e = qa.support[0]
+                qas.append((enc(rename(data.question_text(qa), e, names[ents.index(e)])), enc(data.answer_text(qa))))
+            if len(qas) >= 2:
+                return [bos] + enc(docs), qas
+    return row
+
+
+def main(argv=None):
+    a = parse_args(argv)
+    import torch
+    import torch.nn.functional as F
+    from tokenizers import Tokenizer
+
+    from model import ModelArgs, TinyLlama
+    from muon import Muon
+    torch.set_num_threads(a.threads)
+    torch.manual_seed(a.seed)
+    tok = Tokenizer.from_file(os.path.join(a.tokenizer, 'tokenizer.json'))
+    enc = lambda t: tok.encode(t, add_special_tokens=False).ids  # noqa: E731
+    bos, eos, pad = (tok.token_to_id(t) for t in ('<|bos|>', '<|eos|>', '<|pad|>'))
+    row = make_rows(a, enc, bos, list(tok.get_vocab()))
+    t0 = time.time()
+    pr = random.Random(a.seed + 1000)
+    pool = [row(pr) for _ in range(a.pool)]
+    er = random.Random(99)
+    held = [row(er) for _ in range(30)]
+    print(f'{a.pool} training rows, 30 held-out rows in {time.time() - t0:.0f} s; e.g.\n'
+          + tok.decode(held[0][0] + held[0][1][0][0] + held[0][1][0][1]), flush=True)
+
+    def batch(rng):
+        ids = torch.full((a.rows, a.row_len), pad)
+        lab = torch.full((a.rows, a.row_len), -100)
+        w = torch.zeros(a.rows, a.row_len)
+        for i in range(a.rows):
+            d, qas = pool[rng.randrange(len(pool))]
+            qas = rng.sample(qas, len(qas))
+            seq, ws = list(d), [1.0] * (len(d) - 1)
+            for q, ans in qas:
+                if len(seq) + len(q) + len(ans) + 1 > a.row_len:
+                    break
+                seq += q + ans + [eos]
+                ws += [1.0] * len(q) + [3.0] * (len(ans) + 1)
+            n = len(seq)
+            ids[i, :n] = torch.tensor(seq)
+            lab[i, :n - 1] = torch.tensor(seq[1:])
+            w[i, :n - 1] = torch.tensor(ws[:n - 1])
+        return ids, lab, w
+
+    margs = ModelArgs(vocab_size=tok.get_vocab_size(), hidden_size=a.hidden, intermediate_size=a.hidden * 11 // 4,
+                      num_hidden_layers=a.layers, num_attention_heads=a.heads, num_key_value_heads=a.kv_heads,
+                      max_position_embeddings=a.row_len)
+    model = TinyLlama(margs)
+    on_muon = lambda n, p: a.optimizer == 'muon' and p.dim() == 2 and '.layers.' in n  # noqa: E731
+    opt = torch.optim.AdamW([p for n, p in model.named_parameters() if not on_muon(n, p)], lr=a.lr,
+                            betas=(0.9, 0.95), weight_decay=0.0)
+    mats = [p for n, p in model.named_parameters() if on_muon(n, p)]
+    muon = Muon(mats, lr=a.muon_lr, weight_decay=0.0, ns_dtype=torch.bfloat16) if mats else None
+    pos = torch.arange(a.row_len)[None].expand(a.rows, a.row_len)
+
+    def loss_fn(ids, lab, w):
+        with torch.autocast('cpu', dtype=torch.bfloat16):
+            logits = model(ids, pos, None)
+        ce = F.cross_entropy(logits.float().flatten(0, 1), lab.flatten(), ignore_index=-100, reduction='none')
+        return (ce * w.flatten()).sum() / w.sum()
+
+    step_fn = torch.compile(loss_fn)
+
+    def recall():
+        model.eval()
+        hit = n = 0
+        with torch.no_grad():
+            for d, qas in held:
+                firsts = [ans[0] for _, ans in qas]
+                for q, ans in qas:
+                    if firsts.count(ans[0]) != 1:
+                        continue
+                    x = torch.tensor([d + q])
+                    with torch.autocast('cpu', dtype=torch.bfloat16):
+                        pred = int(model(x, torch.arange(x.shape[1])[None], None)[0, -1].argmax())
+                    hit += pred == ans[0]
+                    n += 1
+        model.train()
+        return hit / max(1, n)
+
+    chance = sum(1 / len(qas) for _, qas in held) / len(held)
+    print(f'model {model.num_params():,} parameters ({a.layers} layers, hidden {a.hidden}, heads {a.heads}/'
+          f'{a.kv_heads}), {a.optimizer}, CPU threads {torch.get_num_threads()}; chance ~{chance:.3f}', flush=True)
+    rng = random.Random(a.seed)
+    step, ema, t0 = 0, None, time.time()
+    while (time.time() - t0) / 60 < a.minutes:
+        f = min(1.0, (step + 1) / 50)
+        for o, peak in ((opt, a.lr), (muon, a.muon_lr)):
+            for g in (o.param_groups if o else []):
+                g['lr'] = peak * f
+        loss = step_fn(*batch(rng))
+        loss.backward()
+        for o in (opt, muon):
+            if o:
+                o.step()
+                o.zero_grad(set_to_none=True)
+        ema = loss.item() if ema is None else 0.95 * ema + 0.05 * loss.item()
+        step += 1
+        if step % a.every == 0:
+            print(f'{(time.time() - t0) / 60:5.1f} min step {step:5d} loss {ema:.3f} recall {recall():.3f}', flush=True)
+    print(f'final: step {step}, recall {recall():.3f} (chance ~{chance:.3f})')
+
+
+if __name__ == '__main__':
+    main()
