@@ -67,21 +67,15 @@ def make_rows(a, enc, bos: int, vocab_tokens):
               and len(enc(' ' + w + '.')) == 2]
 
     def row(rng: random.Random):
-        while True:
-            s = data.make_drill(rng, a.docs, a.facts, count=count)
-            answer = {id(qa.support[0]): qa.answer for qa in s.qas}
-            ents = [e for e in s.entities if id(e) in answer]
-            names = rng.sample(single, len(ents)) if a.single_token_names else [e.name for e in ents]
-            docs = ''
-            for e, nm in zip(ents, names):
-                text = next(d for d, x in zip(s.docs, s.entities) if x is e)
-                docs += f'Title: {nm}\n {nm} {answer[id(e)]}.\n\n' if a.adjacent else rename(text, e, nm)
-            qas = []
-            for qa in s.qas:
-                e = qa.support[0]
-                qas.append((enc(rename(data.question_text(qa), e, names[ents.index(e)])), enc(data.answer_text(qa))))
-            if len(qas) >= 2:
-                return [bos] + enc(docs), qas
+        s = data.make_drill(rng, a.docs, a.facts, count=count)
+        names = rng.sample(single, len(s.entities)) if a.single_token_names else [e.name for e in s.entities]
+        name = {id(e): nm for e, nm in zip(s.entities, names)}
+        answer = {id(qa.support[0]): qa.answer for qa in s.qas}
+        docs = ''.join(f'Title: {name[id(e)]}\n {name[id(e)]} {answer[id(e)]}.\n\n' if a.adjacent
+                       else rename(d, e, name[id(e)]) for d, e in zip(s.docs, s.entities))
+        qas = [(enc(rename(data.question_text(qa), qa.support[0], name[id(qa.support[0])])),
+                enc(data.answer_text(qa))) for qa in s.qas]
+        return [bos] + enc(docs), qas
     return row
 
 
@@ -92,7 +86,7 @@ def main(argv=None):
     from tokenizers import Tokenizer
 
     from model import ModelArgs, TinyLlama
-    from muon import Muon
+    from muon import Muon, for_muon
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
     tok = Tokenizer.from_file(os.path.join(a.tokenizer, 'tokenizer.json'))
@@ -130,7 +124,7 @@ def main(argv=None):
                       num_hidden_layers=a.layers, num_attention_heads=a.heads, num_key_value_heads=a.kv_heads,
                       max_position_embeddings=a.row_len)
     model = TinyLlama(margs)
-    on_muon = lambda n, p: a.optimizer == 'muon' and p.dim() == 2 and '.layers.' in n  # noqa: E731
+    on_muon = lambda n, p: a.optimizer == 'muon' and for_muon(n, p)  # noqa: E731
     opt = torch.optim.AdamW([p for n, p in model.named_parameters() if not on_muon(n, p)], lr=a.lr,
                             betas=(0.9, 0.95), weight_decay=0.0)
     mats = [p for n, p in model.named_parameters() if on_muon(n, p)]
