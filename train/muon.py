@@ -60,3 +60,9 @@ class Muon(torch.optim.Optimizer):
                     if wd:
                         p.mul_(1 - lr * wd)
                     p.add_(u.to(p.dtype), alpha=-lr * scale)
+
+
+def for_muon(name: str, p: torch.Tensor) -> bool:
+    """The parameters Muon takes: the transformer blocks' weight matrices (not the embedding,
+    which the LM head shares, nor the norm weights)."""
+    return p.dim() == 2 and '.layers.' in name

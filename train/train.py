@@ -225,7 +225,7 @@ def main(argv=None):
     import tokenizer as tokmod
     from export import export, to_hf
     from model import ModelArgs, RowLayout, TinyLlama
-    from muon import Muon
+    from muon import Muon, for_muon
     from packing import ROW_CLASSES, Packer, check_layout
 
     torch.set_num_threads(a.threads)
@@ -266,7 +266,7 @@ def main(argv=None):
                       max_position_embeddings=a.max_len, rope_theta=a.rope_theta)
     model = TinyLlama(margs)
     n_params = model.num_params()
-    use_muon = lambda n, p: a.optimizer == 'muon' and p.dim() == 2 and '.layers.' in n  # noqa: E731
+    use_muon = lambda n, p: a.optimizer == 'muon' and for_muon(n, p)  # noqa: E731
     matrices = [p for n, p in model.named_parameters() if use_muon(n, p)]
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2 and not use_muon(n, p)]
     no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
