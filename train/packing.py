@@ -57,8 +57,10 @@ class Packer:
     """Builds rows of token ids, positions, labels, loss weights and token kinds."""
 
     def __init__(self, tok, bos: int, eos: int, pad: int, answer_weight: float, first_answer_weight: float,
-                 qa_slots: float = 1.0, crowd: float = 0.0, notes: float = 0.0, warmup: float = WARMUP):
+                 qa_slots: float = 1.0, crowd: float = 0.0, notes: float = 0.0, warmup: float = WARMUP,
+                 doc_weight: float = 1.0):
         self.tok, self.bos, self.eos, self.pad = tok, bos, eos, pad
+        self.doc_weight = doc_weight  # loss weight of document and question tokens
         self.crowd, self.notes, self.warmup = crowd, notes, warmup
         self.answer_weight, self.first_answer_weight = answer_weight, first_answer_weight
         # question/answer slots per row class, scaled by qa_slots (more questions over the same documents)
@@ -115,12 +117,12 @@ class Packer:
         # predicts every block's first question token (it is each block's previous token), so its
         # label is taken from block 1 and the other blocks' first tokens get no loss there.
         labels = docs[1:] + [-100] * (Ld - d + 1)
-        weights = [1.0] * (d - 1) + [0.0] * (Ld - d + 1)
+        weights = [self.doc_weight] * (d - 1) + [0.0] * (Ld - d + 1)
         for j, (q, a) in enumerate(blocks):
             if len(ids) - Ld + len(q) + len(a) > Lq:
                 break
             if j == 0:
-                labels[d - 1], weights[d - 1] = q[0], 1.0
+                labels[d - 1], weights[d - 1] = q[0], self.doc_weight
             toks = q + a
             ids += toks
             pos += range(d, d + len(toks))
@@ -129,7 +131,7 @@ class Packer:
             for i in range(len(toks) - 1):
                 labels.append(toks[i + 1])
                 if i + 1 < len(q):
-                    weights.append(1.0)
+                    weights.append(self.doc_weight)
                 elif i + 1 == len(q):  # the first answer token: the lookup
                     weights.append(self.first_answer_weight)
                 else:
