@@ -4,22 +4,35 @@
 The held-out failure of qa-demo (train/evaluate.py's name swap) is that the model answers with
 a value of the asked kind without reading the question's name. This toy strips the task to its
 core to find the smallest setting where the lookup is learned: rows of K short documents of one
-kind that all state one attribute (data.make_drill), then one question per document, each
-followed by its answer (plain causal attention, loss on every token, answer tokens weighted x3).
+kind that all state one attribute (data.make_drill), then K questions about them (drawn with
+replacement), each followed by its answer (plain causal attention, loss on every token: answer
+tokens weighted x3, the others --doc-weight).
 
     python train/recall_toy.py                          # K = 8 one-sentence documents, generated names
     python train/recall_toy.py --single-token-names     # each name one BPE token
     python train/recall_toy.py --single-token-names --adjacent   # documents "Title: Houl\\n Houl 689,000."
+    python train/recall_toy.py --mqar --rows 64 --row-len 64     # control: random one-token keys and values
+    python train/recall_toy.py --mqar --question '?\\nAnswer:' --rows 64 --row-len 64   # keys asked 3 tokens early
 
 Reported every --every steps: the teacher-forced accuracy of the first answer token on 30 held-out
 rows, counting only questions whose first answer token no other document of the row shares, so
 a guess by relation alone scores about 1/K (printed as chance).
+
+--mqar is a control on bare tokens: multi-query associative recall with no text around it. A row is BOS,
+then K pairs "key value" (distinct one-token names as keys, one-token names from a disjoint set as values),
+then K questions, each followed by --question's tokens and its value. Questions follow one another in a row and are drawn with replacement: drawn without it (each key once),
+a model can narrow later questions down to the keys not yet asked, a shortcut worth 0.34 over all
+questions at K = 8, on which a bare-token prototype stalled. Training rows are drawn fresh every step, as in train.py (a fixed pool
+was memorized).
+--json writes the settings and the recall curve.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
+import shlex
 import sys
 import time
 
@@ -34,10 +47,18 @@ def parse_args(argv=None):
     ap.add_argument('--facts', type=int, default=1, help='fact sentences per document')
     ap.add_argument('--single-token-names', action='store_true', help='rename every entity to one BPE token')
     ap.add_argument('--adjacent', action='store_true', help='document body "<name> <value>." (needs one fact)')
+    ap.add_argument('--mqar', action='store_true', help='control task on bare tokens (see above)')
+    ap.add_argument('--question', default='', 
+                    help=r'--mqar: text between an asked key and its value (\n for a newline)')
+    ap.add_argument('--keys', type=int, default=0, help='--mqar: draw keys and values from this many tokens each '
+                    '(0: every one-token name, about 700 each)')
+    ap.add_argument('--doc-weight', type=float, default=1.0,
+                    help='loss weight of document and question tokens (answers and their <|eos|> weigh 3)')
+    ap.add_argument('--json', help='write the settings and the recall curve here')
+    ap.add_argument('--stop-at', type=float, default=None, help='stop once held-out recall reaches this')
     ap.add_argument('--minutes', type=float, default=8.0)
     ap.add_argument('--rows', type=int, default=16, help='rows per step')
     ap.add_argument('--row-len', type=int, default=320)
-    ap.add_argument('--pool', type=int, default=4000, help='training rows generated up front (then resampled)')
     ap.add_argument('--every', type=int, default=500)
     ap.add_argument('--layers', type=int, default=3)
     ap.add_argument('--hidden', type=int, default=128)
@@ -65,6 +86,15 @@ def make_rows(a, enc, bos: int, vocab_tokens):
     words = [t[1:] for t in vocab_tokens if t.startswith('Ġ') and len(t) >= 4 and t[1].isupper() and t[1:].isalpha()]
     single = [w for w in words if len(enc(' ' + w)) == 1 and len(enc(' ' + w + '?')) == 2
               and len(enc(' ' + w + '.')) == 2]
+    if a.mqar:
+        ids = [enc(' ' + w)[0] for w in single]
+        keys, values = ids[::2][:a.keys or None], ids[1::2][:a.keys or None]
+        asked = enc(a.question.replace(r'\n', '\n')) if a.question else []
+
+        def mqar(rng: random.Random):
+            ks, vs = rng.sample(keys, a.docs), [rng.choice(values) for _ in range(a.docs)]
+            return [bos] + [t for kv in zip(ks, vs) for t in kv], [([k] + asked, [v]) for k, v in zip(ks, vs)]
+        return mqar
 
     def row(rng: random.Random):
         s = data.make_drill(rng, a.docs, a.facts, count=count)
@@ -93,12 +123,9 @@ def main(argv=None):
     enc = lambda t: tok.encode(t, add_special_tokens=False).ids  # noqa: E731
     bos, eos, pad = (tok.token_to_id(t) for t in ('<|bos|>', '<|eos|>', '<|pad|>'))
     row = make_rows(a, enc, bos, list(tok.get_vocab()))
-    t0 = time.time()
-    pr = random.Random(a.seed + 1000)
-    pool = [row(pr) for _ in range(a.pool)]
     er = random.Random(99)
     held = [row(er) for _ in range(30)]
-    print(f'{a.pool} training rows, 30 held-out rows in {time.time() - t0:.0f} s; e.g.\n'
+    print('30 held-out rows (training rows are drawn fresh every step); e.g.\n'
           + tok.decode(held[0][0] + held[0][1][0][0] + held[0][1][0][1]), flush=True)
 
     def batch(rng):
@@ -106,14 +133,14 @@ def main(argv=None):
         lab = torch.full((a.rows, a.row_len), -100)
         w = torch.zeros(a.rows, a.row_len)
         for i in range(a.rows):
-            d, qas = pool[rng.randrange(len(pool))]
-            qas = rng.sample(qas, len(qas))
-            seq, ws = list(d), [1.0] * (len(d) - 1)
+            d, qas = row(rng)
+            qas = rng.choices(qas, k=len(qas))  # with replacement: no narrowing down to keys not yet asked
+            seq, ws = list(d), [a.doc_weight] * (len(d) - 1)
             for q, ans in qas:
                 if len(seq) + len(q) + len(ans) + 1 > a.row_len:
                     break
                 seq += q + ans + [eos]
-                ws += [1.0] * len(q) + [3.0] * (len(ans) + 1)
+                ws += [a.doc_weight] * len(q) + [3.0] * (len(ans) + 1)
             n = len(seq)
             ids[i, :n] = torch.tensor(seq)
             lab[i, :n - 1] = torch.tensor(seq[1:])
@@ -160,8 +187,8 @@ def main(argv=None):
     print(f'model {model.num_params():,} parameters ({a.layers} layers, hidden {a.hidden}, heads {a.heads}/'
           f'{a.kv_heads}), {a.optimizer}, CPU threads {torch.get_num_threads()}; chance ~{chance:.3f}', flush=True)
     rng = random.Random(a.seed)
-    step, ema, t0 = 0, None, time.time()
-    while (time.time() - t0) / 60 < a.minutes:
+    step, ema, t0, curve = 0, None, time.time(), []
+    while (time.time() - t0) / 60 < a.minutes and not (curve and a.stop_at and curve[-1]['recall'] >= a.stop_at):
         f = min(1.0, (step + 1) / 50)
         for o, peak in ((opt, a.lr), (muon, a.muon_lr)):
             for g in (o.param_groups if o else []):
@@ -175,8 +202,20 @@ def main(argv=None):
         ema = loss.item() if ema is None else 0.95 * ema + 0.05 * loss.item()
         step += 1
         if step % a.every == 0:
-            print(f'{(time.time() - t0) / 60:5.1f} min step {step:5d} loss {ema:.3f} recall {recall():.3f}', flush=True)
-    print(f'final: step {step}, recall {recall():.3f} (chance ~{chance:.3f})')
+            curve.append(dict(step=step, minutes=round((time.time() - t0) / 60, 2), loss=round(ema, 4),
+                              recall=round(recall(), 4)))
+            print(f"{curve[-1]['minutes']:5.1f} min step {step:5d} loss {ema:.3f} recall {curve[-1]['recall']:.3f}",
+                  flush=True)
+    final = recall()
+    print(f'final: step {step}, recall {final:.3f} (chance ~{chance:.3f})')
+    if a.json:
+        from train import machine_name
+        out = dict(command='python train/recall_toy.py ' + ' '.join(shlex.quote(x) for x in (argv or sys.argv[1:])),
+                   machine=machine_name(), torch=torch.__version__, params=model.num_params(), steps=step,
+                   minutes=round((time.time() - t0) / 60, 2), tokens_per_step=a.rows * a.row_len,
+                   chance=round(chance, 4), recall=round(final, 4), curve=curve)
+        with open(a.json, 'w') as f:
+            json.dump(out, f, indent=1)
 
 
 if __name__ == '__main__':
