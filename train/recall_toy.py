@@ -18,12 +18,14 @@ Reported every --every steps: the teacher-forced accuracy of the first answer to
 rows, counting only questions whose first answer token no other document of the row shares, so
 a guess by relation alone scores about 1/K (printed as chance).
 
---mqar is a control on bare tokens: multi-query associative recall with no text around it. A row is BOS,
-then K pairs "key value" (distinct one-token names as keys, one-token names from a disjoint set as values),
-then K questions, each followed by --question's tokens and its value. Questions follow one another in a row and are drawn with replacement: drawn without it (each key once),
-a model can narrow later questions down to the keys not yet asked, a shortcut worth 0.34 over all
-questions at K = 8, on which a bare-token prototype stalled. Training rows are drawn fresh every step, as in train.py (a fixed pool
-was memorized).
+--mqar is a control on bare tokens: multi-query associative recall with no text around it. A row
+is BOS, then K pairs "key value" (distinct one-token names as keys, one-token names from a disjoint
+set as values), then K questions, each followed by --question's tokens and its value.
+
+Questions follow one another in a row and are drawn with replacement: drawn without it (each key
+once), a model can narrow later questions down to the keys not yet asked, a shortcut worth 0.34
+over all questions at K = 8, on which a bare-token prototype stalled. Training rows are drawn
+fresh every step, as in train.py (a fixed pool was memorized).
 --json writes the settings and the recall curve.
 """
 from __future__ import annotations
@@ -48,7 +50,7 @@ def parse_args(argv=None):
     ap.add_argument('--single-token-names', action='store_true', help='rename every entity to one BPE token')
     ap.add_argument('--adjacent', action='store_true', help='document body "<name> <value>." (needs one fact)')
     ap.add_argument('--mqar', action='store_true', help='control task on bare tokens (see above)')
-    ap.add_argument('--question', default='', 
+    ap.add_argument('--question', default='',
                     help=r'--mqar: text between an asked key and its value (\n for a newline)')
     ap.add_argument('--keys', type=int, default=0, help='--mqar: draw keys and values from this many tokens each '
                     '(0: every one-token name, about 700 each)')
