@@ -169,19 +169,26 @@ def main(argv=None):
     step_fn = torch.compile(loss_fn)
 
     def recall():
+        """One forward per held-out row: its scored questions side by side, each after the documents
+        (right padding, so causal attention leaves every question's own positions as they were)."""
         model.eval()
         hit = n = 0
         with torch.no_grad():
             for d, qas in held:
                 firsts = [ans[0] for _, ans in qas]
-                for q, ans in qas:
-                    if firsts.count(ans[0]) != 1:
-                        continue
-                    x = torch.tensor([d + q])
-                    with torch.autocast('cpu', dtype=torch.bfloat16):
-                        pred = int(model(x, torch.arange(x.shape[1])[None], None)[0, -1].argmax())
-                    hit += pred == ans[0]
-                    n += 1
+                scored = [(d + q, ans[0]) for q, ans in qas if firsts.count(ans[0]) == 1]
+                if not scored:
+                    continue
+                width = max(len(seq) for seq, _ in scored)
+                x = torch.full((len(scored), width), pad)
+                for i, (seq, _) in enumerate(scored):
+                    x[i, :len(seq)] = torch.tensor(seq)
+                last = torch.tensor([len(seq) - 1 for seq, _ in scored])
+                with torch.autocast('cpu', dtype=torch.bfloat16):
+                    logits = model(x, torch.arange(width)[None].expand(len(scored), width), None)
+                pred = logits[torch.arange(len(scored)), last].argmax(-1)
+                hit += int((pred == torch.tensor([first for _, first in scored])).sum())
+                n += len(scored)
         model.train()
         return hit / max(1, n)
 
