@@ -88,6 +88,23 @@ class Attention(nn.Module):
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
         return self.o_proj(y.transpose(1, 2).reshape(B, T, self.nh * self.hd))
 
+    def head_logprobs(self, x, cos, sin, slots, allowed, head: int = 0):
+        """Attention log-probabilities of query head `head` for the query slots `slots` (B, N) over
+        all T key slots: x is this layer's normed input (B, T, H), cos/sin the rows' RoPE tables,
+        allowed (B, N, T) the keys each query may see. Returns (B, N, T); -inf where not allowed."""
+        B, T, _ = x.shape
+        kvh = head // (self.nh // self.nkv)
+        idx = slots[..., None].expand(-1, -1, x.shape[-1])
+        q = self.q_proj(torch.gather(x, 1, idx)).view(B, -1, self.nh, self.hd)[:, :, head]
+        k = self.k_proj(x).view(B, T, self.nkv, self.hd)[:, :, kvh]
+        c, s = cos[:, 0], sin[:, 0]  # (B, T, hd)
+        cq = torch.gather(c, 1, slots[..., None].expand(-1, -1, self.hd))
+        sq = torch.gather(s, 1, slots[..., None].expand(-1, -1, self.hd))
+        q = q * cq.to(q.dtype) + rotate_half(q) * sq.to(q.dtype)
+        k = k * c.to(k.dtype) + rotate_half(k) * s.to(k.dtype)
+        scores = torch.einsum('bnd,btd->bnt', q.float(), k.float()) / math.sqrt(self.hd)
+        return scores.masked_fill(~allowed, float('-inf')).log_softmax(-1)
+
 
 class RowLayout:
     """Rows of `Ld` document slots (causal among themselves, padding after the documents)
@@ -178,11 +195,18 @@ class TinyLlama(nn.Module):
     def num_params(self) -> int:
         return sum(p.numel() for p in self.parameters())  # tied weights counted once
 
-    def forward(self, ids: torch.Tensor, positions: torch.Tensor, mask: torch.Tensor | None):
+    def forward(self, ids: torch.Tensor, positions: torch.Tensor, mask: torch.Tensor | None, probe=None):
         """ids, positions: (B, T); mask: bool (B, 1, T, T), True where attention is allowed, a
-        RowLayout, or None for plain causal attention (then positions should be 0..T-1)."""
+        RowLayout, or None for plain causal attention (then positions should be 0..T-1).
+        probe: optional [(layer, slots (B, N), allowed (B, N, T))]; then also returns, for each,
+        head 0's attention log-probabilities of those query slots in that layer (B, N, T)."""
         cos, sin = rope_cos_sin(positions, self.args.head_dim, self.args.rope_theta)
         x = self.model.embed_tokens(ids)
-        for layer in self.model.layers:
+        seen = []
+        for i, layer in enumerate(self.model.layers):
+            for li, slots, allowed in probe or ():
+                if li == i:
+                    seen.append(layer.self_attn.head_logprobs(layer.input_layernorm(x), cos, sin, slots, allowed))
             x = layer(x, cos, sin, mask)
-        return self.lm_head(self.model.norm(x))
+        logits = self.lm_head(self.model.norm(x))
+        return (logits, seen) if probe is not None else logits

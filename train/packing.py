@@ -13,6 +13,10 @@ causal attention is exact for every real document token). That split is what mak
 `RowLayout` (model.py) runs the documents through causal attention and only the question/answer
 slots through a masked one. `check_layout` compares it with the same attention as one dense mask.
 
+Each block also carries its attention targets (`support_slots`): the document slots of the answer's
+value in its supporting fact and, for a two-hop question, of the bridge entity's name in the first
+fact, for train.py's --attn-sup.
+
 Document lengths are drawn in [Ld/2, Ld), so the four classes cover 128 to 2,047 document tokens
 continuously, the held-out range (1,025-2,017) included.
 """
@@ -53,6 +57,31 @@ def two_hop_share(progress: float, crowd: float, warmup: float = WARMUP) -> floa
     return 0.0 if crowd > 0 and progress < warmup else 0.5
 
 
+def value_slots(e, attr: str, value: str, where: dict) -> list[int]:
+    """The document slots of `value` in the sentence of `e`'s document that states `attr`."""
+    sentence = getattr(e, 'sentences', {}).get(attr)
+    if sentence is None or id(e) not in where:
+        return []
+    doc, start, offsets = where[id(e)]
+    at = doc.find(sentence)
+    after = 0 if attr == 'river' else sentence.lower().find(e.name.lower()) + len(e.name)
+    i = sentence.find(value, max(0, after))
+    if at < 0 or i < 0:
+        return []
+    lo, hi = at + i, at + i + len(value)
+    return [start + j for j, (a, b) in enumerate(offsets) if a < hi and b > lo]
+
+
+def support_slots(qa, where: dict):
+    """(answer slots, bridge slots): where the answer's value stands in its supporting fact, and for
+    a two-hop question where the bridge entity's name stands in the first fact ([] for one hop)."""
+    from world import answer_of
+    attrs = ['pet' if a == 'pet_name' else a for a in qa.qtype.split('.')[1:]]
+    final = value_slots(qa.support[-1], attrs[-1], qa.answer, where)
+    bridge = value_slots(qa.support[0], attrs[0], answer_of(qa.support[0], attrs[0]), where) if qa.hops == 2 else []
+    return final, bridge
+
+
 class Packer:
     """Builds rows of token ids, positions, labels, loss weights and token kinds."""
 
@@ -74,16 +103,20 @@ class Packer:
 
     def sample_parts(self, rng: random.Random, doc_budget: int, n_q: int, crowd: str | None = None,
                      two_hop: float = 0.5):
-        """One sample: document ids (BOS first) and QA blocks (question ids, answer ids + EOS)."""
+        """One sample: document ids (BOS first), QA blocks (question ids, answer ids + EOS) and each
+        block's support_slots."""
         import data
         from world import notes
         s = data.make_sample(rng, doc_budget, n_questions=n_q, count=self.count, crowd=crowd,
                              two_hop_share=two_hop)
-        docs = [self.bos]
-        for d in s.docs:
-            docs += self.enc(d)
+        docs, where = [self.bos], {}
+        for d, e in zip(s.docs, s.entities):
+            enc = self.tok.encode(d, add_special_tokens=False)
+            where[id(e)] = (d, len(docs), enc.offsets)
+            docs += enc.ids
         blocks = [(self.enc(data.question_text(qa, s.instruction)), self.enc(data.answer_text(qa)) + [self.eos])
                   for qa in s.qas]
+        support = [support_slots(qa, where) for qa in s.qas]
         cuts = [c for e in s.entities for c in notes(e).values()] if self.notes > 0 else []
         if cuts:
             # note blocks ("Note: Maren Tolvaski lives in" -> " Drunavik."): the same lookup as a
@@ -92,7 +125,8 @@ class Packer:
             for i, (pre, val) in enumerate(cuts):
                 if rng.random() < self.notes:
                     blocks[i] = (self.enc('Note: ' + pre), self.enc(val) + [self.eos])
-        return docs, blocks
+                    support[i] = ([], [])
+        return docs, blocks, support
 
     def row(self, rng: random.Random, Ld: int, Lq: int, progress: float = 1.0):
         """One row: ids, positions, labels, weights, kinds (0 doc, 1 question, 2 answer, -1 pad),
@@ -102,7 +136,7 @@ class Packer:
             from world import KINDS
             crowd = rng.choices(KINDS, weights=(0.4, 0.2, 0.2, 0.2))[0]
         for _ in range(8):
-            docs, blocks = self.sample_parts(rng, rng.randint(Ld // 2, Ld - 2), n_q=2 + Lq // 16, crowd=crowd,
+            docs, blocks, sup = self.sample_parts(rng, rng.randint(Ld // 2, Ld - 2), n_q=2 + Lq // 16, crowd=crowd,
                                              two_hop=two_hop_share(progress, self.crowd, self.warmup))
             if len(docs) <= Ld and blocks and len(blocks[0][0]) + len(blocks[0][1]) <= Lq:
                 break
@@ -118,9 +152,12 @@ class Packer:
         # label is taken from block 1 and the other blocks' first tokens get no loss there.
         labels = docs[1:] + [-100] * (Ld - d + 1)
         weights = [self.doc_weight] * (d - 1) + [0.0] * (Ld - d + 1)
+        support = []  # per block: (slot of its last question token, answer slots, bridge slots)
         for j, (q, a) in enumerate(blocks):
             if len(ids) - Ld + len(q) + len(a) > Lq:
                 break
+            if sup[j][0]:
+                support.append((len(ids) + len(q) - 1,) + sup[j])
             if j == 0:
                 labels[d - 1], weights[d - 1] = q[0], self.doc_weight
             toks = q + a
@@ -145,7 +182,7 @@ class Packer:
         block += [0] * n
         labels += [-100] * n
         weights += [0.0] * n
-        return ids, pos, labels, weights, kind, block, d
+        return ids, pos, labels, weights, kind, block, d, support
 
     def batch(self, step_seed: str, progress: float, tokens_per_step: int, row_class: int | None = None):
         import torch
@@ -159,8 +196,20 @@ class Packer:
         t = lambda i, dt=torch.long: torch.tensor([r[i] for r in rows], dtype=dt)  # noqa: E731
         ids, pos, labels, weights, kind, block = t(0), t(1), t(2), t(3, torch.float32), t(4), t(5)
         doc_len = torch.tensor([r[6] for r in rows])
+        mask = RowLayout.build(Ld, doc_len, block[:, Ld:])
+        # attention targets, padded to a fixed count per row class (one compiled graph per class)
+        N = 2 + Lq // 16
+        slots = torch.full((B, N), Ld, dtype=torch.long)
+        final = torch.zeros(B, N, Ld + Lq, dtype=torch.bool)
+        bridge = torch.zeros(B, N, Ld + Lq, dtype=torch.bool)
+        for i, r in enumerate(rows):
+            for n, (slot, fin, bri) in enumerate(r[7][:N]):
+                slots[i, n] = slot
+                final[i, n, fin] = True
+                bridge[i, n, bri] = True
+        allowed = torch.gather(mask.qa_mask[:, 0], 1, (slots - Ld)[..., None].expand(-1, -1, Ld + Lq))
         return dict(ids=ids, pos=pos, labels=labels, weights=weights, kind=kind, block=block, L=Ld + Lq, Ld=Ld,
-                    mask=RowLayout.build(Ld, doc_len, block[:, Ld:]))
+                    mask=mask, sup_slots=slots, sup_allowed=allowed, sup_final=final, sup_bridge=bridge)
 
     @staticmethod
     def dense_mask(b):

@@ -26,6 +26,8 @@ Questions follow one another in a row and are drawn with replacement: drawn with
 once), a model can narrow later questions down to the keys not yet asked, a shortcut worth 0.34
 over all questions at K = 8, on which a bare-token prototype stalled. Training rows are drawn
 fresh every step, as in train.py (a fixed pool was memorized).
+--attn-sup W (with --mqar) adds train.py's attention supervision: head 0 of the last layer, at each
+asked key, is pulled towards that key's value among the pairs.
 --json writes the settings and the recall curve.
 """
 from __future__ import annotations
@@ -56,6 +58,9 @@ def parse_args(argv=None):
                     '(0: every one-token name, about 700 each)')
     ap.add_argument('--doc-weight', type=float, default=1.0,
                     help='loss weight of document and question tokens (answers and their <|eos|> weigh 3)')
+    ap.add_argument('--attn-sup', type=float, default=0.0,
+                    help='--mqar: weight of an attention supervision loss (train.py --attn-sup): head 0 of the '
+                         'last layer, at each asked key, is trained to attend to that key\'s value in the pairs')
     ap.add_argument('--json', help='write the settings and the recall curve here')
     ap.add_argument('--stop-at', type=float, default=None, help='stop once held-out recall reaches this')
     ap.add_argument('--minutes', type=float, default=8.0)
@@ -74,6 +79,8 @@ def parse_args(argv=None):
     a = ap.parse_args(argv)
     if a.adjacent and a.facts != 1:
         ap.error('--adjacent writes one fact per document')
+    if a.attn_sup and not a.mqar:
+        ap.error('--attn-sup needs --mqar')
     return a
 
 
@@ -134,20 +141,27 @@ def main(argv=None):
         ids = torch.full((a.rows, a.row_len), pad)
         lab = torch.full((a.rows, a.row_len), -100)
         w = torch.zeros(a.rows, a.row_len)
+        # --attn-sup: each asked key's last question slot, and the slot of its value among the pairs
+        slots = torch.zeros(a.rows, a.docs, dtype=torch.long)
+        target = torch.zeros(a.rows, a.docs, a.row_len, dtype=torch.bool)
         for i in range(a.rows):
             d, qas = row(rng)
             qas = rng.choices(qas, k=len(qas))  # with replacement: no narrowing down to keys not yet asked
             seq, ws = list(d), [a.doc_weight] * (len(d) - 1)
-            for q, ans in qas:
+            for n, (q, ans) in enumerate(qas):
                 if len(seq) + len(q) + len(ans) + 1 > a.row_len:
                     break
+                if a.mqar:
+                    slots[i, n] = len(seq) + len(q) - 1
+                    target[i, n, d.index(q[0]) + 1] = True
                 seq += q + ans + [eos]
                 ws += [a.doc_weight] * len(q) + [3.0] * (len(ans) + 1)
             n = len(seq)
             ids[i, :n] = torch.tensor(seq)
             lab[i, :n - 1] = torch.tensor(seq[1:])
             w[i, :n - 1] = torch.tensor(ws[:n - 1])
-        return ids, lab, w
+        allowed = torch.arange(a.row_len)[None, None] <= slots[..., None]
+        return ids, lab, w, (slots, allowed, target)
 
     margs = ModelArgs(vocab_size=tok.get_vocab_size(), hidden_size=a.hidden, intermediate_size=a.hidden * 11 // 4,
                       num_hidden_layers=a.layers, num_attention_heads=a.heads, num_key_value_heads=a.kv_heads,
@@ -160,11 +174,17 @@ def main(argv=None):
     muon = Muon(mats, lr=a.muon_lr, weight_decay=0.0, ns_dtype=torch.bfloat16) if mats else None
     pos = torch.arange(a.row_len)[None].expand(a.rows, a.row_len)
 
-    def loss_fn(ids, lab, w):
+    def loss_fn(ids, lab, w, sup):
+        slots, allowed, target = sup
         with torch.autocast('cpu', dtype=torch.bfloat16):
-            logits = model(ids, pos, None)
+            logits, seen = model(ids, pos, None, [(a.layers - 1, slots, allowed)] if a.attn_sup else [])
         ce = F.cross_entropy(logits.float().flatten(0, 1), lab.flatten(), ignore_index=-100, reduction='none')
-        return (ce * w.flatten()).sum() / w.sum()
+        loss = (ce * w.flatten()).sum() / w.sum()
+        if seen:
+            has = target.any(-1)
+            mass = torch.logsumexp(seen[0].masked_fill(~target, float('-inf')), -1)
+            loss = loss - a.attn_sup * torch.where(has, mass, torch.zeros_like(mass)).sum() / has.sum().clamp(min=1)
+        return loss
 
     step_fn = torch.compile(loss_fn)
 

@@ -260,10 +260,24 @@ same first answer token twice, so at most one is right. The first answer token c
         f"| crowded rows | all rows during a warm-up (the first {a.get('crowd_warmup', WARMUP):.0%} of the run: short rows, one-hop questions), "
         f"then {a['crowd']:.0%}: one kind of entity fills the documents and the questions are about it, so every "
         "document states the asked relation and only the name in the question tells them apart |\n")
+    sup_row = '' if not a.get('attn_sup') else (
+        f"| attention supervision | plus {a['attn_sup']:g} x the mean -log attention mass that head 0 of one layer, at "
+        "each block's last question token, puts on where the answer stands: the value's tokens in its supporting "
+        f"fact (layer {a.get('attn_sup_layers', '-1,-3').split(',')[0]}, counted from the top as -1), and for a "
+        "two-hop question the bridge entity's name in the first fact (layer "
+        f"{a.get('attn_sup_layers', '-1,-3').split(',')[1]}). The generator knows where each answer stands; "
+        "without this the lookup did not form within the hour (earlier recipes in this card's git history) |\n")
     status = ''
     bands = (results or {}).get('by_length') or []
     reach = ''
-    if len(bands) >= 2 and swap:
+    reads = bool(swap) and swap['changed'] >= 0.5
+    if len(bands) >= 2 and reads:
+        reach = (f". It reads the name in the question (asked again with the other document's name, its first "
+                 f"answer token changes in {swap['changed']:.2f} of two-document cases and both answers are right in "
+                 f"{swap['both_right']:.2f}; see the name swap below), but it loses the thread as the documents grow "
+                 f"(F1 {bands[0]['f1']:.2f} over {bands[0]['lo']}-{bands[0]['hi']} tokens of documents, "
+                 f"{bands[-1]['f1']:.2f} over {bands[-1]['lo']:,}-{bands[-1]['hi']:,})")
+    elif len(bands) >= 2 and swap:
         reach = (f": it picks among the values of the asked kind in the documents without reading the name in the "
                  f"question (asked again with the other document's name, its first answer token changes in only "
                  f"{swap['changed']:.2f} of two-document cases; see the name swap below), so its F1 falls as "
@@ -277,8 +291,8 @@ same first answer token twice, so at most one is right. The first answer token c
         f1 = results['layouts']['concat']['summary']['f1']
         status = (f"**Status: held-out F1 {f1:.3f} under Full Recompute (target: at least 0.9), "
                   f"{'met' if f1 >= 0.9 else 'not met yet'}.**" + ('' if f1 >= 0.9 else
-                  ' Its answers are mostly of the right kind (a year, a city, a name from the documents) but often '
-                  'not the right one' + reach + '. It is the '
+                  (' Its answers are mostly of the right kind (a year, a city, a name from the documents) but often '
+                   'not the right one' if not reads else '') + reach + '. It is the '
                   "app's default model all the same, with sample documents and its question framing, because the "
                   'caching itself (compile, link, TTFT, attention maps) works the same whether the answer is right.'))
     card = f"""# qa-demo: LegoKV's in-house document-QA model
@@ -373,7 +387,7 @@ two-hop questions and distractors.
 | seed | {a['seed']} (data of step s is drawn from seed "{a['seed']}-s", so a resumed run sees the same data) |
 | packing | one sample per row: 256, 512, 1,024 or 2,048 document slots (documents of half to all of them, so 128 to 2,047 tokens; short rows first, a curriculum), then {'128-512' if a.get('qa_slots', 1) == 1 else f"{a['qa_slots']:g}x 128-512"} question/answer slots holding several question/answer blocks that share the documents (every block sees the documents and itself only, at the positions right after the documents) |
 {crowd_row}| loss | next-token cross-entropy on documents and questions, answer tokens and their `<|eos|>` weighted x{a['answer_weight']:g}{'' if a.get('first_answer_weight', a['answer_weight']) == a['answer_weight'] else f", the first answer token x{a['first_answer_weight']:g}"} |
-| final loss | {curve_rows[-1].split('|')[5].strip() if curve_rows else '?'} (weighted, last 25 steps); answer-token loss {curve_rows[-1].split('|')[7].strip() if curve_rows else '?'} |
+{sup_row}| final loss | {curve_rows[-1].split('|')[5].strip() if curve_rows else '?'} (weighted, last 25 steps); answer-token loss {curve_rows[-1].split('|')[7].strip() if curve_rows else '?'} |
 | export check | reloaded with `AutoModelForCausalLM` (F16 → f32): max logit difference {run['export_rel_err']:.1e} of the logit range, argmax agreement {run['export_argmax_agree']:.4f} |
 
 ![training curve](../../train/logs/curve.svg)
