@@ -73,13 +73,21 @@ class Attention(nn.Module):
         self.v_proj = nn.Linear(a.hidden_size, self.nkv * self.hd, bias=False)
         self.o_proj = nn.Linear(self.nh * self.hd, a.hidden_size, bias=False)
 
-    def forward(self, x, cos, sin, mask):
+    def forward(self, x, cos, sin, mask, probe=None, seen=None):
+        """probe: optional (slots (B, N), allowed (B, N, T)); then head 0's attention log-probabilities
+        of those query slots over all T keys (B, N, T; -inf where not allowed) are appended to `seen`,
+        from the same rotated queries and keys the attention uses."""
         B, T, _ = x.shape
         q = self.q_proj(x).view(B, T, self.nh, self.hd).transpose(1, 2)
         k = self.k_proj(x).view(B, T, self.nkv, self.hd).transpose(1, 2)
         v = self.v_proj(x).view(B, T, self.nkv, self.hd).transpose(1, 2)
         q = q * cos.to(q.dtype) + rotate_half(q) * sin.to(q.dtype)
         k = k * cos.to(k.dtype) + rotate_half(k) * sin.to(k.dtype)
+        if probe is not None:
+            slots, allowed = probe
+            q0 = torch.gather(q[:, 0], 1, slots[..., None].expand(-1, -1, self.hd))  # head 0 at the slots
+            scores = torch.einsum('bnd,btd->bnt', q0.float(), k[:, 0].float()) / math.sqrt(self.hd)
+            seen.append(scores.masked_fill(~allowed, float('-inf')).log_softmax(-1))
         if isinstance(mask, RowLayout):
             y = mask.attend(q, k, v)
         elif mask is None:
@@ -87,23 +95,6 @@ class Attention(nn.Module):
         else:
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
         return self.o_proj(y.transpose(1, 2).reshape(B, T, self.nh * self.hd))
-
-    def head_logprobs(self, x, cos, sin, slots, allowed, head: int = 0):
-        """Attention log-probabilities of query head `head` for the query slots `slots` (B, N) over
-        all T key slots: x is this layer's normed input (B, T, H), cos/sin the rows' RoPE tables,
-        allowed (B, N, T) the keys each query may see. Returns (B, N, T); -inf where not allowed."""
-        B, T, _ = x.shape
-        kvh = head // (self.nh // self.nkv)
-        idx = slots[..., None].expand(-1, -1, x.shape[-1])
-        q = self.q_proj(torch.gather(x, 1, idx)).view(B, -1, self.nh, self.hd)[:, :, head]
-        k = self.k_proj(x).view(B, T, self.nkv, self.hd)[:, :, kvh]
-        c, s = cos[:, 0], sin[:, 0]  # (B, T, hd)
-        cq = torch.gather(c, 1, slots[..., None].expand(-1, -1, self.hd))
-        sq = torch.gather(s, 1, slots[..., None].expand(-1, -1, self.hd))
-        q = q * cq.to(q.dtype) + rotate_half(q) * sq.to(q.dtype)
-        k = k * c.to(k.dtype) + rotate_half(k) * s.to(k.dtype)
-        scores = torch.einsum('bnd,btd->bnt', q.float(), k.float()) / math.sqrt(self.hd)
-        return scores.masked_fill(~allowed, float('-inf')).log_softmax(-1)
 
 
 class RowLayout:
@@ -161,8 +152,8 @@ class Block(nn.Module):
         self.post_attention_layernorm = RMSNorm(a.hidden_size, a.rms_norm_eps)
         self.mlp = MLP(a)
 
-    def forward(self, x, cos, sin, mask):
-        x = x + self.self_attn(self.input_layernorm(x), cos, sin, mask)
+    def forward(self, x, cos, sin, mask, probe=None, seen=None):
+        x = x + self.self_attn(self.input_layernorm(x), cos, sin, mask, probe, seen)
         return x + self.mlp(self.post_attention_layernorm(x))
 
 
@@ -198,15 +189,24 @@ class TinyLlama(nn.Module):
     def forward(self, ids: torch.Tensor, positions: torch.Tensor, mask: torch.Tensor | None, probe=None):
         """ids, positions: (B, T); mask: bool (B, 1, T, T), True where attention is allowed, a
         RowLayout, or None for plain causal attention (then positions should be 0..T-1).
-        probe: optional [(layer, slots (B, N), allowed (B, N, T))]; then also returns, for each,
-        head 0's attention log-probabilities of those query slots in that layer (B, N, T)."""
+        probe: optional (layers, slots (B, N), allowed (B, N, T)); then also returns head 0's attention
+        log-probabilities of those query slots (B, N, T), one tensor per entry of `layers`, in its order."""
         cos, sin = rope_cos_sin(positions, self.args.head_dim, self.args.rope_theta)
         x = self.model.embed_tokens(ids)
-        seen = []
+        layers, slots, allowed = probe if probe is not None else ((), None, None)
+        seen = {}
         for i, layer in enumerate(self.model.layers):
-            for li, slots, allowed in probe or ():
-                if li == i:
-                    seen.append(layer.self_attn.head_logprobs(layer.input_layernorm(x), cos, sin, slots, allowed))
-            x = layer(x, cos, sin, mask)
+            out = [] if i in layers else None
+            x = layer(x, cos, sin, mask, (slots, allowed) if out is not None else None, out)
+            if out:
+                seen[i] = out[0]
         logits = self.lm_head(self.model.norm(x))
-        return (logits, seen) if probe is not None else logits
+        return (logits, [seen[i] for i in layers]) if probe is not None else logits
+
+
+def target_nll(logprobs: torch.Tensor, target: torch.Tensor):
+    """Attention supervision: the summed -log attention mass that `logprobs` (B, N, T) puts on the
+    `target` keys (bool, B, N, T), over the queries that have a target, and how many those are."""
+    has = target.any(-1)
+    mass = torch.logsumexp(logprobs.masked_fill(~target, float('-inf')), -1)
+    return -torch.where(has, mass, torch.zeros_like(mass)).sum(), has.sum()

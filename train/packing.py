@@ -57,6 +57,11 @@ def two_hop_share(progress: float, crowd: float, warmup: float = WARMUP) -> floa
     return 0.0 if crowd > 0 and progress < warmup else 0.5
 
 
+def questions_per_row(Lq: int) -> int:
+    """Questions drawn per row of Lq question/answer slots (as many as fit are used)."""
+    return 2 + Lq // 16
+
+
 def value_slots(e, attr: str, value: str, where: dict) -> list[int]:
     """The document slots of `value` in the sentence of `e`'s document that states `attr`."""
     sentence = getattr(e, 'sentences', {}).get(attr)
@@ -136,8 +141,8 @@ class Packer:
             from world import KINDS
             crowd = rng.choices(KINDS, weights=(0.4, 0.2, 0.2, 0.2))[0]
         for _ in range(8):
-            docs, blocks, sup = self.sample_parts(rng, rng.randint(Ld // 2, Ld - 2), n_q=2 + Lq // 16, crowd=crowd,
-                                             two_hop=two_hop_share(progress, self.crowd, self.warmup))
+            docs, blocks, sup = self.sample_parts(rng, rng.randint(Ld // 2, Ld - 2), n_q=questions_per_row(Lq),
+                                                  crowd=crowd, two_hop=two_hop_share(progress, self.crowd, self.warmup))
             if len(docs) <= Ld and blocks and len(blocks[0][0]) + len(blocks[0][1]) <= Lq:
                 break
         else:
@@ -198,7 +203,7 @@ class Packer:
         doc_len = torch.tensor([r[6] for r in rows])
         mask = RowLayout.build(Ld, doc_len, block[:, Ld:])
         # attention targets, padded to a fixed count per row class (one compiled graph per class)
-        N = 2 + Lq // 16
+        N = questions_per_row(Lq)
         slots = torch.full((B, N), Ld, dtype=torch.long)
         final = torch.zeros(B, N, Ld + Lq, dtype=torch.bool)
         bridge = torch.zeros(B, N, Ld + Lq, dtype=torch.bool)

@@ -124,7 +124,7 @@ def main(argv=None):
     import torch.nn.functional as F
     from tokenizers import Tokenizer
 
-    from model import ModelArgs, TinyLlama
+    from model import ModelArgs, TinyLlama, target_nll
     from muon import Muon, for_muon
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
@@ -177,13 +177,12 @@ def main(argv=None):
     def loss_fn(ids, lab, w, sup):
         slots, allowed, target = sup
         with torch.autocast('cpu', dtype=torch.bfloat16):
-            logits, seen = model(ids, pos, None, [(a.layers - 1, slots, allowed)] if a.attn_sup else [])
+            logits, seen = model(ids, pos, None, ([a.layers - 1] if a.attn_sup else [], slots, allowed))
         ce = F.cross_entropy(logits.float().flatten(0, 1), lab.flatten(), ignore_index=-100, reduction='none')
         loss = (ce * w.flatten()).sum() / w.sum()
         if seen:
-            has = target.any(-1)
-            mass = torch.logsumexp(seen[0].masked_fill(~target, float('-inf')), -1)
-            loss = loss - a.attn_sup * torch.where(has, mass, torch.zeros_like(mass)).sum() / has.sum().clamp(min=1)
+            nll, n = target_nll(seen[0], target)
+            loss = loss + a.attn_sup * nll / n.clamp(min=1)
         return loss
 
     step_fn = torch.compile(loss_fn)

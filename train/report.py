@@ -266,14 +266,14 @@ same first answer token twice, so at most one is right. The first answer token c
         "each block's last question token, puts on where the answer stands: the value's tokens in its supporting "
         f"fact (layer {sup_layers[0]}, counting from 0), and for a two-hop question the bridge entity's name in the "
         f"first fact (layer {sup_layers[1]}). The generator knows where each answer stands; without this the lookup "
-        "did not form within the hour (held-out F1 0.273 and no reading by name; this card's git history) |\n")
+        "did not form within the hour (no reading by name; the earlier figures are in this card's git history) |\n")
     status = ''
     bands = (results or {}).get('by_length') or []
     reach = ''
     reads = bool(swap) and swap['changed'] >= 0.5
     if len(bands) >= 2 and reads:
-        h1, h2 = (results or {})['layouts']['concat']['summary'].get('f1_1hop'), \
-            (results or {})['layouts']['concat']['summary'].get('f1_2hop')
+        held_out = results['layouts']['concat']['summary']
+        h1, h2 = held_out['f1_1hop'], held_out['f1_2hop']
         reach = (f" It reads the name in the question (asked again with the other document's name, its first answer "
                  f"token changes in {swap['changed']:.2f} of two-document cases and both answers are right in "
                  f"{swap['both_right']:.2f}; see the name swap below). One-hop questions are answered (held-out F1 "

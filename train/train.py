@@ -239,7 +239,7 @@ def main(argv=None):
     import evaluate
     import tokenizer as tokmod
     from export import export, to_hf
-    from model import ModelArgs, RowLayout, TinyLlama
+    from model import ModelArgs, RowLayout, TinyLlama, target_nll
     from muon import Muon, for_muon
     from packing import ROW_CLASSES, Packer, check_layout
 
@@ -332,7 +332,7 @@ def main(argv=None):
         """Weighted next-token loss, per-token cross-entropy and argmax (one graph for torch.compile).
         sup: (slots, allowed, answer targets, bridge targets) for --attn-sup; the loss then adds
         --attn-sup times the mean -log attention mass on the targets, and returns that mean too."""
-        probe = [(li, sup[0], sup[1]) for li in sup_layers] if sup is not None else None
+        probe = (sup_layers, sup[0], sup[1]) if sup is not None else None
         with torch.autocast('cpu', dtype=torch.bfloat16, enabled=bool(a.bf16)):
             out = model(ids, pos, RowLayout(Ld, qa_mask), probe)
         logits, seen = out if sup is not None else (out, [])
@@ -342,13 +342,8 @@ def main(argv=None):
         loss = (ce * w).sum() / w.sum()
         sup_nll = torch.zeros(())
         if seen:
-            nll, n = torch.zeros(()), 0
-            for lp, target in zip(seen, sup[2:]):
-                has = target.any(-1)
-                mass = torch.logsumexp(lp.masked_fill(~target, float('-inf')), -1)
-                nll = nll - torch.where(has, mass, torch.zeros_like(mass)).sum()
-                n = n + has.sum()
-            sup_nll = nll / n.clamp(min=1)
+            parts = [target_nll(lp, target) for lp, target in zip(seen, sup[2:])]
+            sup_nll = sum(nll for nll, _ in parts) / sum(n for _, n in parts).clamp(min=1)
             loss = loss + a.attn_sup * sup_nll
         return loss, ce.detach(), logits.detach().argmax(-1), sup_nll.detach()
 
