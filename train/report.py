@@ -260,7 +260,7 @@ same first answer token twice, so at most one is right. The first answer token c
         f"| crowded rows | all rows during a warm-up (the first {a.get('crowd_warmup', WARMUP):.0%} of the run: short rows, one-hop questions), "
         f"then {a['crowd']:.0%}: one kind of entity fills the documents and the questions are about it, so every "
         "document states the asked relation and only the name in the question tells them apart |\n")
-    sup_layers = [int(x) % cfg['num_hidden_layers'] for x in a.get('attn_sup_layers', '-1,-3').split(',')]
+    sup_layers = [int(x) % cfg['num_hidden_layers'] for x in a.get('attn_sup_layers', '-3,-1').split(',')]
     sup_row = '' if not a.get('attn_sup') else (
         f"| attention supervision | plus {a['attn_sup']:g} x the mean -log attention mass that head 0 of one layer, at "
         "each block's last question token, puts on where the answer stands: the value's tokens in its supporting "

@@ -136,7 +136,10 @@ def parse_args(argv=None):
                          'name in the first fact (-log of the attention mass on those slots; 0: off). 0.3 for 60 '
                          'min: held-out F1 0.638 against 0.273 with 0 (one hop 0.942, two hops 0.335), and the name '
                          'swap\'s first answer token changes in 0.983 of cases against 0.167')
-    ap.add_argument('--attn-sup-layers', default='-1,-3', help='answer layer, bridge layer (negative: from the top)')
+    ap.add_argument('--attn-sup-layers', default='-3,-1',
+                    help='answer layer, bridge layer (negative: from the top). The committed model was trained with '
+                         'these (answer on layer 3, bridge on the top layer 5); answer on top with the bridge below '
+                         'it is untried')
     ap.add_argument('--answer-weight', type=float, default=3.0, help='loss weight of answer tokens and their <|eos|>')
     ap.add_argument('--first-answer-weight', type=float, default=3.0,
                     help="loss weight of each answer's first token, the one that needs the lookup (the dev log's "
