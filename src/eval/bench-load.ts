@@ -74,6 +74,7 @@ export interface LoadResults {
   loadavg_start: number;
   loadavg_end: number | null;
   cpus: number;
+  cpu_model?: string;
   points: LoadPoint[];
 }
 

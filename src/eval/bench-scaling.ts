@@ -58,6 +58,7 @@ export interface ScalingResults {
   loadavg_start: number;
   loadavg_end: number | null;
   cpus: number;
+  cpu_model?: string;
 }
 
 export function fitScaling(points: ScalingPoint[], algorithms: string[]): ScalingResults['fits'] {

@@ -7,20 +7,26 @@ import { join } from 'node:path';
 import { REPO_ROOT } from './tokenizer';
 
 export interface RunHost {
-  /** `git rev-parse HEAD`, with "+dirty" when the work tree had uncommitted changes; null outside a checkout. */
+  /** `git rev-parse HEAD`, with "+dirty" when files outside docs/results/ had uncommitted changes; null outside a checkout. */
   commit: string | null;
   loadavg_start: number;
   cpus: number;
+  /**
+   * The CPU's model name. On a CPU adapter (SwiftShader) it sets the pace as
+   * much as the adapter does, and a resumed run may continue on another host.
+   */
+  cpu_model: string;
 }
 
 export function runHost(): RunHost {
   let commit: string | null = null;
   const head = spawnSync('git', ['rev-parse', 'HEAD'], { cwd: REPO_ROOT, encoding: 'utf8' });
   if (head.status === 0) {
-    const dirty = spawnSync('git', ['status', '--porcelain', '--untracked-files=no'], { cwd: REPO_ROOT, encoding: 'utf8' });
+    // docs/results/ is left out: a resumed run's own output file is always modified.
+    const dirty = spawnSync('git', ['status', '--porcelain', '--untracked-files=no', '--', '.', ':!docs/results'], { cwd: REPO_ROOT, encoding: 'utf8' });
     commit = head.stdout.trim().slice(0, 12) + (dirty.status === 0 && dirty.stdout.trim() ? '+dirty' : '');
   }
-  return { commit, loadavg_start: loadavg()[0], cpus: cpus().length };
+  return { commit, loadavg_start: loadavg()[0], cpus: cpus().length, cpu_model: cpus()[0]?.model.trim() || 'unknown' };
 }
 
 /**

@@ -13,7 +13,7 @@ import { spawnSync } from 'node:child_process';
 import { parseArgs } from 'node:util';
 import type { ScalingResults } from './bench-scaling';
 import type { LoadResults } from './bench-load';
-import { answeredByAll, type EvalResults } from './runner';
+import { aggregate, answeredByAll, type EvalResults } from './runner';
 import { accuracyChart, loadChart, scalingChart } from './charts';
 import { REPO_ROOT } from './tokenizer';
 
@@ -44,8 +44,20 @@ export function mdTable(headers: string[], rows: (string | number)[][]): string 
   return out.join('\n');
 }
 
-const host = (r: { loadavg_start?: number; loadavg_end?: number | null; cpus?: number; commit?: string | null }) =>
-  (r.loadavg_start === undefined ? '–' : `${f1(r.loadavg_start)} → ${f1(r.loadavg_end ?? NaN)} on ${r.cpus} CPUs`) + (r.commit ? ` · commit ${r.commit}` : '');
+type Host = { loadavg_start?: number; loadavg_end?: number | null; cpus?: number; cpu_model?: string; commit?: string | null };
+const host = (r: Host) =>
+  (r.loadavg_start === undefined ? '–' : `${f1(r.loadavg_start)} → ${f1(r.loadavg_end ?? NaN)} on ${r.cpus} CPUs${r.cpu_model ? ` (${r.cpu_model})` : ''}`) + (r.commit ? ` · commit ${r.commit}` : '');
+
+/**
+ * The CPUs a (possibly resumed) evaluation ran on, oldest run first, when
+ * they differ: its mean TTFTs then mix hosts, and only the per-case ratios
+ * against full compare like with like.
+ */
+export function mixedHosts(r: EvalResults): string | null {
+  const models = [...(r.resumed ?? []), r].map((x) => x.cpu_model ?? 'not recorded');
+  const distinct = [...new Set(models)];
+  return distinct.length > 1 ? `its ${models.length} runs ran on ${distinct.join(', ')}` : null;
+}
 
 function scalingSection(r: ScalingResults, rel: string, chart: string): string {
   const lengths = [...new Set(r.points.map((p) => p.context_tokens))].sort((a, b) => a - b);
@@ -132,8 +144,10 @@ function evalSection(runs: { r: EvalResults; file: string }[], rel: string): str
     const name = file.replace(/^eval-/, '').replace(/\.json$/, '');
     lines.push(`### ${r.data.replace(/^.*\//, '')} · ${r.model}`, '');
     lines.push(`\`${r.command ?? `npm run eval -- --model ${r.model} --data ${r.data}`}\` · adapter **${r.adapter}** · model **${r.model}** · ${r.backend} backend · max ${r.max_new_tokens} new tokens · ${r.started_at.slice(0, 10)} · host load ${host(r)}${r.complete ? '' : ` · **${partial(r)}**`}`, '');
-    lines.push(mdTable(['algorithm', 'n', 'accuracy', 'agree w/ full', 'TTFT mean (ms)', 'TTFT median', 'load', 'recompute', 'first token', 'recomputed', 'prompt tokens'], r.results.map((x) => [
-      x.algorithm, x.n, f3(x.accuracy), f3(x.agreement_with_full), f0(x.ttft_ms_mean), f0(x.ttft_ms_median), f1(x.breakdown_ms_mean.load),
+    const mixed = mixedHosts(r);
+    if (mixed) lines.push(`This file was resumed on other hosts (${mixed}): its mean and median TTFTs mix them; *× full* (the median over cases of full's TTFT over the algorithm's, both measured on the same case in the same run) compares like with like.`, '');
+    lines.push(mdTable(['algorithm', 'n', 'accuracy', 'agree w/ full', 'TTFT mean (ms)', 'TTFT median', '× full', 'load', 'recompute', 'first token', 'recomputed', 'prompt tokens'], (r.cases.length ? aggregate(r.algorithms, r.cases) : r.results).map((x) => [
+      x.algorithm, x.n, f3(x.accuracy), f3(x.agreement_with_full), f0(x.ttft_ms_mean), f0(x.ttft_ms_median), f2(x.speedup_vs_full_median), f1(x.breakdown_ms_mean.load),
       f0(x.breakdown_ms_mean.recompute), f1(x.breakdown_ms_mean.first_token), pct(x.recompute_fraction), f0(x.prompt_tokens_mean),
     ])), '');
     if (r.errors?.length) lines.push(`${r.errors.length} requests failed and are left out: ${[...new Set(r.errors.map((e) => e.message))].slice(0, 3).join('; ')}`, '');

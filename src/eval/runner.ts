@@ -54,6 +54,12 @@ export interface AlgorithmResult {
    * without full in the run.
    */
   agreement_with_full: number | null;
+  /**
+   * Median over cases of full's TTFT divided by this algorithm's, both from
+   * the same case: a ratio measured side by side, so it holds even when a
+   * resumed run finished its cases on different hosts. Null without full.
+   */
+  speedup_vs_full_median: number | null;
 }
 
 export interface EvalResults {
@@ -79,6 +85,8 @@ export interface EvalResults {
   loadavg_start: number;
   loadavg_end: number | null;
   cpus: number;
+  /** The CPU's model name (absent in files written before it was recorded). */
+  cpu_model?: string;
   results: AlgorithmResult[];
   cases: CaseResult[];
   /** Requests that failed (e.g. a context too large for the device); the run goes on without them. */
@@ -88,7 +96,7 @@ export interface EvalResults {
 }
 
 /** When and where one run of a resumed evaluation measured. */
-export type RunRecord = Pick<EvalResults, 'started_at' | 'finished_at' | 'commit' | 'loadavg_start' | 'loadavg_end' | 'cpus'>;
+export type RunRecord = Pick<EvalResults, 'started_at' | 'finished_at' | 'commit' | 'loadavg_start' | 'loadavg_end' | 'cpus' | 'cpu_model'>;
 
 export interface Progress {
   phase: 'compile' | 'warmup' | 'answer';
@@ -124,10 +132,13 @@ export function algorithmParams(spec: string): Record<string, unknown> {
 }
 
 export function aggregate(algorithms: string[], cases: CaseResult[]): AlgorithmResult[] {
-  const full = new Map(cases.filter((c) => c.algorithm === 'full').map((c) => [c.id, c.prediction]));
+  const fulls = cases.filter((c) => c.algorithm === 'full');
+  const full = new Map(fulls.map((c) => [c.id, c.prediction]));
+  const fullTtft = new Map(fulls.map((c) => [c.id, c.ttft_ms]));
   return algorithms.map((algorithm) => {
     const rs = cases.filter((c) => c.algorithm === algorithm);
     const agree = rs.filter((r) => full.has(r.id)).map((r) => qaF1(r.prediction, full.get(r.id)!));
+    const speedups = rs.filter((r) => fullTtft.has(r.id) && r.ttft_ms > 0).map((r) => fullTtft.get(r.id)! / r.ttft_ms);
     const b = (k: keyof CaseResult['breakdown_ms']) => mean(rs.map((r) => r.breakdown_ms[k]));
     return {
       algorithm, params: algorithmParams(algorithm), n: rs.length,
@@ -138,6 +149,7 @@ export function aggregate(algorithms: string[], cases: CaseResult[]): AlgorithmR
       breakdown_ms_mean: { lookup: b('lookup'), load: b('load'), recompute: b('recompute'), first_token: b('first_token') },
       prompt_tokens_mean: mean(rs.map((r) => r.prompt_tokens)),
       agreement_with_full: agree.length ? mean(agree) : null,
+      speedup_vs_full_median: speedups.length ? median(speedups) : null,
     };
   });
 }
@@ -185,8 +197,8 @@ export async function runEval(o: RunOptions): Promise<EvalResults> {
     const answered = answeredByAll(algorithms, o.resume.cases);
     finished = new Set(o.cases.map((c) => c.id).filter((id) => answered.has(id)));
     res.cases = o.resume.cases.filter((r) => finished.has(r.id));
-    const { started_at, finished_at, commit, loadavg_start, loadavg_end, cpus } = o.resume;
-    res.resumed = [...(o.resume.resumed ?? []), { started_at, finished_at, commit, loadavg_start, loadavg_end, cpus }];
+    const { started_at, finished_at, commit, loadavg_start, loadavg_end, cpus, cpu_model } = o.resume;
+    res.resumed = [...(o.resume.resumed ?? []), { started_at, finished_at, commit, loadavg_start, loadavg_end, cpus, ...(cpu_model ? { cpu_model } : {}) }];
   }
   const save = () => {
     res.results = aggregate(algorithms, res.cases);

@@ -43,6 +43,10 @@ test('aggregate: per-algorithm means, medians and agreement with full', () => {
   assert.equal(r[0].agreement_with_full, 1);
   assert.ok(Math.abs(r[1].agreement_with_full! - (2 / 3) / 2) < 1e-12);
   assert.deepEqual(r[1].params, {});
+  // per case, side by side: a: 30/4 = 7.5, b: 10/2 = 5 → median 6.25 (the ratio of means would be 20/3)
+  assert.equal(r[1].speedup_vs_full_median, 6.25);
+  assert.equal(r[0].speedup_vs_full_median, 1);
+  assert.equal(aggregate(['naive'], [c('a', 'naive', 1, 4, 'x')])[0].speedup_vs_full_median, null, 'no full, no ratio');
 });
 
 test('lineChart: deterministic SVG with every series in the legend', () => {
@@ -109,4 +113,25 @@ test('RESULTS.md: a partial evaluation says how many cases every algorithm answe
   const { markdown } = buildResults(dir, join(dir, '..', 'RESULTS.md'));
   assert.match(markdown, /\*\*partial: 1 of 3 cases \(the same command continues it\)\*\*/);
   assert.match(markdown, /\*\*stopped early\*\*/, 'a file from before cases_planned');
+  assert.doesNotMatch(markdown, /resumed on other hosts/);
+});
+
+test('RESULTS.md: a file resumed on another CPU says its mean TTFTs mix hosts, and shows the per-case × full', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'legokv-results-'));
+  const c = (id: string, algorithm: string, ttft: number): CaseResult => ({
+    id, algorithm, metric: 'f1', score: 1, prediction: 'x', answers: ['x'], ttft_ms: ttft, ttft_wall_ms: ttft, breakdown_ms: { lookup: 0, load: 1, recompute: ttft - 2, first_token: 1 },
+    recomputed: 10, prompt_tokens: 100, recompute_fraction: 0.1, new_tokens: 1, decode_tokens_per_s: 10, compile_ms: 5,
+  });
+  const algorithms = ['full', 'naive'];
+  // case a on a fast host, case b on one twice as slow: naive is 4x full on both
+  const cases = [c('a', 'full', 40), c('a', 'naive', 10), c('b', 'full', 80), c('b', 'naive', 20)];
+  const host = { loadavg_start: 1, loadavg_end: 1, cpus: 2, commit: 'abc' };
+  writeFileSync(join(dir, 'eval-mixed.json'), JSON.stringify({
+    kind: 'eval', adapter: 'Test Adapter', model: 'm', data: 'd.jsonl', backend: 'node', algorithms, max_new_tokens: 4, started_at: '2025-01-02T00:00:00Z',
+    finished_at: '2025-01-02T00:01:00Z', complete: true, ...host, cpu_model: 'CPU B', results: [], cases, errors: [],
+    resumed: [{ ...host, started_at: '2025-01-01T00:00:00Z', finished_at: '2025-01-01T00:01:00Z' }],
+  }));
+  const { markdown } = buildResults(dir, join(dir, '..', 'RESULTS.md'));
+  assert.match(markdown, /resumed on other hosts \(its 2 runs ran on not recorded, CPU B\)/);
+  assert.match(markdown, /\| naive \| 2 \| 1\.000 \| 1\.000 \| 15 \| 15 \| 4\.00 \|/, 'rows recomputed from the cases, × full per case');
 });

@@ -125,7 +125,8 @@ test('a stopped run resumes: finished cases kept, the partly answered one run ag
   assert.deepEqual(new Set(res.cases.slice(2).map((c) => c.algorithm)), new Set(algorithms));
   assert.ok(!seen.some((s) => s.includes(cases[0].id)), 'case 1 not compiled again');
   assert.equal(seen[0], `compile:${cases[1].id}:2/4`);
-  assert.deepEqual(res.resumed, [{ started_at: saved.started_at, finished_at: saved.finished_at, commit: saved.commit, loadavg_start: saved.loadavg_start, loadavg_end: saved.loadavg_end, cpus: saved.cpus }]);
+  assert.deepEqual(res.resumed, [{ started_at: saved.started_at, finished_at: saved.finished_at, commit: saved.commit, loadavg_start: saved.loadavg_start, loadavg_end: saved.loadavg_end, cpus: saved.cpus, cpu_model: saved.cpu_model }]);
+  assert.ok(saved.cpu_model && saved.cpu_model.length > 0, 'the CPU model is recorded');
   assert.ok(res.results.every((r) => r.n === 2));
   const changes: [string, Partial<RunOptions>][] = [
     ['model bytes', { modelSha256: 'abd' }], ['algorithms', { algorithms: ['naive', 'legolink:2'] }],
