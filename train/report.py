@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import statistics
 from collections import defaultdict
 
 from packing import WARMUP
@@ -31,6 +32,16 @@ SINKS_CMD = ('npm run sinks -- --model qa-demo --data train/eval/qa-demo-eval.js
              '--limit 6 --algorithms naive,legolink:16,full --out docs/results/sinks-qa-demo.json')
 
 
+def speedups_vs_full(cases) -> dict:
+    """Per algorithm, the median over cases of full's TTFT over its own on the same case (a side-by-side ratio)."""
+    full = {c['id']: c['ttft_ms'] for c in cases if c['algorithm'] == 'full'}
+    ratios = defaultdict(list)
+    for c in cases:
+        if c['id'] in full and c['ttft_ms'] > 0:
+            ratios[c['algorithm']].append(full[c['id']] / c['ttft_ms'])
+    return {a: statistics.median(v) for a, v in ratios.items()}
+
+
 def linking_section() -> str:
     """F1 and TTFT per linking algorithm (the evaluation runner's JSON) and the sink shares (npm run sinks)."""
     out = []
@@ -49,17 +60,26 @@ def linking_section() -> str:
         if not ev.get('complete'):
             out.append(f"**Partial: {done} of the {ev.get('cases_planned', '?')} held-out cases so far.** The same "
                        'command continues it (`--resume` keeps the finished cases); then `python train/report.py`.\n')
-        out.append('| algorithm | cases | F1 | agreement with full | TTFT mean ms | TTFT median ms | recompute ms '
-                   '| recomputed tokens |')
-        out.append('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |')
+        cpus = [x.get('cpu_model', 'not recorded') for x in ev.get('resumed', []) + [ev]]
+        if len(set(cpus)) > 1:
+            tally = ', '.join(f"{cpus.count(m)} {'with the CPU' if m == 'not recorded' else 'on'} {m}"
+                              for m in dict.fromkeys(cpus))
+            out.append(f"Of its {len(cpus)} runs, {tally} (the same adapter string): the "
+                       "mean and median TTFTs mix hosts. `× full` compares like with like: for each case, full's TTFT "
+                       "over the algorithm's, both measured on that case in the same run; the column is their median.\n")
+        speedup = speedups_vs_full(ev['cases'])
+        out.append('| algorithm | cases | F1 | agreement with full | TTFT mean ms | TTFT median ms | × full '
+                   '| recompute ms | recomputed tokens |')
+        out.append('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |')
         for r in ev['results']:
             if not r['n']:  # no finished case yet
                 continue
             agree = r.get('agreement_with_full')
+            sp = speedup.get(r['algorithm'])
             out.append(f"| {r['algorithm']} | {r['n']} | {r['accuracy']:.3f} | "
                        f"{'-' if agree is None else f'{agree:.3f}'} | {r['ttft_ms_mean']:.0f} | "
-                       f"{r['ttft_ms_median']:.0f} | {r['breakdown_ms_mean']['recompute']:.0f} | "
-                       f"{100 * r['recompute_fraction']:.1f}% |")
+                       f"{r['ttft_ms_median']:.0f} | {'-' if sp is None else f'{sp:.2f}'} | "
+                       f"{r['breakdown_ms_mean']['recompute']:.0f} | {100 * r['recompute_fraction']:.1f}% |")
         if any(r['algorithm'].startswith('cacheblend') and r['n'] for r in ev['results']):
             n_layers = json.load(open(os.path.join(MODEL, 'config.json')))['num_hidden_layers']
             out.append(f"\n`recomputed tokens` is the share of prompt rows an algorithm recomputes (for cacheblend:r, "

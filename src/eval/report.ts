@@ -56,7 +56,8 @@ const host = (r: Host) =>
 export function mixedHosts(r: EvalResults): string | null {
   const models = [...(r.resumed ?? []), r].map((x) => x.cpu_model ?? 'not recorded');
   const distinct = [...new Set(models)];
-  return distinct.length > 1 ? `its ${models.length} runs ran on ${distinct.join(', ')}` : null;
+  const tally = distinct.map((m) => `${models.filter((x) => x === m).length} ${m === 'not recorded' ? 'with the CPU' : 'on'} ${m}`);
+  return distinct.length > 1 ? `of its ${models.length} runs, ${tally.join(', ')}` : null;
 }
 
 function scalingSection(r: ScalingResults, rel: string, chart: string): string {

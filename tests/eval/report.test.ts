@@ -132,6 +132,6 @@ test('RESULTS.md: a file resumed on another CPU says its mean TTFTs mix hosts, a
     resumed: [{ ...host, started_at: '2025-01-01T00:00:00Z', finished_at: '2025-01-01T00:01:00Z' }],
   }));
   const { markdown } = buildResults(dir, join(dir, '..', 'RESULTS.md'));
-  assert.match(markdown, /resumed on other hosts \(its 2 runs ran on not recorded, CPU B\)/);
+  assert.match(markdown, /resumed on other hosts \(of its 2 runs, 1 with the CPU not recorded, 1 on CPU B\)/);
   assert.match(markdown, /\| naive \| 2 \| 1\.000 \| 1\.000 \| 15 \| 15 \| 4\.00 \|/, 'rows recomputed from the cases, × full per case');
 });
