@@ -478,7 +478,10 @@ python3 -m venv .cache/train-venv && .cache/train-venv/bin/pip install torch tra
 own. A stopped run resumes from `train/ckpt/last.pt` (git-ignored) when started again; `--max-minutes` caps the
 training wall time (resumes included) and the final model is exported whenever the run ends. `--smoke` runs
 the whole pipeline on a tiny model in about a minute. Training uses wall-clock progress, so on a busier or
-quieter machine the number of steps, and therefore the exact weights, differ.
+quieter machine the number of steps, and therefore the exact weights, differ. `--bf16 auto` trains in bfloat16
+only where the CPU has AMX-BF16 (the committed run: """ + ('yes' if a['bf16'] else 'no') + """); elsewhere it trains in float32, several
+times slower per step, so the same 60 minutes give fewer steps and a weaker model. To train as many steps as
+the committed run on such a machine, cap steps instead of time: `--steps """ + str(run['steps']) + """ --max-minutes 600`.
 
 ## Limitations
 
