@@ -10,7 +10,6 @@ from __future__ import annotations
 import csv
 import json
 import os
-import statistics
 from collections import defaultdict
 
 from packing import WARMUP
@@ -30,16 +29,6 @@ EVAL_CMD = ('npm run eval -- --model qa-demo --data train/eval/qa-demo-eval.json
             '--out docs/results/eval-qa-demo.json --resume')
 SINKS_CMD = ('npm run sinks -- --model qa-demo --data train/eval/qa-demo-eval.jsonl '
              '--limit 6 --algorithms naive,legolink:16,full --out docs/results/sinks-qa-demo.json')
-
-
-def speedups_vs_full(cases) -> dict:
-    """Per algorithm, the median over cases of full's TTFT over its own on the same case (a side-by-side ratio)."""
-    full = {c['id']: c['ttft_ms'] for c in cases if c['algorithm'] == 'full'}
-    ratios = defaultdict(list)
-    for c in cases:
-        if c['id'] in full and c['ttft_ms'] > 0:
-            ratios[c['algorithm']].append(full[c['id']] / c['ttft_ms'])
-    return {a: statistics.median(v) for a, v in ratios.items()}
 
 
 def linking_section() -> str:
@@ -67,7 +56,6 @@ def linking_section() -> str:
             out.append(f"Of its {len(cpus)} runs, {tally} (the same adapter string): the "
                        "mean and median TTFTs mix hosts. `× full` compares like with like: for each case, full's TTFT "
                        "over the algorithm's, both measured on that case in the same run; the column is their median.\n")
-        speedup = speedups_vs_full(ev['cases'])
         out.append('| algorithm | cases | F1 | agreement with full | TTFT mean ms | TTFT median ms | × full '
                    '| recompute ms | recomputed tokens |')
         out.append('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |')
@@ -75,7 +63,7 @@ def linking_section() -> str:
             if not r['n']:  # no finished case yet
                 continue
             agree = r.get('agreement_with_full')
-            sp = speedup.get(r['algorithm'])
+            sp = r.get('speedup_vs_full_median')  # the runner's aggregate (src/eval/runner.ts)
             out.append(f"| {r['algorithm']} | {r['n']} | {r['accuracy']:.3f} | "
                        f"{'-' if agree is None else f'{agree:.3f}'} | {r['ttft_ms_mean']:.0f} | "
                        f"{r['ttft_ms_median']:.0f} | {'-' if sp is None else f'{sp:.2f}'} | "
