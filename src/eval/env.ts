@@ -26,7 +26,8 @@ export function runHost(): RunHost {
     const dirty = spawnSync('git', ['status', '--porcelain', '--untracked-files=no', '--', '.', ':!docs/results'], { cwd: REPO_ROOT, encoding: 'utf8' });
     commit = head.stdout.trim().slice(0, 12) + (dirty.status === 0 && dirty.stdout.trim() ? '+dirty' : '');
   }
-  return { commit, loadavg_start: loadavg()[0], cpus: cpus().length, cpu_model: cpus()[0]?.model.trim() || 'unknown' };
+  const cores = cpus();
+  return { commit, loadavg_start: loadavg()[0], cpus: cores.length, cpu_model: cores[0]?.model.trim() || 'unknown' };
 }
 
 /**

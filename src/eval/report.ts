@@ -147,7 +147,7 @@ function evalSection(runs: { r: EvalResults; file: string }[], rel: string): str
     lines.push(`\`${r.command ?? `npm run eval -- --model ${r.model} --data ${r.data}`}\` · adapter **${r.adapter}** · model **${r.model}** · ${r.backend} backend · max ${r.max_new_tokens} new tokens · ${r.started_at.slice(0, 10)} · host load ${host(r)}${r.complete ? '' : ` · **${partial(r)}**`}`, '');
     const mixed = mixedHosts(r);
     if (mixed) lines.push(`This file was resumed on other hosts (${mixed}): its mean and median TTFTs mix them; *× full* (the median over cases of full's TTFT over the algorithm's, both measured on the same case in the same run) compares like with like.`, '');
-    lines.push(mdTable(['algorithm', 'n', 'accuracy', 'agree w/ full', 'TTFT mean (ms)', 'TTFT median', '× full', 'load', 'recompute', 'first token', 'recomputed', 'prompt tokens'], (r.cases.length ? aggregate(r.algorithms, r.cases) : r.results).map((x) => [
+    lines.push(mdTable(['algorithm', 'n', 'accuracy', 'agree w/ full', 'TTFT mean (ms)', 'TTFT median', '× full', 'load', 'recompute', 'first token', 'recomputed', 'prompt tokens'], r.results.map((x) => [
       x.algorithm, x.n, f3(x.accuracy), f3(x.agreement_with_full), f0(x.ttft_ms_mean), f0(x.ttft_ms_median), f2(x.speedup_vs_full_median), f1(x.breakdown_ms_mean.load),
       f0(x.breakdown_ms_mean.recompute), f1(x.breakdown_ms_mean.first_token), pct(x.recompute_fraction), f0(x.prompt_tokens_mean),
     ])), '');
@@ -168,7 +168,11 @@ export function buildResults(dir: string, outPath: string): { markdown: string; 
   const scalings = files.filter((f) => /^scaling(-.+)?\.json$/.test(f)).sort((a, b) => a.length - b.length || a.localeCompare(b))
     .map((file) => ({ file, r: read<ScalingResults>(file) }));
   const load = files.includes('load.json') ? read<LoadResults>('load.json') : null;
-  const evals = files.filter((f) => f.startsWith('eval-')).map((file) => ({ file, r: read<EvalResults>(file) }));
+  // Per-algorithm results are derived from the cases again, so a file written before a column existed has it too.
+  const evals = files.filter((f) => f.startsWith('eval-')).map((file) => {
+    const r = read<EvalResults>(file);
+    return { file, r: { ...r, results: aggregate(r.algorithms, r.cases) } };
+  });
   for (const x of [...scalings.map((e) => e.r), load, ...evals.map((e) => e.r)]) if (x) {
     adapters.add(x.adapter);
     models.add(x.model);

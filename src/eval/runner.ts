@@ -198,7 +198,7 @@ export async function runEval(o: RunOptions): Promise<EvalResults> {
     finished = new Set(o.cases.map((c) => c.id).filter((id) => answered.has(id)));
     res.cases = o.resume.cases.filter((r) => finished.has(r.id));
     const { started_at, finished_at, commit, loadavg_start, loadavg_end, cpus, cpu_model } = o.resume;
-    res.resumed = [...(o.resume.resumed ?? []), { started_at, finished_at, commit, loadavg_start, loadavg_end, cpus, ...(cpu_model ? { cpu_model } : {}) }];
+    res.resumed = [...(o.resume.resumed ?? []), { started_at, finished_at, commit, loadavg_start, loadavg_end, cpus, cpu_model }];
   }
   const save = () => {
     res.results = aggregate(algorithms, res.cases);
