@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Trains LegoKV's qa-demo model (a ~3M-parameter LlamaForCausalLM) on the CPU.
+"""Trains LegoKV's qa-demo model (a 5.5M-parameter LlamaForCausalLM) on the CPU.
 
     python train/train.py                      # the full run (resumes from train/ckpt/ if present)
     python train/train.py --smoke              # a two-minute end-to-end check into /tmp/qa-demo-smoke
