@@ -13,89 +13,13 @@ import os
 from collections import defaultdict
 
 from packing import WARMUP
+from report_linking import linking_section
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, '..'))
 LOGS = os.path.join(HERE, 'logs')
 MODEL = os.path.join(ROOT, 'public', 'models', 'qa-demo')
 CARD = os.path.join(ROOT, 'docs', 'models', 'qa-demo.md')
-
-
-EVAL_JSON = os.path.join(ROOT, 'docs', 'results', 'eval-qa-demo.json')
-SINKS_JSON = os.path.join(ROOT, 'docs', 'results', 'sinks-qa-demo.json')
-EVAL_CMD = ('npm run eval -- --model qa-demo --data train/eval/qa-demo-eval.jsonl --algorithms '
-            'full,naive,legolink:1,legolink:2,legolink:4,legolink:16,legolink0,attnlink:16,'
-            'cacheblend:0.05,cacheblend:0.15,cacheblend:0.3 --max-new-tokens 16 '
-            '--out docs/results/eval-qa-demo.json --resume')
-SINKS_CMD = ('npm run sinks -- --model qa-demo --data train/eval/qa-demo-eval.jsonl '
-             '--limit 6 --algorithms naive,legolink:16,full --out docs/results/sinks-qa-demo.json')
-
-
-def linking_section() -> str:
-    """F1 and TTFT per linking algorithm (the evaluation runner's JSON) and the sink shares (npm run sinks)."""
-    out = []
-    ev = json.load(open(EVAL_JSON)) if os.path.exists(EVAL_JSON) else None
-    if ev:
-        # finished cases: answered by every algorithm (what `npm run eval --resume` keeps)
-        answered = defaultdict(set)
-        for c in ev['cases']:
-            answered[c['id']].add(c['algorithm'])
-        done = sum(1 for algs in answered.values() if algs >= set(ev['algorithms']))
-        runs = len(ev.get('resumed', [])) + 1
-        out.append(f"`{ev.get('command', EVAL_CMD)}` on **{ev['adapter']}**, {ev['backend']} backend, greedy "
-                   f"(LegoKV's own engine and WGSL kernels, not transformers), {runs} run{'s' if runs > 1 else ''}. "
-                   "Chunks are compiled before timing; each chunk keeps its own BOS, so `full` here is the `linked` "
-                   "layout above.\n")
-        if not ev.get('complete'):
-            out.append(f"**Partial: {done} of the {ev.get('cases_planned', '?')} held-out cases so far.** The same "
-                       'command continues it (`--resume` keeps the finished cases); then `python train/report.py`.\n')
-        cpus = [x.get('cpu_model', 'not recorded') for x in ev.get('resumed', []) + [ev]]
-        if len(set(cpus)) > 1:
-            tally = ', '.join(f"{cpus.count(m)} {'with the CPU' if m == 'not recorded' else 'on'} {m}"
-                              for m in dict.fromkeys(cpus))
-            out.append(f"Of its {len(cpus)} runs, {tally} (the same adapter string): the "
-                       "mean and median TTFTs mix hosts. `× full` compares like with like: for each case, full's TTFT "
-                       "over the algorithm's, both measured on that case in the same run; the column is their median.\n")
-        out.append('| algorithm | cases | F1 | agreement with full | TTFT mean ms | TTFT median ms | × full '
-                   '| recompute ms | recomputed tokens |')
-        out.append('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |')
-        for r in ev['results']:
-            if not r['n']:  # no finished case yet
-                continue
-            agree = r.get('agreement_with_full')
-            sp = r.get('speedup_vs_full_median')  # the runner's aggregate (src/eval/runner.ts)
-            out.append(f"| {r['algorithm']} | {r['n']} | {r['accuracy']:.3f} | "
-                       f"{'-' if agree is None else f'{agree:.3f}'} | {r['ttft_ms_mean']:.0f} | "
-                       f"{r['ttft_ms_median']:.0f} | {'-' if sp is None else f'{sp:.2f}'} | "
-                       f"{r['breakdown_ms_mean']['recompute']:.0f} | {100 * r['recompute_fraction']:.1f}% |")
-        if any(r['algorithm'].startswith('cacheblend') and r['n'] for r in ev['results']):
-            n_layers = json.load(open(os.path.join(MODEL, 'config.json')))['num_hidden_layers']
-            out.append(f"\n`recomputed tokens` is the share of prompt rows an algorithm recomputes (for cacheblend:r, "
-                       "the rows it keeps after its check layer). cacheblend:r also runs its first two layers (layer 0, "
-                       "and layer 1, its check layer, where it measures each token's V deviation; "
-                       "`src/kvlink/cacheblend.ts`) over every token before keeping r of them: on this "
-                       f"{n_layers}-layer model that is {2 / n_layers:.0%} of Full Recompute's work whatever r is, which is where most of its TTFT goes. On a deep model "
-                       "(CacheBlend's have 32 or more layers) the same two layers are a few percent.")
-    else:
-        out.append(f'Not measured yet: run `{EVAL_CMD}`, then `python train/report.py`.')
-    out.append('')
-    if os.path.exists(SINKS_JSON):
-        sk = json.load(open(SINKS_JSON))
-        out.append(f"### Attention sinks at chunk starts\n\n`{sk['command']}` on **{sk['adapter']}**: the share of "
-                   f"the question rows' attention (softmax, mean over {sk['cases']} cases, {sk['layers']} layers, every "
-                   f"head and question row) that lands on the first {sk['sink_tokens']} token(s) of each linked chunk, "
-                   "against the share of one ordinary token of the same chunk. Chunk 1 starts the prompt; every "
-                   "later chunk starts with its own BOS at a later position.\n")
-        out.append('| algorithm | chunk | cases | start share | whole-chunk share | one ordinary token | start / ordinary token |')
-        out.append('| --- | ---: | ---: | ---: | ---: | ---: | ---: |')
-        for al, v in sk['algorithms'].items():
-            for c in v['per_chunk']:
-                ratio = c['start_share'] / sk['sink_tokens'] / c['token_share'] if c['token_share'] else float('nan')
-                out.append(f"| {al} | {c['chunk']} | {c['cases']} | {c['start_share']:.4f} | {c['chunk_share']:.3f} | "
-                           f"{c['token_share']:.4f} | {ratio:.1f} |")
-    else:
-        out.append(f'Attention-sink shares not measured yet: run `{SINKS_CMD}`.')
-    return '\n'.join(out)
 
 
 def read_csv(path):
@@ -173,6 +97,44 @@ def optimizer_text(a) -> str:
 
 def fmt(x, d=3):
     return f'{x:.{d}f}' if isinstance(x, float) else str(x)
+
+
+def status_text(results) -> str:
+    """The card's status line: held-out F1 against the 0.9 target, and what the model does and does not do."""
+    swap = (results or {}).get('name_swap')
+    status = ''
+    bands = (results or {}).get('by_length') or []
+    reach = ''
+    reads = bool(swap) and swap['changed'] >= 0.5
+    if len(bands) >= 2 and reads:
+        held_out = results['layouts']['concat']['summary']
+        h1, h2 = held_out['f1_1hop'], held_out['f1_2hop']
+        reach = (f" It reads the name in the question (asked again with the other document's name, its first answer "
+                 f"token changes in {swap['changed']:.2f} of two-document cases and both answers are right in "
+                 f"{swap['both_right']:.2f}; see the name swap below). One-hop questions are answered (held-out F1 "
+                 f"{h1:.2f}), two-hop ones mostly not ({h2:.2f}): the second lookup, through the entity that the first "
+                 f"fact names, fails more as the documents grow (two-hop F1 {bands[0]['f1_2hop']:.2f} over "
+                 f"{bands[0]['lo']}-{bands[0]['hi']} tokens of documents, {bands[-1]['f1_2hop']:.2f} over "
+                 f"{bands[-1]['lo']:,}-{bands[-1]['hi']:,})")
+    elif len(bands) >= 2 and swap:
+        reach = (f": it picks among the values of the asked kind in the documents without reading the name in the "
+                 f"question (asked again with the other document's name, its first answer token changes in only "
+                 f"{swap['changed']:.2f} of two-document cases; see the name swap below), so its F1 falls as "
+                 f"documents of the same kind multiply ({bands[0]['f1']:.2f} over {bands[0]['lo']}-{bands[0]['hi']} "
+                 f"tokens of documents, {bands[-1]['f1']:.2f} over {bands[-1]['lo']:,}-{bands[-1]['hi']:,})")
+    elif len(bands) >= 2:
+        reach = (f": it reads short contexts (F1 {bands[0]['f1']:.2f} over {bands[0]['lo']}-{bands[0]['hi']} tokens of "
+                 f"documents) and loses the thread as they grow ({bands[-1]['f1']:.2f} over "
+                 f"{bands[-1]['lo']:,}-{bands[-1]['hi']:,}; see the table by context length)")
+    if results and 'concat' in results['layouts']:
+        f1 = results['layouts']['concat']['summary']['f1']
+        status = (f"**Status: held-out F1 {f1:.3f} under Full Recompute (target: at least 0.9), "
+                  f"{'met' if f1 >= 0.9 else 'not met yet'}.**" + ('' if f1 >= 0.9 else
+                  (' Its answers are mostly of the right kind (a year, a city, a name from the documents) but often '
+                   'not the right one' if not reads else '') + reach + '. It is the '
+                  "app's default model all the same, with sample documents and its question framing, because the "
+                  'caching itself (compile, link, TTFT, attention maps) works the same whether the answer is right.'))
+    return status
 
 
 def main():
@@ -275,38 +237,7 @@ same first answer token twice, so at most one is right. The first answer token c
         f"fact (layer {sup_layers[0]}, counting from 0), and for a two-hop question the bridge entity's name in the "
         f"first fact (layer {sup_layers[1]}). The generator knows where each answer stands; without this the lookup "
         "did not form within the hour (no reading by name; the earlier figures are in this card's git history) |\n")
-    status = ''
-    bands = (results or {}).get('by_length') or []
-    reach = ''
-    reads = bool(swap) and swap['changed'] >= 0.5
-    if len(bands) >= 2 and reads:
-        held_out = results['layouts']['concat']['summary']
-        h1, h2 = held_out['f1_1hop'], held_out['f1_2hop']
-        reach = (f" It reads the name in the question (asked again with the other document's name, its first answer "
-                 f"token changes in {swap['changed']:.2f} of two-document cases and both answers are right in "
-                 f"{swap['both_right']:.2f}; see the name swap below). One-hop questions are answered (held-out F1 "
-                 f"{h1:.2f}), two-hop ones mostly not ({h2:.2f}): the second lookup, through the entity that the first "
-                 f"fact names, fails more as the documents grow (two-hop F1 {bands[0]['f1_2hop']:.2f} over "
-                 f"{bands[0]['lo']}-{bands[0]['hi']} tokens of documents, {bands[-1]['f1_2hop']:.2f} over "
-                 f"{bands[-1]['lo']:,}-{bands[-1]['hi']:,})")
-    elif len(bands) >= 2 and swap:
-        reach = (f": it picks among the values of the asked kind in the documents without reading the name in the "
-                 f"question (asked again with the other document's name, its first answer token changes in only "
-                 f"{swap['changed']:.2f} of two-document cases; see the name swap below), so its F1 falls as "
-                 f"documents of the same kind multiply ({bands[0]['f1']:.2f} over {bands[0]['lo']}-{bands[0]['hi']} "
-                 f"tokens of documents, {bands[-1]['f1']:.2f} over {bands[-1]['lo']:,}-{bands[-1]['hi']:,})")
-    elif len(bands) >= 2:
-        reach = (f": it reads short contexts (F1 {bands[0]['f1']:.2f} over {bands[0]['lo']}-{bands[0]['hi']} tokens of "
-                 f"documents) and loses the thread as they grow ({bands[-1]['f1']:.2f} over "
-                 f"{bands[-1]['lo']:,}-{bands[-1]['hi']:,}; see the table by context length)")
-    if results and 'concat' in results['layouts']:
-        f1 = results['layouts']['concat']['summary']['f1']
-        status = (f"**Status: held-out F1 {f1:.3f} under Full Recompute (target: at least 0.9), "
-                  f"{'met' if f1 >= 0.9 else 'not met yet'}.**" + ('' if f1 >= 0.9 else
-                  (' Its answers are mostly of the right kind (a year, a city, a name from the documents) but often '
-                   'not the right one' if not reads else '') + reach + '. It is the '
-                  "app's default model all the same, with sample documents and its question framing, because the "
-                  'caching itself (compile, link, TTFT, attention maps) works the same whether the answer is right.'))
+    status = status_text(results)
     card = f"""# qa-demo: LegoKV's in-house document-QA model
 
 A {run['params'] / 1e6:.1f}M-parameter Llama (`LlamaForCausalLM`) trained from scratch on the CPU, in about an

@@ -1,0 +1,89 @@
+"""The qa-demo card's "Linking algorithms" section: F1 and TTFT per linking algorithm from the
+evaluation runner's JSON (docs/results/eval-qa-demo.json), and the attention-sink shares at chunk
+starts from `npm run sinks` (docs/results/sinks-qa-demo.json). Both commands are written here, so
+the card names the command that regenerates each table."""
+from __future__ import annotations
+
+import json
+import os
+from collections import defaultdict
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, '..'))
+MODEL = os.path.join(ROOT, 'public', 'models', 'qa-demo')
+
+EVAL_JSON = os.path.join(ROOT, 'docs', 'results', 'eval-qa-demo.json')
+SINKS_JSON = os.path.join(ROOT, 'docs', 'results', 'sinks-qa-demo.json')
+EVAL_CMD = ('npm run eval -- --model qa-demo --data train/eval/qa-demo-eval.jsonl --algorithms '
+            'full,naive,legolink:1,legolink:2,legolink:4,legolink:16,legolink0,attnlink:16,'
+            'cacheblend:0.05,cacheblend:0.15,cacheblend:0.3 --max-new-tokens 16 '
+            '--out docs/results/eval-qa-demo.json --resume')
+SINKS_CMD = ('npm run sinks -- --model qa-demo --data train/eval/qa-demo-eval.jsonl '
+             '--limit 6 --algorithms naive,legolink:16,full --out docs/results/sinks-qa-demo.json')
+
+
+def linking_section() -> str:
+    """F1 and TTFT per linking algorithm (the evaluation runner's JSON) and the sink shares (npm run sinks)."""
+    out = []
+    ev = json.load(open(EVAL_JSON)) if os.path.exists(EVAL_JSON) else None
+    if ev:
+        # finished cases: answered by every algorithm (what `npm run eval --resume` keeps)
+        answered = defaultdict(set)
+        for c in ev['cases']:
+            answered[c['id']].add(c['algorithm'])
+        done = sum(1 for algs in answered.values() if algs >= set(ev['algorithms']))
+        runs = len(ev.get('resumed', [])) + 1
+        out.append(f"`{ev.get('command', EVAL_CMD)}` on **{ev['adapter']}**, {ev['backend']} backend, greedy "
+                   f"(LegoKV's own engine and WGSL kernels, not transformers), {runs} run{'s' if runs > 1 else ''}. "
+                   "Chunks are compiled before timing; each chunk keeps its own BOS, so `full` here is the `linked` "
+                   "layout above.\n")
+        if not ev.get('complete'):
+            out.append(f"**Partial: {done} of the {ev.get('cases_planned', '?')} held-out cases so far.** The same "
+                       'command continues it (`--resume` keeps the finished cases); then `python train/report.py`.\n')
+        cpus = [x.get('cpu_model', 'not recorded') for x in ev.get('resumed', []) + [ev]]
+        if len(set(cpus)) > 1:
+            tally = ', '.join(f"{cpus.count(m)} {'with the CPU' if m == 'not recorded' else 'on'} {m}"
+                              for m in dict.fromkeys(cpus))
+            out.append(f"Of its {len(cpus)} runs, {tally} (the same adapter string): the "
+                       "mean and median TTFTs mix hosts. `× full` compares like with like: for each case, full's TTFT "
+                       "over the algorithm's, both measured on that case in the same run; the column is their median.\n")
+        out.append('| algorithm | cases | F1 | agreement with full | TTFT mean ms | TTFT median ms | × full '
+                   '| recompute ms | recomputed tokens |')
+        out.append('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |')
+        for r in ev['results']:
+            if not r['n']:  # no finished case yet
+                continue
+            agree = r.get('agreement_with_full')
+            sp = r.get('speedup_vs_full_median')  # the runner's aggregate (src/eval/runner.ts)
+            out.append(f"| {r['algorithm']} | {r['n']} | {r['accuracy']:.3f} | "
+                       f"{'-' if agree is None else f'{agree:.3f}'} | {r['ttft_ms_mean']:.0f} | "
+                       f"{r['ttft_ms_median']:.0f} | {'-' if sp is None else f'{sp:.2f}'} | "
+                       f"{r['breakdown_ms_mean']['recompute']:.0f} | {100 * r['recompute_fraction']:.1f}% |")
+        if any(r['algorithm'].startswith('cacheblend') and r['n'] for r in ev['results']):
+            n_layers = json.load(open(os.path.join(MODEL, 'config.json')))['num_hidden_layers']
+            out.append(f"\n`recomputed tokens` is the share of prompt rows an algorithm recomputes (for cacheblend:r, "
+                       "the rows it keeps after its check layer). cacheblend:r also runs its first two layers (layer 0, "
+                       "and layer 1, its check layer, where it measures each token's V deviation; "
+                       "`src/kvlink/cacheblend.ts`) over every token before keeping r of them: on this "
+                       f"{n_layers}-layer model that is {2 / n_layers:.0%} of Full Recompute's work whatever r is, which is where most of its TTFT goes. On a deep model "
+                       "(CacheBlend's have 32 or more layers) the same two layers are a few percent.")
+    else:
+        out.append(f'Not measured yet: run `{EVAL_CMD}`, then `python train/report.py`.')
+    out.append('')
+    if os.path.exists(SINKS_JSON):
+        sk = json.load(open(SINKS_JSON))
+        out.append(f"### Attention sinks at chunk starts\n\n`{sk['command']}` on **{sk['adapter']}**: the share of "
+                   f"the question rows' attention (softmax, mean over {sk['cases']} cases, {sk['layers']} layers, every "
+                   f"head and question row) that lands on the first {sk['sink_tokens']} token(s) of each linked chunk, "
+                   "against the share of one ordinary token of the same chunk. Chunk 1 starts the prompt; every "
+                   "later chunk starts with its own BOS at a later position.\n")
+        out.append('| algorithm | chunk | cases | start share | whole-chunk share | one ordinary token | start / ordinary token |')
+        out.append('| --- | ---: | ---: | ---: | ---: | ---: | ---: |')
+        for al, v in sk['algorithms'].items():
+            for c in v['per_chunk']:
+                ratio = c['start_share'] / sk['sink_tokens'] / c['token_share'] if c['token_share'] else float('nan')
+                out.append(f"| {al} | {c['chunk']} | {c['cases']} | {c['start_share']:.4f} | {c['chunk_share']:.3f} | "
+                           f"{c['token_share']:.4f} | {ratio:.1f} |")
+    else:
+        out.append(f'Attention-sink shares not measured yet: run `{SINKS_CMD}`.')
+    return '\n'.join(out)
