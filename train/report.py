@@ -240,8 +240,8 @@ same first answer token twice, so at most one is right. The first answer token c
     status = status_text(results)
     card = f"""# qa-demo: LegoKV's in-house document-QA model
 
-A {run['params'] / 1e6:.1f}M-parameter Llama (`LlamaForCausalLM`) trained from scratch on the CPU, in about an
-hour, on procedurally generated multi-document question answering. It exists so that LegoKV's accuracy-against-TTFT
+A {run['params'] / 1e6:.1f}M-parameter Llama (`LlamaForCausalLM`) trained from scratch on the CPU ({run['train_minutes']:.0f}
+minutes on a {run.get('machine', '2-core CPU')}{', bf16' if a['bf16'] else ', float32'}), on procedurally generated multi-document question answering. It exists so that LegoKV's accuracy-against-TTFT
 evaluation (EPIC / CacheBlend style: naive, full, legolink:k, cacheblend:r, ...) runs on any laptop CPU in
 minutes with a model whose job is to answer questions about its documents. It knows nothing outside its
 synthetic world of fictional people, companies, cities and objects: it is a test instrument, not an assistant.
