@@ -102,7 +102,6 @@ def fmt(x, d=3):
 def status_text(results) -> str:
     """The card's status line: held-out F1 against the 0.9 target, and what the model does and does not do."""
     swap = (results or {}).get('name_swap')
-    status = ''
     bands = (results or {}).get('by_length') or []
     reach = ''
     reads = bool(swap) and swap['changed'] >= 0.5
@@ -126,15 +125,15 @@ def status_text(results) -> str:
         reach = (f": it reads short contexts (F1 {bands[0]['f1']:.2f} over {bands[0]['lo']}-{bands[0]['hi']} tokens of "
                  f"documents) and loses the thread as they grow ({bands[-1]['f1']:.2f} over "
                  f"{bands[-1]['lo']:,}-{bands[-1]['hi']:,}; see the table by context length)")
-    if results and 'concat' in results['layouts']:
-        f1 = results['layouts']['concat']['summary']['f1']
-        status = (f"**Status: held-out F1 {f1:.3f} under Full Recompute (target: at least 0.9), "
-                  f"{'met' if f1 >= 0.9 else 'not met yet'}.**" + ('' if f1 >= 0.9 else
-                  (' Its answers are mostly of the right kind (a year, a city, a name from the documents) but often '
-                   'not the right one' if not reads else '') + reach + '. It is the '
-                  "app's default model all the same, with sample documents and its question framing, because the "
-                  'caching itself (compile, link, TTFT, attention maps) works the same whether the answer is right.'))
-    return status
+    if not results or 'concat' not in results['layouts']:
+        return ''
+    f1 = results['layouts']['concat']['summary']['f1']
+    return (f"**Status: held-out F1 {f1:.3f} under Full Recompute (target: at least 0.9), "
+            f"{'met' if f1 >= 0.9 else 'not met yet'}.**" + ('' if f1 >= 0.9 else
+            (' Its answers are mostly of the right kind (a year, a city, a name from the documents) but often '
+             'not the right one' if not reads else '') + reach + '. It is the '
+            "app's default model all the same, with sample documents and its question framing, because the "
+            'caching itself (compile, link, TTFT, attention maps) works the same whether the answer is right.'))
 
 
 def main():
@@ -382,7 +381,7 @@ Examples (`concat`):
 
 ## Linking algorithms
 
-""" + linking_section() + """
+""" + linking_section(cfg['num_hidden_layers']) + """
 
 ## Reproduce
 

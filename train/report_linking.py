@@ -10,7 +10,6 @@ from collections import defaultdict
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, '..'))
-MODEL = os.path.join(ROOT, 'public', 'models', 'qa-demo')
 
 EVAL_JSON = os.path.join(ROOT, 'docs', 'results', 'eval-qa-demo.json')
 SINKS_JSON = os.path.join(ROOT, 'docs', 'results', 'sinks-qa-demo.json')
@@ -22,8 +21,9 @@ SINKS_CMD = ('npm run sinks -- --model qa-demo --data train/eval/qa-demo-eval.js
              '--limit 6 --algorithms naive,legolink:16,full --out docs/results/sinks-qa-demo.json')
 
 
-def linking_section() -> str:
-    """F1 and TTFT per linking algorithm (the evaluation runner's JSON) and the sink shares (npm run sinks)."""
+def linking_section(n_layers: int) -> str:
+    """F1 and TTFT per linking algorithm (the evaluation runner's JSON) and the sink shares (npm run sinks);
+    n_layers: the model's depth, for the note on CacheBlend's check layers."""
     out = []
     ev = json.load(open(EVAL_JSON)) if os.path.exists(EVAL_JSON) else None
     if ev:
@@ -60,7 +60,6 @@ def linking_section() -> str:
                        f"{r['ttft_ms_median']:.0f} | {'-' if sp is None else f'{sp:.2f}'} | "
                        f"{r['breakdown_ms_mean']['recompute']:.0f} | {100 * r['recompute_fraction']:.1f}% |")
         if any(r['algorithm'].startswith('cacheblend') and r['n'] for r in ev['results']):
-            n_layers = json.load(open(os.path.join(MODEL, 'config.json')))['num_hidden_layers']
             out.append(f"\n`recomputed tokens` is the share of prompt rows an algorithm recomputes (for cacheblend:r, "
                        "the rows it keeps after its check layer). cacheblend:r also runs its first two layers (layer 0, "
                        "and layer 1, its check layer, where it measures each token's V deviation; "
