@@ -67,7 +67,8 @@ def linking_section(n_layers: int) -> str:
                        f"{n_layers}-layer model that is {2 / n_layers:.0%} of Full Recompute's work whatever r is, which is where most of its TTFT goes. On a deep model "
                        "(CacheBlend's have 32 or more layers) the same two layers are a few percent.")
     else:
-        out.append(f'Not measured yet: run `{EVAL_CMD}`, then `python train/report.py`.')
+        out.append(f'Not measured yet for these weights (tables for earlier weights are in this card\'s git history): '
+                   f'run `{EVAL_CMD}`, then `python train/report.py`.')
     out.append('')
     if os.path.exists(SINKS_JSON):
         sk = json.load(open(SINKS_JSON))
