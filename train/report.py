@@ -154,6 +154,8 @@ def main():
     svg_chart(train, dev, os.path.join(LOGS, 'curve.svg'))
     cfg = json.load(open(os.path.join(MODEL, 'config.json')))
     a = run['args']
+    argv = run.get('argv', [])
+    fixed_steps = any(x == '--steps' or x.startswith('--steps=') for x in argv)
     files = sorted(os.listdir(MODEL))
     sizes = {f: os.path.getsize(os.path.join(MODEL, f)) for f in files}
 
@@ -322,7 +324,7 @@ two-hop questions and distractors.
 
 | | |
 | --- | --- |
-| command | `python train/train.py {' '.join(run.get('argv', []))}`, {a['threads']} torch thread(s) |
+| command | `python train/train.py {' '.join(argv)}`, {a['threads']} torch thread(s) |
 | machine | {run.get('machine', 'a 2-core CPU VM')}, PyTorch {run.get('torch', '')} CPU, {'bf16 autocast (matmuls and attention; weights, norms and loss in f32)' if a['bf16'] else 'float32 throughout'}{', torch.compile' if a.get('compile') else ''} |
 | wall time | **{run['train_minutes']:.1f} min** of training ({run['sessions']} session(s)) + {run.get('eval_minutes', 0):.1f} min held-out evaluation |
 | steps | {run['steps']:,} |
@@ -390,7 +392,7 @@ Examples (`concat`):
 
 ```sh
 python3 -m venv .cache/train-venv && .cache/train-venv/bin/pip install torch transformers tokenizers safetensors
-.cache/train-venv/bin/python train/train.py --fresh """ + ' '.join(run.get('argv', [])) + """   # tokenizer, eval set, training, export, eval
+.cache/train-venv/bin/python train/train.py """ + ' '.join(['--fresh'] + [x for x in argv if x != '--fresh']) + """   # tokenizer, eval set, training, export, eval
 .cache/train-venv/bin/python train/evaluate.py        # held-out F1 of public/models/qa-demo
 .cache/train-venv/bin/python train/report.py          # this card and train/logs/curve.svg
 ```
@@ -400,9 +402,10 @@ own. A stopped run resumes from `train/ckpt/last.pt` (git-ignored) when started 
 training wall time (resumes included) and the final model is exported whenever the run ends. `--smoke` runs
 the whole pipeline on a tiny model in about a minute. Without `--steps`, training runs on wall-clock progress
 (`--max-minutes`, 60 by default), so on a busier or quieter machine the number of steps, and therefore the exact
-weights, differ; the committed run fixed its """ + str(run['steps']) + """ steps instead, the number a 2-core Xeon with AMX-BF16 fits in 60
-minutes with `--bf16 auto` (measured there for the first recipe, which differs only in `--attn-sup-layers=-3,-1`,
-so each step costs the same). `--bf16 auto` trains in bfloat16 only where the CPU has AMX-BF16 (the committed run:
+weights, differ""" + (f"; the committed run fixed its {run['steps']} steps instead, the number a 2-core Xeon with "
+                  "AMX-BF16 fits in 60 minutes with `--bf16 auto` (measured there for the first recipe, which differs "
+                  "only in `--attn-sup-layers=-3,-1`, so each step costs the same)" if fixed_steps else
+                  f" (the committed run: {run['steps']} steps)") + """. `--bf16 auto` trains in bfloat16 only where the CPU has AMX-BF16 (the committed run:
 """ + ('yes' if a['bf16'] else 'no') + """); elsewhere it trains in float32, several times slower per step.
 
 ## Limitations
