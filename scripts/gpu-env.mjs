@@ -1,7 +1,9 @@
 #!/usr/bin/env node
 // Runs a TypeScript entry point under tsx with WebGPU-in-Node ready: where
 // there is no system Vulkan loader, use the one and the SwiftShader driver
-// that Debian's chromium ships. Usage: node scripts/gpu-env.mjs <file.ts> [args]
+// that Debian's chromium ships; with LEGOKV_NODE_BACKEND=opengles, leave
+// chromium's ANGLE libEGL out so that Dawn finds Mesa's (llvmpipe).
+// Usage: node scripts/gpu-env.mjs <file.ts> [args]
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 
@@ -15,6 +17,14 @@ export const CHROMIUM_ARGS = [
 export function gpuEnv(base = process.env) {
   const env = { ...base };
   const chromiumDir = '/usr/lib/chromium';
+  // The OpenGL ES backend needs the system's (Mesa) libEGL, not the ANGLE one next to chromium.
+  if (env.LEGOKV_NODE_BACKEND === 'opengles') {
+    env.EGL_PLATFORM ??= 'surfaceless';
+    const path = (env.LD_LIBRARY_PATH ?? '').split(':').filter((p) => p && p !== chromiumDir);
+    if (path.length) env.LD_LIBRARY_PATH = path.join(':');
+    else delete env.LD_LIBRARY_PATH;
+    return env;
+  }
   if (existsSync(`${chromiumDir}/libvk_swiftshader.so`) && !env.LEGOKV_NATIVE_VULKAN) {
     env.VK_ICD_FILENAMES ??= `${chromiumDir}/vk_swiftshader_icd.json`;
     env.LD_LIBRARY_PATH = [env.LD_LIBRARY_PATH, chromiumDir].filter(Boolean).join(':');

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // `npm test`: installs what the tests need when it is missing (npm packages;
-// Debian's chromium, as root), then runs every unit test in Node on WebGPU
+// Debian's chromium and Mesa's EGL, as root), then runs every unit test in Node on WebGPU
 // and every Playwright test in headless Chromium, and prints one summary.
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
@@ -11,16 +11,23 @@ import { ensureNodeModules } from './ensure-deps.mjs';
 const root = new URL('..', import.meta.url).pathname;
 const run = (cmd, args, opts = {}) => spawnSync(cmd, args, { stdio: 'inherit', cwd: root, ...opts });
 
-function ensureChromium() {
-  if (existsSync('/usr/bin/chromium') && existsSync('/usr/lib/chromium/libvk_swiftshader.so')) return;
+/** Debian packages the tests use: chromium (its SwiftShader too), and Mesa's EGL for the OpenGL ES (llvmpipe) backend test. */
+const APT_PACKAGES = ['chromium', 'libegl1', 'libegl-mesa0', 'libgl1-mesa-dri', 'libgles2'];
+const MESA_EGL = '/usr/lib/x86_64-linux-gnu/libEGL_mesa.so.0';
+
+function ensureSystemPackages() {
+  const haveChromium = existsSync('/usr/bin/chromium') && existsSync('/usr/lib/chromium/libvk_swiftshader.so');
+  // Mesa's EGL is checked at its Debian amd64 path only; elsewhere it is assumed present.
+  const haveMesa = process.arch !== 'x64' || existsSync(MESA_EGL);
+  if (haveChromium && haveMesa) return;
   if (process.getuid?.() !== 0) {
-    console.error('[test] Chromium is missing: install Debian\'s chromium (apt-get install chromium) or run npm test as root.');
+    console.error(`[test] missing system packages: install them (apt-get install ${APT_PACKAGES.join(' ')}) or run npm test as root.`);
     process.exit(1);
   }
-  console.log('[test] installing chromium from apt');
+  console.log(`[test] installing ${APT_PACKAGES.join(' ')} from apt`);
   const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-  if (run('apt-get', ['update', '-qq'], { env }).status !== 0 || run('apt-get', ['install', '-y', '-qq', 'chromium'], { env }).status !== 0) {
-    console.error('[test] apt-get install chromium failed');
+  if (run('apt-get', ['update', '-qq'], { env }).status !== 0 || run('apt-get', ['install', '-y', '-qq', ...APT_PACKAGES], { env }).status !== 0) {
+    console.error('[test] apt-get install failed');
     process.exit(1);
   }
 }
@@ -36,7 +43,7 @@ function testFiles(dir) {
 }
 
 ensureNodeModules(root, 'test');
-ensureChromium();
+ensureSystemPackages();
 
 const counts = { passed: 0, failed: 0, skipped: 0 };
 function tally(text, re) {

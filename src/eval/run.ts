@@ -91,7 +91,7 @@ async function main() {
   const bar = new ProgressBar();
   try {
     const res = await runEval({
-      backend, cases, data: a.data, algorithms, command: ['npm run eval --', ...process.argv.slice(2)].join(' '), maxNewTokens: Number(a['max-new-tokens']), out: a.out, warmup: !a['no-warmup'], signal: ac.signal,
+      backend, cases, data: a.data, algorithms, command: [...(process.env.LEGOKV_NODE_BACKEND ? [`LEGOKV_NODE_BACKEND=${process.env.LEGOKV_NODE_BACKEND}`] : []), 'npm run eval --', ...process.argv.slice(2)].join(' '), maxNewTokens: Number(a['max-new-tokens']), out: a.out, warmup: !a['no-warmup'], signal: ac.signal,
       modelSha256, resume,
       onProgress: (p) => bar.update(p.done, p.total, `case ${p.caseIndex + 1}/${p.cases} ${p.caseId} ${p.phase}${p.algorithm ? ` ${p.algorithm}` : ''}`),
     });

@@ -1,12 +1,13 @@
 /**
  * WebGPU in Node through the `webgpu` package (Dawn), for the CLI, the
  * benchmarks and the kernel tests. On machines without a GPU it runs on
- * Chromium's SwiftShader Vulkan driver, found next to Debian's chromium.
+ * Chromium's SwiftShader Vulkan driver, found next to Debian's chromium, or,
+ * with LEGOKV_NODE_BACKEND=opengles, on Mesa's llvmpipe through OpenGL ES.
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createGpuContext, type GpuContext } from '../engine/gpu/device';
+import { createGpuContext, NoWebGPUError, type GpuContext } from '../engine/gpu/device';
 import type { KernelSources } from '../engine/gpu/kernels';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -23,14 +24,36 @@ export interface NodeGpu extends GpuContext {
   release(): void;
 }
 
+/**
+ * Which Dawn backend: Vulkan (SwiftShader without a GPU) by default, or
+ * OpenGL ES with LEGOKV_NODE_BACKEND=opengles, which on a machine without a
+ * GPU is Mesa's llvmpipe at WebGPU's compatibility feature level.
+ */
+export function nodeBackend(): 'vulkan' | 'opengles' {
+  const b = process.env.LEGOKV_NODE_BACKEND ?? 'vulkan';
+  if (b !== 'vulkan' && b !== 'opengles') throw new Error(`LEGOKV_NODE_BACKEND must be vulkan or opengles, not ${JSON.stringify(b)}`);
+  return b;
+}
+
 export async function createNodeGpu(): Promise<NodeGpu> {
-  if (!process.env.VK_ICD_FILENAMES && !process.env.VK_DRIVER_FILES && existsSync(SWIFTSHADER) && !process.env.LEGOKV_NATIVE_VULKAN) {
+  const backend = nodeBackend();
+  if (backend === 'opengles') process.env.EGL_PLATFORM ??= 'surfaceless';
+  else if (!process.env.VK_ICD_FILENAMES && !process.env.VK_DRIVER_FILES && existsSync(SWIFTSHADER) && !process.env.LEGOKV_NATIVE_VULKAN) {
     process.env.VK_ICD_FILENAMES = SWIFTSHADER;
   }
   const webgpu = await import('webgpu');
   Object.assign(globalThis, webgpu.globals);
-  let gpu: GPU | null = webgpu.create([]);
-  const ctx = await createGpuContext(gpu);
+  let gpu: GPU | null = webgpu.create(backend === 'opengles' ? ['backend=opengles'] : []);
+  let ctx: GpuContext;
+  try {
+    ctx = await createGpuContext(gpu, backend === 'opengles' ? { featureLevel: 'compatibility' } : {});
+  } catch (e) {
+    if (backend !== 'opengles' || !(e instanceof NoWebGPUError)) throw e;
+    throw new NoWebGPUError(
+      'LEGOKV_NODE_BACKEND=opengles found no OpenGL ES adapter. It needs Mesa\'s EGL (Debian: libegl1 libegl-mesa0 ' +
+        'libgl1-mesa-dri libgles2), and chromium\'s ANGLE libEGL must not be on LD_LIBRARY_PATH (scripts/gpu-env.mjs leaves it off).',
+    );
+  }
   return {
     ...ctx,
     release() {

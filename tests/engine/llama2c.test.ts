@@ -6,7 +6,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadLlama2c } from '../../src/engine/formats/llama2c';
@@ -27,6 +27,27 @@ for (const c of fixture.cases as { prompt: string; steps: number; stdout: string
     assert.equal(out.toString('latin1'), c.stdout);
   });
 }
+
+// The same kernels on Dawn's OpenGL ES backend (Mesa llvmpipe where there is no GPU, compatibility feature level).
+test('generate matches llama2.c on the OpenGL ES backend (LEGOKV_NODE_BACKEND=opengles)', () => {
+  const c = fixture.cases[0] as { prompt: string; steps: number; stdout: string };
+  const r = spawnSync(
+    process.execPath,
+    ['--import', 'tsx', 'src/cli/generate.ts', '--model', join(STORIES, 'stories260K.bin'), '--prompt', c.prompt, '--steps', String(c.steps), '--temperature', '0'],
+    { env: gpuEnv({ ...process.env, LEGOKV_NODE_BACKEND: 'opengles' }), stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  assert.equal(r.status, 0, r.stderr.toString());
+  assert.match(r.stderr.toString(), /^\[OpenGL/m, 'the adapter named on stderr is an OpenGL ES one');
+  assert.equal(r.stdout.toString('latin1'), c.stdout);
+});
+
+test('LEGOKV_NODE_BACKEND rejects an unknown backend by name', () => {
+  const r = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/generate.ts', '--model', join(STORIES, 'stories260K.bin'), '--steps', '2'], {
+    env: gpuEnv({ ...process.env, LEGOKV_NODE_BACKEND: 'metal' }), stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  assert.notEqual(r.status, 0);
+  assert.match(r.stderr.toString(), /LEGOKV_NODE_BACKEND must be vulkan or opengles, not "metal"/);
+});
 
 test('tokenizer: run.c encoding of a prompt (BOS, merged leading space)', async () => {
   const tok = await Llama2cTokenizer.load(bufferSource('tok512.bin', readFileSync(join(STORIES, 'tok512.bin'))), 512);
