@@ -7,18 +7,27 @@ from __future__ import annotations
 import json
 import os
 from collections import defaultdict
+from datetime import datetime
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, '..'))
 
 EVAL_JSON = os.path.join(ROOT, 'docs', 'results', 'eval-qa-demo.json')
 SINKS_JSON = os.path.join(ROOT, 'docs', 'results', 'sinks-qa-demo.json')
-EVAL_CMD = ('npm run eval -- --model qa-demo --data train/eval/qa-demo-eval.jsonl --algorithms '
+EVAL_CMD = ('LEGOKV_NODE_BACKEND=opengles npm run eval -- --model qa-demo --data train/eval/qa-demo-eval.jsonl --algorithms '
             'full,naive,legolink:1,legolink:2,legolink:4,legolink:16,legolink0,attnlink:16,'
             'cacheblend:0.05,cacheblend:0.15,cacheblend:0.3 --max-new-tokens 16 '
             '--out docs/results/eval-qa-demo.json --resume')
 SINKS_CMD = ('npm run sinks -- --model qa-demo --data train/eval/qa-demo-eval.jsonl '
              '--limit 6 --algorithms naive,legolink:16,full --out docs/results/sinks-qa-demo.json')
+
+
+def run_seconds(run: dict) -> float:
+    """Wall seconds of one run of the evaluation runner (0 while it has not written finished_at)."""
+    if not run.get('finished_at'):
+        return 0.0
+    t = lambda s: datetime.fromisoformat(s.replace('Z', '+00:00'))
+    return (t(run['finished_at']) - t(run['started_at'])).total_seconds()
 
 
 def linking_section(n_layers: int) -> str:
@@ -40,6 +49,10 @@ def linking_section(n_layers: int) -> str:
         if not ev.get('complete'):
             out.append(f"**Partial: {done} of the {ev.get('cases_planned', '?')} held-out cases so far.** The same "
                        'command continues it (`--resume` keeps the finished cases); then `python train/report.py`.\n')
+        wall_s = sum(run_seconds(x) for x in ev.get('resumed', []) + [ev])
+        if done and wall_s:
+            out.append(f"Wall time so far: {wall_s / 3600:.1f} h for {done} cases, {wall_s / 60 / done:.1f} min a case "
+                       "(model load, warm-up and each case's chunk compiles included).\n")
         cpus = [x.get('cpu_model', 'not recorded') for x in ev.get('resumed', []) + [ev]]
         if len(set(cpus)) > 1:
             tally = ', '.join(f"{cpus.count(m)} {'with the CPU' if m == 'not recorded' else 'on'} {m}"
