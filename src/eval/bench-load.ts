@@ -22,6 +22,7 @@ import { basename, dirname } from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadavg } from 'node:os';
 import { runHost } from './env';
+import { otherCores, sampleCpu } from './host-cpu';
 import { openModel } from '../node/session';
 import { KVStore, MemoryBlobBackend, MemoryIndexBackend } from '../kvstore';
 import { ContextCache } from '../api/context-cache';
@@ -52,6 +53,8 @@ export interface LoadPoint {
   throughput_tokens_per_s: number;
   span_s: number;
   busy_s: number;
+  /** Cores other programs kept busy while this rate ran (src/eval/host-cpu.ts); null where unreadable. */
+  other_cpu?: number | null;
 }
 
 export interface LoadResults {
@@ -152,6 +155,7 @@ async function main() {
       let busy = 0;
       const ttft: number[] = [], service: number[] = [], queue: number[] = [], linkMs: number[] = [];
       let tokens = 0, served = 0, firstArrival = arrivals[0]?.t ?? 0;
+      const cpu0 = sampleCpu();
       for (const r of arrivals) {
         if (stop || busy >= maxBusyMs) break;
         clock = Math.max(clock, r.t);
@@ -172,6 +176,7 @@ async function main() {
         ttft_ms_mean: mean(ttft), ttft_ms_std: stddev(ttft), ttft_ms_p50: quantile(ttft, 0.5), ttft_ms_p95: quantile(ttft, 0.95),
         service_ttft_ms_mean: mean(linkMs), queue_ms_mean: mean(queue), service_ms_mean: mean(service),
         throughput_rps: served / span, throughput_tokens_per_s: tokens / span, span_s: span, busy_s: busy / 1000,
+        other_cpu: otherCores(cpu0, sampleCpu()),
       };
       res.points.push(p);
       console.log(

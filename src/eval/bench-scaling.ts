@@ -27,6 +27,7 @@ import { fillerSentence } from './generators/text';
 import { median, powerLawFit } from './stats';
 import { resolveModelPath } from './tokenizer';
 import { writeJsonAtomic } from './runner';
+import { otherCores, sampleCpu } from './host-cpu';
 import { scalingChart } from './charts';
 
 export interface ScalingPoint {
@@ -38,6 +39,8 @@ export interface ScalingPoint {
   ttft_ms: number;
   samples_ms: number[];
   breakdown_ms: { lookup: number; load: number; recompute: number; first_token: number };
+  /** Cores other programs kept busy while this point was timed (src/eval/host-cpu.ts); null where unreadable. */
+  other_cpu?: number | null;
 }
 
 export interface ScalingResults {
@@ -156,6 +159,7 @@ async function main() {
         continue;
       }
       const samples: Awaited<ReturnType<typeof once>>[] = [];
+      const cpu0 = sampleCpu();
       const tp = performance.now();
       do samples.push(await once(alg, n));
       while (samples.length < Number(a.reps) && performance.now() - tp < 3000 && !stop);
@@ -165,6 +169,7 @@ async function main() {
         algorithm: alg, context_tokens: n * chunkRows, chunks: n, prompt_tokens: mid.promptTokens,
         recomputed: mid.recomputed, ttft_ms: median(ms), samples_ms: ms,
         breakdown_ms: { lookup: mid.ttft.lookupMs, load: mid.ttft.loadMs, recompute: mid.ttft.recomputeMs, first_token: mid.ttft.firstTokenMs },
+        other_cpu: otherCores(cpu0, sampleCpu()),
       };
       res.points.push(p);
       console.log(

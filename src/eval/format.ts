@@ -59,6 +59,17 @@ export class ProgressBar {
     this.last = text;
   }
 
+  /** A line of its own above the bar (the bar is drawn again below it on a terminal). */
+  note(line: string) {
+    if (!this.stream.isTTY) {
+      this.stream.write(line + '\n');
+      return;
+    }
+    const cols = this.stream.columns ?? 120;
+    this.stream.write(`\r${line.padEnd(Math.min(cols - 1, this.last.length))}\n`);
+    if (this.last) this.stream.write(this.last.slice(0, cols - 1));
+  }
+
   done() {
     if (this.stream.isTTY && this.last) this.stream.write('\n');
     this.last = '';

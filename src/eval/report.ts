@@ -13,7 +13,7 @@ import { spawnSync } from 'node:child_process';
 import { parseArgs } from 'node:util';
 import type { ScalingResults } from './bench-scaling';
 import type { LoadResults } from './bench-load';
-import { aggregate, answeredByAll, type EvalResults } from './runner';
+import { aggregate, answeredByAll, BUSY_HOST_CORES, type EvalResults } from './runner';
 import { accuracyChart, loadChart, scalingChart } from './charts';
 import { REPO_ROOT } from './tokenizer';
 
@@ -60,6 +60,25 @@ export function mixedHosts(r: EvalResults): string | null {
   return distinct.length > 1 ? `of its ${models.length} runs, ${tally.join(', ')}` : null;
 }
 
+/**
+ * What the `other_cpu` figures of a run say of its host (the cores other
+ * programs took while each unit, a case, point or rate, was timed): the most,
+ * the mean, and how many units ran on a busy host; `holds` says which figures
+ * stay valid all the same. Null when no unit recorded it.
+ */
+export function busyHostNote(figures: (number | null | undefined)[], unit: 'case' | 'point' | 'rate', holds = ''): string | null {
+  const v = figures.filter((x): x is number => typeof x === 'number');
+  if (!v.length) return null;
+  const busy = v.filter((x) => x > BUSY_HOST_CORES).length;
+  const head = `Other programs' CPU while the ${unit}s were timed (\`other_cpu\`): at most ${f2(Math.max(...v))} cores, ${f2(v.reduce((a, b) => a + b, 0) / v.length)} on average over ${v.length} ${unit}s`;
+  return busy
+    ? `${head}; **${busy} ${unit}${busy > 1 ? 's were' : ' was'} timed on a busy host** (over ${BUSY_HOST_CORES} of a core), so on a CPU adapter ${busy > 1 ? 'their' : 'its'} TTFTs are inflated${holds ? `, while ${holds}` : ''}.`
+    : `${head}: a quiet host.`;
+}
+
+/** One `other_cpu` per case of an evaluation (every row of a case carries the same figure). */
+export const perCaseOtherCpu = (r: Pick<EvalResults, 'cases'>) => [...new Map(r.cases.map((c) => [c.id, c.other_cpu])).values()];
+
 function scalingSection(r: ScalingResults, rel: string, chart: string): string {
   const lengths = [...new Set(r.points.map((p) => p.context_tokens))].sort((a, b) => a - b);
   const algs = [...new Set([...r.points.map((p) => p.algorithm), ...r.skipped.map((p) => p.algorithm)])];
@@ -75,6 +94,8 @@ function scalingSection(r: ScalingResults, rel: string, chart: string): string {
       return r.skipped.some((s) => s.algorithm === alg && s.context_tokens === n) ? 'skipped' : '–';
     }),
   ])), '');
+  const busy = busyHostNote(r.points.map((p) => p.other_cpu), 'point');
+  if (busy) lines.push(busy, '');
   lines.push('Breakdown of the largest context each algorithm reached (ms):', '');
   lines.push(mdTable(['algorithm', 'context', 'lookup', 'load', 'recompute', 'first token', 'total'], algs.flatMap((alg) => {
     const p = r.points.filter((x) => x.algorithm === alg).at(-1);
@@ -109,6 +130,8 @@ function loadSection(r: LoadResults, rel: string): string {
   lines.push('## Asynchronous load (EPIC Figure 8)', '');
   lines.push(`\`${r.command ?? 'npm run bench:load'}\` · adapter **${r.adapter}** · model **${r.model}** · ${r.users} users, each with its own ${r.context_tokens}-token documents in ${r.chunk_tokens}-token chunks · Poisson arrivals for ${r.duration_s} s per rate · at most ${r.max_busy_s} s of engine time per rate · ${r.max_new_tokens} new tokens per request · ${r.date.slice(0, 10)} · host load ${host(r)}${r.complete ? '' : ' · **stopped early**'}`, '');
   lines.push('One FIFO queue in front of the one engine, one request at a time to its last token. TTFT counts the time queued; throughput is served requests (and generated tokens) per second of the span from the first arrival to the last completion. Requests still queued when the engine-time limit is reached are counted as unserved.', '');
+  const busy = busyHostNote(r.points.map((p) => p.other_cpu), 'rate');
+  if (busy) lines.push(busy, '');
   lines.push(mdTable(['algorithm', 'rate (req/s)', 'arrived', 'served', 'TTFT mean ± sd (ms)', 'TTFT p95', 'queueing mean', 'link mean', 'req/s', 'tokens/s'], r.points.map((p) => [
     p.algorithm, p.rate, p.arrivals, p.served, `${f0(p.ttft_ms_mean)} ± ${f0(p.ttft_ms_std)}`, f0(p.ttft_ms_p95), f0(p.queue_ms_mean), f0(p.service_ttft_ms_mean), f2(p.throughput_rps), f1(p.throughput_tokens_per_s),
   ])), '');
@@ -146,6 +169,8 @@ function evalSection(runs: { r: EvalResults; file: string }[], rel: string): str
     lines.push(`### ${r.data.replace(/^.*\//, '')} · ${r.model}`, '');
     lines.push(`\`${r.command ?? `npm run eval -- --model ${r.model} --data ${r.data}`}\` · adapter **${r.adapter}** · model **${r.model}** · ${r.backend} backend · max ${r.max_new_tokens} new tokens · ${r.started_at.slice(0, 10)} · host load ${host(r)}${r.complete ? '' : ` · **${partial(r)}**`}`, '');
     const mixed = mixedHosts(r);
+    const busy = busyHostNote(perCaseOtherCpu(r), 'case', '*× full*, measured side by side within each case, holds');
+    if (busy) lines.push(busy, '');
     if (mixed) lines.push(`This file was resumed on other hosts (${mixed}): its mean and median TTFTs mix them; *× full* (the median over cases of full's TTFT over the algorithm's, both measured on the same case in the same run) compares like with like.`, '');
     lines.push(mdTable(['algorithm', 'n', 'accuracy', 'agree w/ full', 'TTFT mean (ms)', 'TTFT median', '× full', 'load', 'recompute', 'first token', 'recomputed', 'prompt tokens'], r.results.map((x) => [
       x.algorithm, x.n, f3(x.accuracy), f3(x.agreement_with_full), f0(x.ttft_ms_mean), f0(x.ttft_ms_median), f2(x.speedup_vs_full_median), f1(x.breakdown_ms_mean.load),
@@ -179,7 +204,7 @@ export function buildResults(dir: string, outPath: string): { markdown: string; 
   }
   parts.push('# Results', '');
   parts.push('<!-- Generated by `npm run results` from docs/results/*.json; do not edit by hand. -->', '');
-  parts.push(`Measured on ${[...adapters].map((a) => `**${a}**`).join(', ') || 'no adapter yet'} with ${[...models].map((m) => `**${m}**`).join(', ') || 'no model yet'}. Every figure below is read from the JSON files in \`docs/results/\`, which the commands named in each section write; \`npm run results\` rebuilds this page and its charts from them, and \`npm run results -- --rerun\` runs the measurements again first. Timings on a CPU adapter (SwiftShader) on a shared machine are noisy: each section records the host's load average.`, '');
+  parts.push(`Measured on ${[...adapters].map((a) => `**${a}**`).join(', ') || 'no adapter yet'} with ${[...models].map((m) => `**${m}**`).join(', ') || 'no model yet'}. Every figure below is read from the JSON files in \`docs/results/\`, which the commands named in each section write; \`npm run results\` rebuilds this page and its charts from them, and \`npm run results -- --rerun\` runs the measurements again first. Timings on a CPU adapter (SwiftShader, llvmpipe) on a shared machine are noisy: each section records the host's load average, and each evaluation the CPU that other programs took while its cases were timed.`, '');
   for (const { file, r } of scalings) {
     const chart = file.replace(/\.json$/, '.svg');
     charts[chart] = scalingChart(r);

@@ -20,6 +20,7 @@
  * --kv-dtype or --tokenizer there).
  */
 import { existsSync, readFileSync } from 'node:fs';
+import { cpus } from 'node:os';
 import { parseArgs } from 'node:util';
 import { readDataset } from './dataset';
 import type { EvalBackend } from './backend';
@@ -93,6 +94,7 @@ async function main() {
     const res = await runEval({
       backend, cases, data: a.data, algorithms, command: [...(process.env.LEGOKV_NODE_BACKEND ? [`LEGOKV_NODE_BACKEND=${process.env.LEGOKV_NODE_BACKEND}`] : []), 'npm run eval --', ...process.argv.slice(2)].join(' '), maxNewTokens: Number(a['max-new-tokens']), out: a.out, warmup: !a['no-warmup'], signal: ac.signal,
       modelSha256, resume,
+      onBusyHost: (id, cores) => bar.note(`warning: other programs kept ${cores.toFixed(2)} of ${cpus().length} CPUs busy while ${id} was timed; on a CPU adapter its TTFTs are inflated (other_cpu in the results)`),
       onProgress: (p) => bar.update(p.done, p.total, `case ${p.caseIndex + 1}/${p.cases} ${p.caseId} ${p.phase}${p.algorithm ? ` ${p.algorithm}` : ''}`),
     });
     bar.update(res.cases.length, cases.length * res.algorithms.length, ac.signal.aborted ? 'stopped' : 'done');

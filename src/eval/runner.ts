@@ -11,6 +11,7 @@
 import { renameSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { runHost } from './env';
+import { otherCores, sampleCpu } from './host-cpu';
 import { parseAlgorithm, formatAlgorithm } from '../kvlink/algorithms';
 import type { EvalCase } from './dataset';
 import { variantFor, type EvalBackend, type VariantName } from './backend';
@@ -34,8 +35,18 @@ export interface CaseResult {
   new_tokens: number;
   decode_tokens_per_s: number;
   compile_ms: number;
+  /**
+   * Cores that programs outside this run kept busy, on average, while the
+   * case's answers were timed (src/eval/host-cpu.ts): about 0 on a quiet
+   * host; on a CPU adapter anything near 1 inflates every TTFT. Null where
+   * it cannot be read (not Linux); absent in files written before it was.
+   */
+  other_cpu?: number | null;
   meta?: Record<string, unknown>;
 }
+
+/** Other programs' CPU (cores) above which a case's TTFTs count as measured on a busy host. */
+export const BUSY_HOST_CORES = 0.25;
 
 export interface AlgorithmResult {
   algorithm: string;
@@ -119,6 +130,8 @@ export interface RunOptions {
   warmup?: boolean;
   signal?: AbortSignal;
   onProgress?: (p: Progress) => void;
+  /** Called after a case whose answers were timed while other programs kept more than BUSY_HOST_CORES busy. */
+  onBusyHost?: (caseId: string, otherCpu: number) => void;
   command?: string;
   modelSha256?: string;
   /** An earlier, stopped run of the same evaluation to continue (see `resumeMismatch`). */
@@ -236,6 +249,8 @@ export async function runEval(o: RunOptions): Promise<EvalResults> {
       await o.backend.preload(p);
       // Start each case with a different algorithm, so no algorithm always pays for going first.
       const order = algorithms.map((_, i) => algorithms[(i + index) % algorithms.length]);
+      const rows: CaseResult[] = [];
+      const cpu0 = sampleCpu();
       for (const a of order) {
         if (stopped()) break;
         progress('answer', a);
@@ -250,16 +265,23 @@ export async function runEval(o: RunOptions): Promise<EvalResults> {
         }
         if (r.cancelled) break;
         const prediction = predictionForScoring(r.text, c.metric);
-        res.cases.push({
+        const row: CaseResult = {
           id: c.id, algorithm: a, metric: c.metric, score: score(c.metric, prediction, c.answers), prediction: r.text, answers: c.answers,
           ttft_ms: r.ttft.totalMs, ttft_wall_ms: r.wallTtftMs,
           breakdown_ms: { lookup: r.ttft.lookupMs, load: r.ttft.loadMs, recompute: r.ttft.recomputeMs, first_token: r.ttft.firstTokenMs },
           recomputed: r.recomputed, prompt_tokens: r.promptTokens, recompute_fraction: r.recomputedFraction,
           new_tokens: r.newTokens, decode_tokens_per_s: r.decodeTokensPerS, compile_ms: p.compileMs, meta: c.meta,
-        });
+        };
+        rows.push(row);
+        res.cases.push(row);
         done++;
         save();
       }
+      // One figure for the case, over all its timed answers, on each of its rows.
+      const other = otherCores(cpu0, sampleCpu());
+      for (const row of rows) row.other_cpu = other;
+      if (rows.length) save();
+      if (other !== null && other > BUSY_HOST_CORES) o.onBusyHost?.(c.id, other);
     } finally {
       await o.backend.release(p);
     }

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { powerLawFit, median, quantile } from '../../src/eval/stats';
 import { lineChart } from '../../src/eval/svg';
-import { buildResults } from '../../src/eval/report';
+import { buildResults, busyHostNote, perCaseOtherCpu } from '../../src/eval/report';
 import { poissonArrivals } from '../../src/eval/bench-load';
 import { aggregate, type CaseResult } from '../../src/eval/runner';
 import { Rng } from '../../src/eval/rng';
@@ -134,4 +134,19 @@ test('RESULTS.md: a file resumed on another CPU says its mean TTFTs mix hosts, a
   const { markdown } = buildResults(dir, join(dir, '..', 'RESULTS.md'));
   assert.match(markdown, /resumed on other hosts \(of its 2 runs, 1 with the CPU not recorded, 1 on CPU B\)/);
   assert.match(markdown, /\| naive \| 2 \| 1\.000 \| 1\.000 \| 15 \| 15 \| 4\.00 \|/, 'rows recomputed from the cases, × full per case');
+});
+
+test('busy-host note: one figure per case, the busy ones counted; nothing for files without it', () => {
+  const c = (id: string, algorithm: string, other_cpu?: number | null): CaseResult => ({
+    id, algorithm, metric: 'f1', score: 1, prediction: 'x', answers: ['x'], ttft_ms: 10, ttft_wall_ms: 10, breakdown_ms: { lookup: 0, load: 1, recompute: 8, first_token: 1 },
+    recomputed: 10, prompt_tokens: 100, recompute_fraction: 0.1, new_tokens: 1, decode_tokens_per_s: 10, compile_ms: 5, ...(other_cpu === undefined ? {} : { other_cpu }),
+  });
+  const note = (cases: CaseResult[]) => busyHostNote(perCaseOtherCpu({ cases }), 'case', 'x holds');
+  assert.equal(note([c('a', 'full'), c('a', 'naive')]), null, 'written before other_cpu');
+  assert.equal(note([c('a', 'full', null)]), null, 'not readable on that host');
+  assert.equal(note([c('a', 'full', 0.02), c('a', 'naive', 0.02), c('b', 'full', 0.1), c('b', 'naive', 0.1)]),
+    "Other programs' CPU while the cases were timed (`other_cpu`): at most 0.10 cores, 0.06 on average over 2 cases: a quiet host.");
+  assert.equal(note([c('a', 'full', 0), c('b', 'full', 1), c('c', 'full', 0.9)]),
+    "Other programs' CPU while the cases were timed (`other_cpu`): at most 1.00 cores, 0.63 on average over 3 cases; **2 cases were timed on a busy host** (over 0.25 of a core), so on a CPU adapter their TTFTs are inflated, while x holds.");
+  assert.match(busyHostNote([0.3, null], 'point')!, /\*\*1 point was timed on a busy host\*\* \(over 0\.25 of a core\), so on a CPU adapter its TTFTs are inflated\.$/);
 });

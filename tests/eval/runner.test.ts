@@ -4,11 +4,12 @@
  * what was measured; Prompt Cache modules sit at the positions the chunks
  * take in the prompt; Ctrl-C on the command line exits cleanly with the
  * results written so far; a stopped run resumes, keeping its finished cases,
- * and refuses to resume with another model, data or algorithms.
+ * and refuses to resume with another model, data or algorithms; each case
+ * records the CPU other programs took while it was timed.
  */
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawn } from 'node:child_process';
@@ -18,6 +19,8 @@ import { modelDigest } from '../../src/eval/env';
 import { generateMultiDoc } from '../../src/eval/generators/multidoc';
 import { toJsonl } from '../../src/eval/dataset';
 import { gpuEnv } from '../../scripts/gpu-env.mjs';
+import type { EvalBackend } from '../../src/eval/backend';
+import { spin } from '../helpers/spin';
 
 const dir = mkdtempSync(join(tmpdir(), 'legokv-eval-'));
 const cases = generateMultiDoc({ seed: 3, n: 2, docs: 3 });
@@ -154,4 +157,41 @@ test('modelDigest: one changed byte or file name changes it', () => {
   writeFileSync(join(m, 'config2.json'), '');
   assert.notEqual(modelDigest(m), d0, 'an added file counts');
   assert.notEqual(modelDigest(join(m, 'config.json')), modelDigest(join(m, 'config2.json')));
+});
+
+/** A backend with no GPU that takes `ms` of wall time (sleeping, not using CPU) per answer. */
+function sleepyBackend(ms: number): EvalBackend {
+  const ttft = { lookupMs: 0, loadMs: 0, recomputeMs: ms, firstTokenMs: 0, totalMs: ms, gpuMs: null, overlapMs: null, pipelined: false };
+  return {
+    name: 'sleepy', adapter: 'none', model: 'none', hasChatTemplate: false,
+    prepare: async (c) => ({ case: c, ids: {}, compileMs: 0 }),
+    preload: async () => {},
+    answer: async () => {
+      await new Promise((r) => setTimeout(r, ms));
+      return { text: 'x', ttft, wallTtftMs: ms, recomputed: 1, recomputedFraction: 1, promptTokens: 1, newTokens: 1, decodeTokensPerS: 1, cancelled: false };
+    },
+    release: async () => {},
+    close: async () => {},
+  };
+}
+
+test('each case records the CPU other programs took while it was timed, and a busy host is reported', { skip: !existsSync('/proc/stat') && 'needs /proc (Linux)' }, async () => {
+  const one = cases.slice(0, 1);
+  const flagged: string[] = [];
+  const run = () => runEval({ backend: sleepyBackend(600), cases: one, data, algorithms: ['full', 'naive'], maxNewTokens: 1, warmup: false, onBusyHost: (id) => flagged.push(id) });
+  const quiet = await run();
+  const spinner = spin(5000, true);
+  let busy;
+  try {
+    busy = await run();
+  } finally {
+    await spinner.stop();
+  }
+  for (const r of [quiet, busy]) {
+    assert.equal(r.cases.length, 2);
+    assert.equal(typeof r.cases[0].other_cpu, 'number');
+    assert.equal(r.cases[0].other_cpu, r.cases[1].other_cpu, 'one figure per case, on each of its rows');
+  }
+  assert.ok(busy.cases[0].other_cpu! - quiet.cases[0].other_cpu! > 0.6, `busy ${busy.cases[0].other_cpu}, quiet ${quiet.cases[0].other_cpu}`);
+  assert.ok(flagged.includes(one[0].id), 'the busy case is reported');
 });
