@@ -247,8 +247,8 @@ same first answer token twice, so at most one is right. The first answer token c
 A {run['params'] / 1e6:.1f}M-parameter Llama (`LlamaForCausalLM`) trained from scratch on the CPU ({run['train_minutes']:.0f}
 minutes on a {run.get('machine', '2-core CPU')}{', bf16' if a['bf16'] else ', float32'}), on procedurally generated multi-document question answering. It exists so that LegoKV's accuracy-against-TTFT
 evaluation (EPIC / CacheBlend style: naive, full, legolink:k, cacheblend:r, ...) runs on a laptop CPU with a
-model whose job is to answer questions about its documents: a case takes minutes on a CPU WebGPU adapter (the
-linking table below gives the pace it measured), a few cases run in CI, the 200-case table takes hours. It knows nothing outside its
+model whose job is to answer questions about its documents (the linking table below says how long its 200 cases
+took on a CPU WebGPU adapter, and a few cases run in CI). It knows nothing outside its
 synthetic world of fictional people, companies, cities and objects: it is a test instrument, not an assistant.
 
 {status}

@@ -18,6 +18,7 @@ EVAL_CMD = ('LEGOKV_NODE_BACKEND=opengles npm run eval -- --model qa-demo --data
             'full,naive,legolink:1,legolink:2,legolink:4,legolink:16,legolink0,attnlink:16,'
             'cacheblend:0.05,cacheblend:0.15,cacheblend:0.3 --max-new-tokens 16 '
             '--out docs/results/eval-qa-demo.json --resume')
+BUSY_HOST_CORES = 0.25  # src/eval/runner.ts BUSY_HOST_CORES
 SINKS_CMD = ('npm run sinks -- --model qa-demo --data train/eval/qa-demo-eval.jsonl '
              '--limit 6 --algorithms naive,legolink:16,full --out docs/results/sinks-qa-demo.json')
 
@@ -28,6 +29,23 @@ def run_seconds(run: dict) -> float:
         return 0.0
     t = lambda s: datetime.fromisoformat(s.replace('Z', '+00:00'))
     return (t(run['finished_at']) - t(run['started_at'])).total_seconds()
+
+
+def busy_host_text(cases: list) -> str | None:
+    """The runner's `other_cpu` (cores other programs took while a case's answers were timed), one figure per
+    case, as src/eval/report.ts busyHostNote words it; None when no case recorded it."""
+    per_case = {c['id']: c['other_cpu'] for c in cases if isinstance(c.get('other_cpu'), (int, float))}
+    if not per_case:
+        return None
+    v = list(per_case.values())
+    busy = sum(1 for x in v if x > BUSY_HOST_CORES)
+    head = (f"Other programs' CPU while the cases were timed (`other_cpu`): at most {max(v):.2f} cores, "
+            f"{sum(v) / len(v):.2f} on average over {len(v)} cases")
+    if not busy:
+        return head + ': a quiet host.'
+    return (f"{head}; **{busy} case{'s were' if busy > 1 else ' was'} timed on a busy host** (over "
+            f"{BUSY_HOST_CORES} of a core), so on a CPU adapter their TTFTs are inflated, while *× full*, measured "
+            "side by side within each case, holds.")
 
 
 def linking_section(n_layers: int) -> str:
@@ -51,8 +69,13 @@ def linking_section(n_layers: int) -> str:
                        'command continues it (`--resume` keeps the finished cases); then `python train/report.py`.\n')
         wall_s = sum(run_seconds(x) for x in ev.get('resumed', []) + [ev])
         if done and wall_s:
-            out.append(f"Wall time so far: {wall_s / 3600:.1f} h for {done} cases, {wall_s / 60 / done:.1f} min a case "
+            total = f'{wall_s / 3600:.1f} h' if wall_s >= 7200 else f'{wall_s / 60:.0f} min'
+            each = f'{wall_s / 60 / done:.1f} min' if wall_s / done >= 120 else f'{wall_s / done:.0f} s'
+            out.append(f"Wall time{'' if ev.get('complete') else ' so far'}: {total} for {done} cases, {each} a case "
                        "(model load, warm-up and each case's chunk compiles included).\n")
+        busy = busy_host_text(ev['cases'])
+        if busy:
+            out.append(busy + '\n')
         cpus = [x.get('cpu_model', 'not recorded') for x in ev.get('resumed', []) + [ev]]
         if len(set(cpus)) > 1:
             tally = ', '.join(f"{cpus.count(m)} {'with the CPU' if m == 'not recorded' else 'on'} {m}"
