@@ -13,7 +13,7 @@ import os
 from collections import defaultdict
 
 from packing import WARMUP
-from report_linking import linking_section
+from report_linking import EVAL_CMD, SINKS_CMD, linking_section
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, '..'))
@@ -395,6 +395,10 @@ Examples (`concat`):
 python3 -m venv .cache/train-venv && .cache/train-venv/bin/pip install torch transformers tokenizers safetensors
 .cache/train-venv/bin/python train/train.py """ + ' '.join(['--fresh'] + [x for x in argv if x != '--fresh']) + """   # tokenizer, eval set, training, export, eval
 .cache/train-venv/bin/python train/evaluate.py        # held-out F1 of public/models/qa-demo
+.cache/train-venv/bin/python train/make_reference.py  # transformers' logits for the engine's parity test
+rm -f docs/results/eval-qa-demo.json    # then the linking table (a stopped run continues with the same command)
+""" + EVAL_CMD + """
+""" + SINKS_CMD + """   # the sinks at chunk starts
 .cache/train-venv/bin/python train/report.py          # this card and train/logs/curve.svg
 ```
 
