@@ -17,9 +17,9 @@ export const CHROMIUM_ARGS = [
 export function gpuEnv(base = process.env) {
   const env = { ...base };
   const chromiumDir = '/usr/lib/chromium';
-  // The OpenGL ES backend needs the system's (Mesa) libEGL, not the ANGLE one next to chromium.
+  // The OpenGL ES backend needs the system's (Mesa) libEGL, not the ANGLE one next to chromium
+  // (EGL_PLATFORM is set by src/node/gpu.ts itself, before Dawn loads).
   if (env.LEGOKV_NODE_BACKEND === 'opengles') {
-    env.EGL_PLATFORM ??= 'surfaceless';
     const path = (env.LD_LIBRARY_PATH ?? '').split(':').filter((p) => p && p !== chromiumDir);
     if (path.length) env.LD_LIBRARY_PATH = path.join(':');
     else delete env.LD_LIBRARY_PATH;
