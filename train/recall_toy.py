@@ -237,7 +237,7 @@ def main(argv=None):
     final = recall()
     print(f'final: step {step}, recall {final:.3f} (chance ~{chance:.3f})')
     if a.json:
-        from train import machine_name
+        from machine import machine_name
         out = dict(command='python train/recall_toy.py ' + ' '.join(shlex.quote(x) for x in (argv or sys.argv[1:])),
                    machine=machine_name(), torch=torch.__version__, params=model.num_params(), steps=step,
                    minutes=round((time.time() - t0) / 60, 2), tokens_per_step=a.rows * a.row_len,

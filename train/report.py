@@ -12,8 +12,11 @@ import json
 import os
 from collections import defaultdict
 
+from curve import svg_chart
 from packing import WARMUP
 from report_linking import EVAL_CMD, SINKS_CMD, linking_section
+from stages import later_stage_text
+from stages import of as stages_of
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, '..'))
@@ -25,66 +28,6 @@ CARD = os.path.join(ROOT, 'docs', 'models', 'qa-demo.md')
 def read_csv(path):
     with open(path) as f:
         return list(csv.DictReader(f))
-
-
-def smooth(xs, k=25):
-    out, acc = [], []
-    for x in xs:
-        acc.append(x)
-        if len(acc) > k:
-            acc.pop(0)
-        out.append(sum(acc) / len(acc))
-    return out
-
-
-def svg_chart(train, dev, path):
-    """Loss (smoothed, left axis) and dev F1 (right axis) against tokens seen."""
-    W, H, L, R, T, B = 720, 360, 60, 60, 30, 50
-    toks = [int(r['tokens']) for r in train]
-    loss = smooth([float(r['loss']) for r in train])
-    ans = smooth([float(r['answer_loss']) for r in train if r['answer_loss'] != 'nan'] or [0.0])
-    ans_t = [int(r['tokens']) for r in train if r['answer_loss'] != 'nan']
-    xmax = max(toks)
-    ymax = max(max(loss[5:] or loss), max(ans[5:] or ans))
-    ymax = min(ymax, 8.0)
-    X = lambda t: L + (W - L - R) * t / xmax  # noqa: E731
-    Y = lambda v: T + (H - T - B) * (1 - min(v, ymax) / ymax)  # noqa: E731
-    Y2 = lambda f: T + (H - T - B) * (1 - f)  # noqa: E731
-    poly = lambda xs, ys: ' '.join(f'{X(x):.1f},{Y(y):.1f}' for x, y in zip(xs, ys))  # noqa: E731
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="sans-serif" '
-             f'font-size="12"><rect width="{W}" height="{H}" fill="white"/>']
-    for i in range(6):
-        v = ymax * i / 5
-        parts.append(f'<line x1="{L}" x2="{W - R}" y1="{Y(v):.1f}" y2="{Y(v):.1f}" stroke="#eee"/>'
-                     f'<text x="{L - 6}" y="{Y(v) + 4:.1f}" text-anchor="end">{v:.1f}</text>'
-                     f'<text x="{W - R + 6}" y="{Y2(i / 5) + 4:.1f}">{i / 5:.1f}</text>')
-    for i in range(6):
-        t = xmax * i / 5
-        parts.append(f'<text x="{X(t):.1f}" y="{H - B + 18}" text-anchor="middle">{t / 1e6:.1f}M</text>')
-    parts.append(f'<text x="{(L + W - R) / 2}" y="{H - 10}" text-anchor="middle">tokens seen</text>')
-    parts.append(f'<text x="14" y="{T + (H - T - B) / 2}" transform="rotate(-90 14 {T + (H - T - B) / 2})" '
-                 f'text-anchor="middle">loss (nats/token)</text>')
-    parts.append(f'<text x="{W - 12}" y="{T + (H - T - B) / 2}" transform="rotate(90 {W - 12} '
-                 f'{T + (H - T - B) / 2})" text-anchor="middle">dev F1</text>')
-    parts.append(f'<polyline fill="none" stroke="#1f77b4" stroke-width="1.5" points="{poly(toks, loss)}"/>')
-    parts.append(f'<polyline fill="none" stroke="#ff7f0e" stroke-width="1.5" points="{poly(ans_t, ans)}"/>')
-    if dev:
-        pts = ' '.join(f'{X(int(r["tokens"])):.1f},{Y2(float(r["dev_f1"])):.1f}' for r in dev)
-        parts.append(f'<polyline fill="none" stroke="#2ca02c" stroke-width="1.5" points="{pts}"/>')
-        for r in dev:
-            parts.append(f'<circle cx="{X(int(r["tokens"])):.1f}" cy="{Y2(float(r["dev_f1"])):.1f}" r="3" '
-                         f'fill="#2ca02c"/>')
-    lx = L + 10
-    for i, (c, name) in enumerate([('#1f77b4', 'training loss (weighted, 25-step mean)'),
-                                   ('#ff7f0e', 'answer-token loss (25-step mean)'),
-                                   ('#2ca02c', 'dev F1, greedy (right axis)')]):
-        parts.append(f'<line x1="{lx}" x2="{lx + 20}" y1="{T + 10 + 16 * i}" y2="{T + 10 + 16 * i}" '
-                     f'stroke="{c}" stroke-width="2"/><text x="{lx + 26}" y="{T + 14 + 16 * i}">{name}</text>')
-    parts.append(f'<line x1="{L}" x2="{L}" y1="{T}" y2="{H - B}" stroke="#333"/>'
-                 f'<line x1="{L}" x2="{W - R}" y1="{H - B}" y2="{H - B}" stroke="#333"/>'
-                 f'<line x1="{W - R}" x2="{W - R}" y1="{T}" y2="{H - B}" stroke="#333"/></svg>')
-    with open(path, 'w') as f:
-        f.write('\n'.join(parts) + '\n')
 
 
 def optimizer_text(a) -> str:
@@ -153,8 +96,21 @@ def main():
     results = json.load(open(results_path)) if os.path.exists(results_path) else None
     svg_chart(train, dev, os.path.join(LOGS, 'curve.svg'))
     cfg = json.load(open(os.path.join(MODEL, 'config.json')))
-    a = run['args']
-    argv = run.get('argv', [])
+    stages = stages_of(run)
+    a = stages[0]['args']  # the model, data and loss: later stages only continue the optimization
+    argv = stages[0]['argv']
+    multi = len(stages) > 1
+    precision = lambda s: ('bf16 autocast (matmuls and attention; weights, norms and loss in f32)'  # noqa: E731
+                           if s['args']['bf16'] else 'float32 throughout')
+    stage_cmds = '; then '.join(f"`python train/train.py {' '.join(s['argv'])}`"
+                                + (f" ({s['steps']:,} steps, {s['train_minutes']:.1f} min)" if multi else '')
+                                for s in stages)
+    stage_precisions = '; '.join((f'stage {i + 1}: ' if multi else '') + precision(s) for i, s in enumerate(stages))
+    stage_rows = ''.join(f"| stage {i + 2} | {later_stage_text(s)} |\n" for i, s in enumerate(stages[1:]))
+    reproduce_train = ''.join(
+        f".cache/train-venv/bin/python train/train.py {' '.join(s['argv'])}   # "
+        + ('a further stage from the export, then export and eval\n' if i else 'tokenizer, eval set, training, export, eval\n')
+        for i, s in enumerate([dict(stages[0], argv=['--fresh'] + [x for x in argv if x != '--fresh'])] + stages[1:]))
     fixed_steps = any(x == '--steps' or x.startswith('--steps=') for x in argv)
     files = sorted(os.listdir(MODEL))
     sizes = {f: os.path.getsize(os.path.join(MODEL, f)) for f in files}
@@ -245,7 +201,7 @@ same first answer token twice, so at most one is right. The first answer token c
     card = f"""# qa-demo: LegoKV's in-house document-QA model
 
 A {run['params'] / 1e6:.1f}M-parameter Llama (`LlamaForCausalLM`) trained from scratch on the CPU ({run['train_minutes']:.0f}
-minutes on a {run.get('machine', '2-core CPU')}{', bf16' if a['bf16'] else ', float32'}), on procedurally generated multi-document question answering. It exists so that LegoKV's accuracy-against-TTFT
+minutes on a {run.get('machine', '2-core CPU')}, {' then '.join(dict.fromkeys('bf16' if s['args']['bf16'] else 'float32' for s in stages))}), on procedurally generated multi-document question answering. It exists so that LegoKV's accuracy-against-TTFT
 evaluation (EPIC / CacheBlend style: naive, full, legolink:k, cacheblend:r, ...) runs on a laptop CPU with a
 model whose job is to answer questions about its documents (the linking table below says how long its 200 cases
 took on a CPU WebGPU adapter, and a few cases run in CI). It knows nothing outside its
@@ -325,13 +281,13 @@ two-hop questions and distractors.
 
 | | |
 | --- | --- |
-| command | `python train/train.py {' '.join(argv)}`, {a['threads']} torch thread(s) |
-| machine | {run.get('machine', 'a 2-core CPU VM')}, PyTorch {run.get('torch', '')} CPU, {'bf16 autocast (matmuls and attention; weights, norms and loss in f32)' if a['bf16'] else 'float32 throughout'}{', torch.compile' if a.get('compile') else ''} |
+| command | {stage_cmds}, {a['threads']} torch thread(s) |
+| machine | {run.get('machine', 'a 2-core CPU VM')}, PyTorch {run.get('torch', '')} CPU, {stage_precisions}{', torch.compile' if a.get('compile') else ''} |
 | wall time | **{run['train_minutes']:.1f} min** of training ({run['sessions']} session(s)) + {run.get('eval_minutes', 0):.1f} min held-out evaluation |
 | steps | {run['steps']:,} |
 | tokens seen | **{run['tokens_seen']:,}** (non-padding tokens processed; {a['tokens_per_step']:,}-token steps) |
-| optimizer | {optimizer_text(a)}; {a['warmup']} warmup steps, constant, linear decay to {a['min_lr_frac']:g}x over the last {a['decay_frac']:.0%} of the run |
-| schedule clock | progress = max(step / {a['steps']}, minutes / {a['max_minutes']:g}): on a slow machine the decay starts earlier and the run still ends on time |
+| optimizer | {'stage 1: ' if multi else ''}{optimizer_text(a)}; {a['warmup']} warmup steps, constant, linear decay to {a['min_lr_frac']:g}x over the last {a['decay_frac']:.0%} of the run |
+{stage_rows}| schedule clock | progress = max(step / {a['steps']}, minutes / {a['max_minutes']:g}): on a slow machine the decay starts earlier and the run still ends on time |
 | seed | {a['seed']} (data of step s is drawn from seed "{a['seed']}-s", so a resumed run sees the same data) |
 | packing | one sample per row: 256, 512, 1,024 or 2,048 document slots (documents of half to all of them, so 128 to 2,047 tokens; short rows first, a curriculum), then {'128-512' if a.get('qa_slots', 1) == 1 else f"{a['qa_slots']:g}x 128-512"} question/answer slots holding several question/answer blocks that share the documents (every block sees the documents and itself only, at the positions right after the documents) |
 {crowd_row}| loss | next-token cross-entropy on documents and questions, answer tokens and their `<|eos|>` weighted x{a['answer_weight']:g}{'' if a.get('first_answer_weight', a['answer_weight']) == a['answer_weight'] else f", the first answer token x{a['first_answer_weight']:g}"} |
@@ -393,8 +349,7 @@ Examples (`concat`):
 
 ```sh
 python3 -m venv .cache/train-venv && .cache/train-venv/bin/pip install torch transformers tokenizers safetensors
-.cache/train-venv/bin/python train/train.py """ + ' '.join(['--fresh'] + [x for x in argv if x != '--fresh']) + """   # tokenizer, eval set, training, export, eval
-.cache/train-venv/bin/python train/evaluate.py        # held-out F1 of public/models/qa-demo
+""" + reproduce_train + """.cache/train-venv/bin/python train/evaluate.py        # held-out F1 of public/models/qa-demo
 .cache/train-venv/bin/python train/make_reference.py  # transformers' logits for the engine's parity test
 rm -f docs/results/eval-qa-demo.json    # then the linking table (a stopped run continues with the same command)
 """ + EVAL_CMD + """
@@ -407,11 +362,11 @@ own. A stopped run resumes from `train/ckpt/last.pt` (git-ignored) when started 
 training wall time (resumes included) and the final model is exported whenever the run ends. `--smoke` runs
 the whole pipeline on a tiny model in about a minute. Without `--steps`, training runs on wall-clock progress
 (`--max-minutes`, 60 by default), so on a busier or quieter machine the number of steps, and therefore the exact
-weights, differ""" + (f"; the committed run fixed its {run['steps']} steps instead, the number a 2-core Xeon with "
+weights, differ""" + (f"; the committed run fixed its first stage's {stages[0]['steps']:,} steps instead, the number a 2-core Xeon with "
                   "AMX-BF16 fits in 60 minutes with `--bf16 auto` (measured there for the first recipe, which differs "
                   "only in `--attn-sup-layers=-3,-1`, so each step costs the same)" if fixed_steps else
-                  f" (the committed run: {run['steps']} steps)") + """. `--bf16 auto` trains in bfloat16 only where the CPU has AMX-BF16 (the committed run:
-""" + ('yes' if a['bf16'] else 'no') + """); elsewhere it trains in float32, several times slower per step.
+                  f" (the committed run: {run['steps']} steps)") + """. `--bf16 auto` trains in bfloat16 only where the CPU has AMX-BF16 or AVX512-BF16 (the committed stages:
+""" + ', '.join(('yes' if s['args']['bf16'] else 'no') for s in stages) + """); elsewhere it trains in float32, several times slower per step.
 
 ## Limitations
 

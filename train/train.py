@@ -6,6 +6,8 @@
                                                # (also checks the packed attention against a dense mask)
     python train/train.py --max-minutes 30     # stop earlier (the LR decay is pulled in to finish by then)
     python train/train.py --fresh              # ignore an existing checkpoint
+    python train/train.py --init-from public/models/qa-demo --steps 1300 ...
+                                               # a later stage from the export (train/stages.py)
 
 Steps, in order:
  1. tokenizer: byte-level BPE trained on generated text (train/tokenizer.py), unless the
@@ -26,7 +28,7 @@ Steps, in order:
     answer's value (and, for two hops, the bridge name), which makes the lookup form within the
     hour where next-token loss alone did not. Optimizer: Muon (train/muon.py) for
     the blocks' weight matrices, AdamW for the embedding and the norms. Where the CPU has
-    AMX-BF16, matmuls and attention run in bfloat16 autocast (--bf16 auto); the forward pass
+    AMX-BF16 or AVX512-BF16, matmuls and attention run in bfloat16 autocast (--bf16 auto); the forward pass
     and loss are compiled with torch.compile (--compile);
  4. LR schedule: linear warmup, constant, then linear decay over the last 25% of the run to
     5% of the peak. Progress is max(step / steps, minutes / max-minutes), so on a slow or
@@ -57,6 +59,7 @@ ROOT = os.path.normpath(os.path.join(HERE, '..'))
 sys.path.insert(0, HERE)
 
 from args import parse_args  # noqa: E402
+from machine import cpu_has, machine_name  # noqa: E402
 
 
 def truncate_log(path: str, step: int) -> None:
@@ -93,20 +96,6 @@ def shown(path: str) -> str:
     return path if rel.startswith('..') else rel
 
 
-def cpuinfo(key: str) -> str:
-    """The first `key` line of /proc/cpuinfo ('' where there is none, or no such file)."""
-    try:
-        with open('/proc/cpuinfo') as f:
-            return next((ln.split(':', 1)[1].strip() for ln in f if ln.startswith(key)), '')
-    except OSError:
-        return ''
-
-
-def cpu_has(flag: str) -> bool:
-    """Whether the CPU lists `flag` (amx_bf16, avx512_bf16, ...)."""
-    return flag in cpuinfo('flags').split()
-
-
 def next_kind(b):
     """(B, T): the kind of the next slot's token (0 document, 1 question, 2 answer, -1 padding or
     row end). Inside a QA block that is the kind of the token each label predicts."""
@@ -122,11 +111,6 @@ def first_answer_targets(b):
     return ((b['kind'] == 1) & (next_kind(b) == 2)).view(-1)
 
 
-def machine_name() -> str:
-    """CPU model and core count, for the model card."""
-    return f'{os.cpu_count()}-core {cpuinfo("model name") or "CPU"}'
-
-
 # ----------------------------------------------------------------------------- main
 
 def main(argv=None):
@@ -136,11 +120,12 @@ def main(argv=None):
     import torch.nn.functional as F
     from tokenizers import Tokenizer
     if a.bf16 == 'auto':
-        a.bf16 = '1' if cpu_has('amx_bf16') else '0'
+        a.bf16 = '1' if cpu_has('amx_bf16') or cpu_has('avx512_bf16') else '0'
     a.bf16 = int(a.bf16)
 
     import data
     import evaluate
+    import stages
     import tokenizer as tokmod
     from export import export, to_hf
     from model import ModelArgs, RowLayout, TinyLlama, target_nll
@@ -199,8 +184,10 @@ def main(argv=None):
     ckpt_path = os.path.join(a.ckpt_dir, 'last.pt')
     train_csv = os.path.join(a.log_dir, 'train_log.csv')
     dev_csv = os.path.join(a.log_dir, 'dev_log.csv')
-    if os.path.exists(ckpt_path) and not a.fresh:
-        ck = torch.load(ckpt_path, weights_only=False)
+    ck = torch.load(ckpt_path, weights_only=False) if os.path.exists(ckpt_path) and not a.fresh else None
+    if ck is not None and ck['state'].get('init_from', '') != a.init_from:
+        ck = None  # another stage's checkpoint: this one starts anew (and overwrites it)
+    if ck is not None:
         if ck.get('model_args') != margs.to_dict():
             raise SystemExit(f'{ckpt_path} is for another model shape; use --fresh or another --ckpt-dir')
         model.load_state_dict(ck['model'])
@@ -211,6 +198,12 @@ def main(argv=None):
         log(f"resumed from {ckpt_path}: step {state['step']}, {state['tokens']:,} tokens, "
             f"{state['elapsed'] / 60:.1f} min")
         for p in (train_csv, dev_csv):  # a killed session logged past its last checkpoint
+            truncate_log(p, state['step'])
+    elif a.init_from:  # a second stage: fresh optimizer state, the earlier stage's counters and logs
+        stages.load_weights(model, a.init_from)
+        stages.continue_state(state, a.log_dir, a.init_from)
+        log(f"stage {len(state['stages']) + 1} from {shown(a.init_from)} at step {state['step']}")
+        for p in (train_csv, dev_csv):
             truncate_log(p, state['step'])
     else:
         for p in (train_csv, dev_csv):
@@ -314,15 +307,17 @@ def main(argv=None):
     last_ckpt = time.time()
     model.train()
     ema = None
+    s0, e0 = state.get('start_step', 0), state.get('start_elapsed', 0.0)  # where this stage started
     while True:
         elapsed = base_elapsed + (time.time() - session_start)
-        progress = max(state['step'] / a.steps, elapsed / budget_s)
+        progress = max((state['step'] - s0) / a.steps, (elapsed - e0) / budget_s)
         if progress >= 1.0:
             break
         step = state['step']
         t0 = time.time()
-        b = packer.batch(f"{a.seed}-{step}", progress, a.tokens_per_step)
-        f = lr_frac(step, progress, a)
+        # a later stage draws the data mix the first one ended on (the curriculum is over)
+        b = packer.batch(f"{a.seed}-{step}", progress if s0 == 0 else 1.0, a.tokens_per_step)
+        f = lr_frac(step - s0, progress, a)
         lr = a.lr * f  # logged: AdamW's
         for o, peak in peaks:
             for g in o.param_groups:
@@ -383,6 +378,7 @@ def main(argv=None):
            'train_minutes': round(state['elapsed'] / 60, 2), 'sessions': state['sessions'],
            'final_dev': res, **info,
            'args': {k: (shown(v) if isinstance(v, str) and os.path.isabs(v) else v) for k, v in vars(a).items()}}
+    stages.finish(run, state)
     if a.final_eval_n:
         t0 = time.time()
         rep = evaluate.main(['--model', a.out, '--data', a.eval_data, '--n', str(a.final_eval_n),

@@ -1,0 +1,84 @@
+"""A second training stage: `train.py --init-from DIR` starts from the weights of a saved model folder
+(an earlier stage's export) with fresh optimizer state, and continues that stage's step count, token
+count, wall time, data stream and logs, so the curve and the card cover the whole history.
+
+The earlier stage is read from --log-dir's run.json, which its export wrote; each stage's argv, steps
+and minutes are kept in run.json's `stages` list, which the card turns into one command per stage.
+"""
+from __future__ import annotations
+
+import json
+import os
+
+
+def load_weights(model, folder: str) -> None:
+    """Loads a Hugging Face folder's model.safetensors (F16 or F32) into the training model (f32).
+    The names are transformers' own (model.py mirrors them); lm_head is tied to the embedding."""
+    import torch
+    from safetensors.torch import load_file
+    path = os.path.join(folder, 'model.safetensors')
+    if not os.path.exists(path):
+        raise SystemExit(f'--init-from: {path} does not exist')
+    sd = {k: v.to(torch.float32) for k, v in load_file(path).items()}
+    missing, unexpected = model.load_state_dict(sd, strict=False)
+    missing = [m for m in missing if m != 'lm_head.weight']
+    if missing or unexpected:
+        raise SystemExit(f'--init-from: {path} does not fit this model shape '
+                         f'(missing {missing[:3]}, unexpected {unexpected[:3]})')
+
+
+def stage_record(run: dict) -> dict:
+    """One stage as run.json's `stages` list keeps it: its command line, options, steps and minutes."""
+    return {'argv': run['argv'], 'args': run['args'], 'steps': run.get('stage_steps', run['steps']),
+            'train_minutes': run.get('stage_minutes', run['train_minutes'])}
+
+
+def of(run: dict) -> list:
+    """A run.json's stages, oldest first (a run from before stages existed is one stage). A stage
+    recorded without its options gets them from its command line (the last stage: run.json's own)."""
+    from args import parse_args
+    stages = run.get('stages') or [stage_record(run)]
+    for i, s in enumerate(stages):
+        if 'args' not in s:
+            s['args'] = run['args'] if i == len(stages) - 1 else vars(parse_args(s['argv']))
+        if s['args'].get('bf16') in ('0', '1'):  # as train.py resolves it
+            s['args']['bf16'] = int(s['args']['bf16'])
+    return stages
+
+
+def later_stage_text(s: dict) -> str:
+    """A later stage's schedule for the card, from its recorded options."""
+    a = s['args']
+    return (f"from the previous stage's export (its F16 weights) with fresh optimizer state; {s['steps']:,} steps, "
+            f"{s['train_minutes']:.1f} min, {'bf16 autocast' if a['bf16'] else 'float32'}; {a['warmup']} warmup steps "
+            f"to a peak LR of {a['lr']:g} (Muon {a['muon_lr']:g}), then linear decay to {a['min_lr_frac']:g}x of that "
+            f"over the last {a['decay_frac']:.0%} of the stage; the data mix the first stage ended on")
+
+
+def previous_run(log_dir: str) -> dict:
+    """The earlier stage's run.json, with its `stages` list filled in for runs that predate it."""
+    path = os.path.join(log_dir, 'run.json')
+    if not os.path.exists(path):
+        raise SystemExit(f'--init-from continues an earlier run, but {path} (its log) does not exist')
+    with open(path) as f:
+        run = json.load(f)
+    run['stages'] = of(run)
+    return run
+
+
+def continue_state(state: dict, log_dir: str, init_from: str) -> dict:
+    """The training state at the start of a new stage: the earlier run's counters, and where this
+    stage starts (its schedule counts from there)."""
+    prev = previous_run(log_dir)
+    state.update(step=prev['steps'], tokens=prev['tokens_seen'], elapsed=prev['train_minutes'] * 60,
+                 sessions=prev['sessions'], start_step=prev['steps'], start_elapsed=prev['train_minutes'] * 60,
+                 stages=prev['stages'], init_from=init_from)
+    return state
+
+
+def finish(run: dict, state: dict) -> dict:
+    """Adds this stage's record (and the earlier ones) to run.json's contents."""
+    run['stage_steps'] = state['step'] - state.get('start_step', 0)
+    run['stage_minutes'] = round((state['elapsed'] - state.get('start_elapsed', 0.0)) / 60, 2)
+    run['stages'] = state.get('stages', []) + [stage_record(run)]
+    return run
