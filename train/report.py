@@ -75,7 +75,7 @@ def status_text(results) -> str:
         return ''
     f1 = results['layouts']['concat']['summary']['f1']
     return (f"**Status: held-out F1 {f1:.3f} under Full Recompute (target: at least 0.9), "
-            f"{'met' if f1 >= 0.9 else 'not met yet'}.**" + ('' if f1 >= 0.9 else
+            f"{'met' if f1 >= 0.9 else 'not met yet'}.**" + (reach + ('.' if reach else '') if f1 >= 0.9 else
             (' Its answers are mostly of the right kind (a year, a city, a name from the documents) but often '
              'not the right one' if not reads else '') + reach + '. It is the '
             "app's default model all the same, with sample documents and its question framing, because the "
