@@ -107,10 +107,10 @@ def main():
                                 for s in stages)
     stage_precisions = '; '.join((f'stage {i + 1}: ' if multi else '') + precision(s) for i, s in enumerate(stages))
     stage_rows = ''.join(f"| stage {i + 2} | {later_stage_text(s)} |\n" for i, s in enumerate(stages[1:]))
-    reproduce_train = ''.join(
-        f".cache/train-venv/bin/python train/train.py {' '.join(s['argv'])}   # "
+    reproduce_train = ('.cache/train-venv/bin/python train/reproduce.py     # runs these stages in order:\n' + ''.join(
+        f"#   train/train.py {' '.join(s['argv'])}   # "
         + ('a further stage from the export, then export and eval\n' if i else 'tokenizer, eval set, training, export, eval\n')
-        for i, s in enumerate([dict(stages[0], argv=['--fresh'] + [x for x in argv if x != '--fresh'])] + stages[1:]))
+        for i, s in enumerate([dict(stages[0], argv=['--fresh'] + [x for x in argv if x != '--fresh'])] + stages[1:])))
     fixed_steps = any(x == '--steps' or x.startswith('--steps=') for x in argv)
     files = sorted(os.listdir(MODEL))
     sizes = {f: os.path.getsize(os.path.join(MODEL, f)) for f in files}
@@ -358,8 +358,10 @@ rm -f docs/results/eval-qa-demo.json    # then the linking table (a stopped run 
 ```
 
 `train/tokenizer.py` and `python train/data.py --eval-out ...` rebuild the tokenizer and the eval set on their
-own. A stopped run resumes from `train/ckpt/last.pt` (git-ignored) when started again; `--max-minutes` caps the
-training wall time (resumes included) and the final model is exported whenever the run ends. `--smoke` runs
+own. `train/reproduce.py` reads the stages from `train/logs/run.json` before it starts (`--dry-run` prints them).
+A stopped stage resumes from `train/ckpt/last.pt` (git-ignored) when its own `train/train.py` command is started
+again; `--max-minutes` caps a stage's training wall time (resumes included) and the model is exported whenever a
+stage ends. `--smoke` runs
 the whole pipeline on a tiny model in about a minute. Without `--steps`, training runs on wall-clock progress
 (`--max-minutes`, 60 by default), so on a busier or quieter machine the number of steps, and therefore the exact
 weights, differ""" + (f"; the committed run fixed its first stage's {stages[0]['steps']:,} steps instead, the number a 2-core Xeon with "

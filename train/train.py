@@ -8,6 +8,7 @@
     python train/train.py --fresh              # ignore an existing checkpoint
     python train/train.py --init-from public/models/qa-demo --steps 1300 ...
                                                # a later stage from the export (train/stages.py)
+    python train/reproduce.py                  # every stage of the committed run, in order
 
 Steps, in order:
  1. tokenizer: byte-level BPE trained on generated text (train/tokenizer.py), unless the
