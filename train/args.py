@@ -90,9 +90,9 @@ def parse_args(argv=None, description: str = ''):
                          "against 0.123 at step 1,500, so the run was stopped and 3 kept")
     ap.add_argument('--bf16', choices=('auto', '1', '0'), default='auto',
                     help='bfloat16 autocast for matmuls and attention; auto: on where the CPU has AMX-BF16 '
-                         '(there a matmul runs ~10x faster than in f32) or AVX512-BF16 (a 2-core AMD EPYC: a '
-                         '4096x256x704 matmul 2.8x faster, a forward and backward pass of the 2,048-token model '
-                         '1.6x, uncompiled), off elsewhere')
+                         '(there a matmul runs ~10x faster than in f32) or AVX512-BF16 (python train/bench_bf16.py '
+                         'on a 2-core AMD EPYC: the FFN-shaped matmul 2.3x faster, an uncompiled forward and '
+                         'backward pass 1.5x), off elsewhere')
     ap.add_argument('--compile', type=int, default=1,
                     help='torch.compile the forward and loss (1/0): one compilation per row class, ~20 s each '
                          '(cached by inductor for later runs), then ~1.5x faster steps')

@@ -15,7 +15,7 @@ from collections import defaultdict
 from curve import svg_chart
 from packing import WARMUP
 from report_linking import EVAL_CMD, SINKS_CMD, linking_section
-from stages import later_stage_text
+from stages import commands, later_stage_text
 from stages import of as stages_of
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -108,9 +108,9 @@ def main():
     stage_precisions = '; '.join((f'stage {i + 1}: ' if multi else '') + precision(s) for i, s in enumerate(stages))
     stage_rows = ''.join(f"| stage {i + 2} | {later_stage_text(s)} |\n" for i, s in enumerate(stages[1:]))
     reproduce_train = ('.cache/train-venv/bin/python train/reproduce.py     # runs these stages in order:\n' + ''.join(
-        f"#   train/train.py {' '.join(s['argv'])}   # "
+        f"#   train/train.py {' '.join(s)}   # "
         + ('a further stage from the export, then export and eval\n' if i else 'tokenizer, eval set, training, export, eval\n')
-        for i, s in enumerate([dict(stages[0], argv=['--fresh'] + [x for x in argv if x != '--fresh'])] + stages[1:])))
+        for i, s in enumerate(commands(run))))
     fixed_steps = any(x == '--steps' or x.startswith('--steps=') for x in argv)
     files = sorted(os.listdir(MODEL))
     sizes = {f: os.path.getsize(os.path.join(MODEL, f)) for f in files}

@@ -20,26 +20,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 
-def commands(log_dir: str) -> list:
-    """train.py's argument lists, one per recorded stage; the first starts afresh."""
-    import json
-
-    from stages import of
-    path = os.path.join(log_dir, 'run.json')
-    if not os.path.exists(path):
-        raise SystemExit(f'{path} does not exist: there is no recorded run to reproduce')
-    with open(path) as f:
-        stages = of(json.load(f))
-    first = stages[0]['argv']
-    return [['--fresh'] + [x for x in first if x != '--fresh']] + [s['argv'] for s in stages[1:]]
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('--log-dir', default=os.path.join(HERE, 'logs'), help="the recorded run's logs (its run.json)")
     ap.add_argument('--dry-run', action='store_true')
     a = ap.parse_args(argv)
-    cmds = commands(a.log_dir)
+    from stages import commands, read_run
+    cmds = commands(read_run(a.log_dir, 'train/reproduce.py'))
     for i, args in enumerate(cmds):
         cmd = [sys.executable, os.path.join(HERE, 'train.py')] + args
         print(f'stage {i + 1}/{len(cmds)}: python train/train.py {shlex.join(args)}', flush=True)

@@ -27,23 +27,26 @@ def load_weights(model, folder: str) -> None:
                          f'(missing {missing[:3]}, unexpected {unexpected[:3]})')
 
 
-def stage_record(run: dict) -> dict:
-    """One stage as run.json's `stages` list keeps it: its command line, options, steps and minutes."""
-    return {'argv': run['argv'], 'args': run['args'], 'steps': run.get('stage_steps', run['steps']),
-            'train_minutes': run.get('stage_minutes', run['train_minutes'])}
-
-
 def of(run: dict) -> list:
-    """A run.json's stages, oldest first (a run from before stages existed is one stage). A stage
-    recorded without its options gets them from its command line (the last stage: run.json's own)."""
+    """A run.json's stages, oldest first, each with its command line, options, steps and minutes (a run
+    from before stages existed is one stage). A stage recorded without its options gets them from its
+    command line (the last stage: run.json's own)."""
     from args import parse_args
-    stages = run.get('stages') or [stage_record(run)]
+    stages = run.get('stages') or [{'argv': run['argv'], 'args': run['args'], 'steps': run['steps'],
+                                     'train_minutes': run['train_minutes']}]
     for i, s in enumerate(stages):
         if 'args' not in s:
             s['args'] = run['args'] if i == len(stages) - 1 else vars(parse_args(s['argv']))
         if s['args'].get('bf16') in ('0', '1'):  # as train.py resolves it
             s['args']['bf16'] = int(s['args']['bf16'])
     return stages
+
+
+def commands(run: dict) -> list:
+    """train.py's argument lists that train the run again, one per stage; the first starts afresh."""
+    stages = of(run)
+    first = stages[0]['argv']
+    return [['--fresh'] + [x for x in first if x != '--fresh']] + [s['argv'] for s in stages[1:]]
 
 
 def later_stage_text(s: dict) -> str:
@@ -56,30 +59,28 @@ def later_stage_text(s: dict) -> str:
             + "; the data mix the first stage ended on")
 
 
-def previous_run(log_dir: str) -> dict:
-    """The earlier stage's run.json, with its `stages` list filled in for runs that predate it."""
+def read_run(log_dir: str, why: str) -> dict:
+    """A recorded run's run.json; `why` names what needs it, for the message when it is missing."""
     path = os.path.join(log_dir, 'run.json')
     if not os.path.exists(path):
-        raise SystemExit(f'--init-from continues an earlier run, but {path} (its log) does not exist')
+        raise SystemExit(f'{why} needs the recorded run, but {path} does not exist')
     with open(path) as f:
-        run = json.load(f)
-    run['stages'] = of(run)
-    return run
+        return json.load(f)
 
 
 def continue_state(state: dict, log_dir: str, init_from: str) -> dict:
     """The training state at the start of a new stage: the earlier run's counters, and where this
     stage starts (its schedule counts from there)."""
-    prev = previous_run(log_dir)
+    prev = read_run(log_dir, '--init-from')
     state.update(step=prev['steps'], tokens=prev['tokens_seen'], elapsed=prev['train_minutes'] * 60,
                  sessions=prev['sessions'], start_step=prev['steps'], start_elapsed=prev['train_minutes'] * 60,
-                 stages=prev['stages'], init_from=init_from)
+                 stages=of(prev), init_from=init_from)
     return state
 
 
 def finish(run: dict, state: dict) -> dict:
-    """Adds this stage's record (and the earlier ones) to run.json's contents."""
-    run['stage_steps'] = state['step'] - state.get('start_step', 0)
-    run['stage_minutes'] = round((state['elapsed'] - state.get('start_elapsed', 0.0)) / 60, 2)
-    run['stages'] = state.get('stages', []) + [stage_record(run)]
+    """Adds this stage's record (after the earlier ones) to run.json's contents."""
+    run['stages'] = state.get('stages', []) + [{
+        'argv': run['argv'], 'args': run['args'], 'steps': state['step'] - state.get('start_step', 0),
+        'train_minutes': round((state['elapsed'] - state.get('start_elapsed', 0.0)) / 60, 2)}]
     return run
