@@ -14,6 +14,7 @@ from collections import defaultdict
 
 from curve import svg_chart
 from packing import WARMUP
+from report_budget import hour_line, hour_section
 from report_linking import EVAL_CMD, SINKS_CMD, linking_section
 from stages import commands, later_stage_text
 from stages import of as stages_of
@@ -197,7 +198,7 @@ same first answer token twice, so at most one is right. The first answer token c
         f"fact (layer {sup_layers[0]}, counting from 0), and for a two-hop question the bridge entity's name in the "
         f"first fact (layer {sup_layers[1]}). The generator knows where each answer stands; without this the lookup "
         "did not form within the hour (no reading by name; the earlier figures are in this card's git history) |\n")
-    status = status_text(results)
+    status = status_text(results) + hour_line(run)
     card = f"""# qa-demo: LegoKV's in-house document-QA model
 
 A {run['params'] / 1e6:.1f}M-parameter Llama (`LlamaForCausalLM`) trained from scratch on the CPU ({run['train_minutes']:.0f}
@@ -341,7 +342,7 @@ Examples (`concat`):
 | --- | --- | --- | --- | --- |
 {examples}
 
-## Linking algorithms
+""" + hour_section(run) + """## Linking algorithms
 
 """ + linking_section(cfg['num_hidden_layers']) + """
 
