@@ -49,6 +49,11 @@ def commands(run: dict) -> list:
     return [['--fresh'] + [x for x in first if x != '--fresh']] + [s['argv'] for s in stages[1:]]
 
 
+def precision(args: dict) -> str:
+    """A run's training precision as the card names it (train.py records --bf16 resolved to 0 or 1)."""
+    return 'bf16' if int(args['bf16']) else 'float32'
+
+
 def later_stage_text(s: dict) -> str:
     """A later stage's schedule for the card, from its recorded options."""
     a = s['args']
