@@ -107,6 +107,11 @@ The issue asks for a model trained "in about an hour or less on 2 cores". What `
 default 60-minute wall-clock budget (the LR decay pulled in to end on time, `--bf16 auto`), each run from
 scratch, side by side with the committed recipe. On a {cols[0].get('machine', 'CPU')}, {verdict}.
 
+A run on the wall-clock budget is not repeatable to the step: its progress, and with it the LR and the mix of
+row lengths, is measured in minutes, so the same options give different steps on a busier or quieter machine.
+Runs whose options differ only a little can therefore end far apart; compare them as single samples, not as
+a ranking of their options.
+
 {table}
 
 Dev F1 during each hour:
