@@ -10,12 +10,11 @@ import json
 import os
 
 from stages import of as stages_of
-from stages import precision
+from stages import precision, without_places
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 LOGS = os.path.join(HERE, 'logs')
 TARGET_F1 = 0.9  # the issue's held-out target (Full Recompute, whole context as one sequence)
-PLACES = ('--out', '--ckpt-dir', '--log-dir', '--eval-data')  # where a run writes, not what it does
 
 
 def read_hours() -> list:
@@ -39,15 +38,7 @@ def best_f1(runs: list) -> dict:
 
 def options(argv: list) -> str:
     """A run's command line without --fresh and the output folders: what it changes from the defaults."""
-    keep, skip = [], False
-    for x in argv:
-        if skip:
-            skip = False
-        elif x in PLACES:
-            skip = True
-        elif x != '--fresh' and not any(x.startswith(p + '=') for p in PLACES):
-            keep.append(x)
-    return ' '.join(keep)
+    return ' '.join(x for x in without_places(argv) if x != '--fresh')
 
 
 def hour_line(full: dict) -> str:

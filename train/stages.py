@@ -42,11 +42,41 @@ def of(run: dict) -> list:
     return stages
 
 
+PLACES = ('--out', '--ckpt-dir', '--log-dir', '--eval-data')  # where a run writes, not what it does
+
+
+def without_places(argv: list) -> list:
+    """A command line without the options that only say where the run writes."""
+    keep, skip = [], False
+    for x in argv:
+        if skip:
+            skip = False
+        elif x in PLACES:
+            skip = True
+        elif not any(x.startswith(p + '=') for p in PLACES):
+            keep.append(x)
+    return keep
+
+
 def commands(run: dict) -> list:
-    """train.py's argument lists that train the run again, one per stage; the first starts afresh."""
+    """train.py's argument lists that train the run again, one per stage, the first afresh, all into the
+    default folders: a run trained elsewhere (an hour run in /tmp, say) and then committed is reproduced
+    where the committed files live, and a stage that started from an earlier stage's export starts from
+    the default export instead."""
+    from args import ROOT, parse_args
     stages = of(run)
-    first = stages[0]['argv']
-    return [['--fresh'] + [x for x in first if x != '--fresh']] + [s['argv'] for s in stages[1:]]
+    outs = {s['args']['out'] for s in stages}
+    default_out = os.path.relpath(parse_args([]).out, ROOT)
+    cmds = []
+    for i, s in enumerate(stages):
+        argv = [x for x in without_places(s['argv']) if x != '--fresh']
+        for j, x in enumerate(argv):
+            if j and argv[j - 1] == '--init-from' and x in outs:
+                argv[j] = default_out
+            elif x.startswith('--init-from=') and x.split('=', 1)[1] in outs:
+                argv[j] = '--init-from=' + default_out
+        cmds.append((['--fresh'] if i == 0 else []) + argv)
+    return cmds
 
 
 def precision(args: dict) -> str:
