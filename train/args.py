@@ -47,8 +47,8 @@ def parse_args(argv=None, description: str = ''):
                          'budget of the current recipe (bf16, a 2-core AMD EPYC; the card\'s "One hour of training"), '
                          '0.5 gave held-out F1 0.807 against 0.735 with 0.25 (two hops 0.730 against 0.566), and 1.0 (a '
                          'linear decay over the whole run) 0.895 (two hops 0.870), one run each (see --min-lr-frac on how '
-                         'much runs vary). The default stays 0.25: the '
-                         'committed first stage ran on it without naming it')
+                         'much runs vary). The default stays 0.25: the committed first stage ran on it without '
+                         'naming it')
     ap.add_argument('--weight-decay', type=float, default=0.1)
     ap.add_argument('--optimizer', choices=('adamw', 'muon'), default='muon',
                     help='muon: the blocks\' weight matrices on Muon (train/muon.py), embedding and norms on AdamW')

@@ -14,7 +14,7 @@ from collections import defaultdict
 
 from curve import svg_chart
 from packing import WARMUP
-from report_budget import TARGET_F1, hour_line, hour_section
+from report_budget import TARGET_F1, hour_line, hour_section, read_hours
 from report_linking import EVAL_CMD, SINKS_CMD, linking_section
 from stages import commands, later_stage_text, precision
 from stages import of as stages_of
@@ -199,7 +199,8 @@ same first answer token twice, so at most one is right. The first answer token c
         f"fact (layer {sup_layers[0]}, counting from 0), and for a two-hop question the bridge entity's name in the "
         f"first fact (layer {sup_layers[1]}). The generator knows where each answer stands; without this the lookup "
         "did not form within the hour (no reading by name; the earlier figures are in this card's git history) |\n")
-    status = status_text(results) + hour_line(run)
+    hours = read_hours()
+    status = status_text(results) + hour_line(run, hours)
     card = f"""# qa-demo: LegoKV's in-house document-QA model
 
 A {run['params'] / 1e6:.1f}M-parameter Llama (`LlamaForCausalLM`) trained from scratch on the CPU ({run['train_minutes']:.0f}
@@ -343,7 +344,7 @@ Examples (`concat`):
 | --- | --- | --- | --- | --- |
 {examples}
 
-""" + hour_section(run) + """## Linking algorithms
+""" + hour_section(run, hours) + """## Linking algorithms
 
 """ + linking_section(cfg['num_hidden_layers']) + """
 
@@ -370,7 +371,7 @@ weights, differ""" + (f"; the committed run fixed its first stage's {stages[0]['
                   "AMX-BF16 fits in 60 minutes with `--bf16 auto` (measured there for the first recipe, which differs "
                   "only in `--attn-sup-layers=-3,-1`, so each step costs the same)" if fixed_steps else
                   f" (the committed run: {run['steps']} steps)") + """. `--bf16 auto` trains in bfloat16 only where the CPU has AMX-BF16 or AVX512-BF16 (the committed stages:
-""" + ', '.join(('yes' if s['args']['bf16'] else 'no') for s in stages) + """); elsewhere it trains in float32, several times slower per step.
+""" + ', '.join(('yes' if precision(s['args']) == 'bf16' else 'no') for s in stages) + """); elsewhere it trains in float32, several times slower per step.
 
 ## Limitations
 

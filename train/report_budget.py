@@ -41,20 +41,25 @@ def options(argv: list) -> str:
     return ' '.join(x for x in without_places(argv) if x != '--fresh')
 
 
-def hour_line(full: dict) -> str:
-    """One sentence for the card's status: the best hour's held-out F1 (empty without an hour run)."""
-    hours = [h for _, h, _ in read_hours()]
-    if not hours:
+def machines(runs: list) -> str:
+    """The machine (or machines) that ran these runs, as the card names it after "on a"."""
+    return ' or a '.join(sorted({r.get('machine', 'CPU') for r in runs}))
+
+
+def hour_line(full: dict, hours: list) -> str:
+    """One sentence for the card's status: the best hour's held-out F1 (empty without an hour run).
+    full: the committed run's run.json; hours: read_hours()."""
+    runs = [h for _, h, _ in hours]
+    if not runs:
         return ''
-    machines = {h.get('machine') for h in hours}
-    same = ' on the same machine' if machines == {full.get('machine')} else f" on a {' or a '.join(sorted(machines))}"
-    return (f" One hour of training{same} gives held-out F1 {best_f1(hours)['f1']:.3f} at best"
+    where = 'the same machine' if machines(runs) == machines([full]) else f'a {machines(runs)}'
+    return (f" One hour of training on {where} gives held-out F1 {best_f1(runs)['f1']:.3f} at best"
             " (see [One hour of training](#one-hour-of-training)).")
 
 
-def hour_section(full: dict) -> str:
-    """full: the committed run's run.json (train/logs/run.json). Empty when no hour run is kept."""
-    hours = read_hours()
+def hour_section(full: dict, hours: list) -> str:
+    """full: the committed run's run.json (train/logs/run.json); hours: read_hours(). Empty when no hour
+    run is kept."""
     f = full.get('heldout', {}).get('concat')
     if not hours or not f:
         return ''
@@ -86,7 +91,7 @@ def hour_section(full: dict) -> str:
     verdict = (f"the best hour reaches the {TARGET_F1} target (held-out F1 {b['f1']:.3f})" if b['f1'] >= TARGET_F1 else
                f"an hour does not reach the {TARGET_F1} target: the best hour's held-out F1 is {b['f1']:.3f}, one-hop "
                f"questions {b['f1_1hop']:.3f} and two-hop ones {b['f1_2hop']:.3f}. The committed model took "
-               f"{full['train_minutes']:.0f} min on a {full.get('machine', 'CPU')}")
+               f"{full['train_minutes']:.0f} min on a {machines([full])}")
     dev = '\n'.join(f"- `{options(h['argv']) or 'defaults'}`: " + ', '.join(
         f"{float(r['dev_f1']):.2f} at {float(r['minutes']):.0f} min" for r in rows_) for (_, h, rows_) in hours)
     cmds = '\n'.join(f"python train/train.py {' '.join(h['argv'])} && mkdir -p train/logs/{name} && "
@@ -96,7 +101,7 @@ def hour_section(full: dict) -> str:
 
 The issue asks for a model trained "in about an hour or less on 2 cores". What `train/train.py` gives on its
 default 60-minute wall-clock budget (the LR decay pulled in to end on time, `--bf16 auto`), each run from
-scratch, side by side with the committed recipe. On a {cols[0].get('machine', 'CPU')}, {verdict}.
+scratch, side by side with the committed recipe. On a {machines(cols)}, {verdict}.
 
 A run on the wall-clock budget is not repeatable to the step: its progress, and with it the LR and the mix of
 row lengths, is measured in minutes, so the same options give different steps on a busier or quieter machine.

@@ -88,7 +88,7 @@ def later_stage_text(s: dict) -> str:
     """A later stage's schedule for the card, from its recorded options."""
     a = s['args']
     return (f"from the previous stage's export (its F16 weights) with fresh optimizer state; {s['steps']:,} steps, "
-            f"{s['train_minutes']:.1f} min, {'bf16 autocast' if a['bf16'] else 'float32'}; {a['warmup']} warmup steps "
+            f"{s['train_minutes']:.1f} min, {precision(a)}; {a['warmup']} warmup steps "
             f"to a peak LR of {a['lr']:g} (Muon {a['muon_lr']:g}), then linear decay to {a['min_lr_frac']:g}x of that "
             + ('over the whole stage' if a['decay_frac'] >= 1 else f"over the last {a['decay_frac']:.0%} of the stage")
             + "; the data mix the first stage ended on")
