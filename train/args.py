@@ -33,7 +33,11 @@ def parse_args(argv=None, description: str = ''):
                          'far back) lowered answer loss on 2K rows by 0.1-0.2 nats at equal steps but not held-out F1')
     # optimization
     ap.add_argument('--steps', type=int, default=100_000,
-                    help='step cap; the default leaves the wall-clock budget (--max-minutes) to end the run')
+                    help='step cap; the default leaves the wall-clock budget (--max-minutes) to end the run. With a '
+                         'cap that ends the run first, progress (the LR and the row-length mix) follows the step, '
+                         'not the machine\'s load. Tried 2800 (60.8 min on a 2-core AMD EPYC, bf16) with '
+                         '--decay-frac 1.0 --max-minutes 90: held-out F1 0.767 (two hops 0.595), against 0.895 and '
+                         '0.807 for the clock-driven hours with the same decay')
     ap.add_argument('--tokens-per-step', type=int, default=4096)
     ap.add_argument('--lr', type=float, default=3e-3)
     ap.add_argument('--min-lr-frac', type=float, default=0.05,
