@@ -103,7 +103,7 @@ def main():
     argv = stages[0]['argv']
     multi = len(stages) > 1
     precision_text = lambda s: ('bf16 autocast (matmuls and attention; weights, norms and loss in f32)'  # noqa: E731
-                                if s['args']['bf16'] else 'float32 throughout')
+                                if precision(s['args']) == 'bf16' else 'float32 throughout')
     stage_cmds = '; then '.join(f"`python train/train.py {' '.join(s['argv'])}`"
                                 + (f" ({s['steps']:,} steps, {s['train_minutes']:.1f} min)" if multi else '')
                                 for s in stages)

@@ -10,7 +10,7 @@ import json
 import os
 
 from stages import of as stages_of
-from stages import precision, without_places
+from stages import precision, recipe
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 LOGS = os.path.join(HERE, 'logs')
@@ -37,8 +37,8 @@ def best_f1(runs: list) -> dict:
 
 
 def options(argv: list) -> str:
-    """A run's command line without --fresh and the output folders: what it changes from the defaults."""
-    return ' '.join(x for x in without_places(argv) if x != '--fresh')
+    """What a run changes from the defaults, as the card names it."""
+    return f"`{' '.join(recipe(argv))}`" if recipe(argv) else 'defaults'
 
 
 def machines(runs: list) -> str:
@@ -67,7 +67,7 @@ def hour_section(full: dict, hours: list) -> str:
     cols = [h for _, h, _ in hours]
     cell = lambda get: ' | '.join(get(h) for h in cols)  # noqa: E731
     rows = [
-        ('options (besides `--fresh`)', cell(lambda h: f"`{options(h['argv'])}`" if options(h['argv']) else 'defaults'),
+        ('options (besides `--fresh`)', cell(lambda h: options(h['argv'])),
          f"`train/reproduce.py`'s {len(stages)} stage{'s' if len(stages) > 1 else ''}"),
         ('machine', cell(lambda h: h.get('machine', '?')), full.get('machine', '?')),
         ('precision', cell(lambda h: precision(h['args'])),
@@ -92,7 +92,7 @@ def hour_section(full: dict, hours: list) -> str:
                f"an hour does not reach the {TARGET_F1} target: the best hour's held-out F1 is {b['f1']:.3f}, one-hop "
                f"questions {b['f1_1hop']:.3f} and two-hop ones {b['f1_2hop']:.3f}. The committed model took "
                f"{full['train_minutes']:.0f} min on a {machines([full])}")
-    dev = '\n'.join(f"- `{options(h['argv']) or 'defaults'}`: " + ', '.join(
+    dev = '\n'.join(f"- {options(h['argv'])}: " + ', '.join(
         f"{float(r['dev_f1']):.2f} at {float(r['minutes']):.0f} min" for r in rows_) for (_, h, rows_) in hours)
     cmds = '\n'.join(f"python train/train.py {' '.join(h['argv'])} && mkdir -p train/logs/{name} && "
                      f"cp {h['args']['log_dir']}/run.json {h['args']['log_dir']}/dev_log.csv train/logs/{name}/"
@@ -108,8 +108,9 @@ hour here and `--max-minutes` raised out of its way. On a {machines(cols)}, {ver
 A run on the wall-clock budget is not repeatable to the step: its progress, and with it the LR and the mix of
 row lengths, is measured in minutes, so the same options give different steps on a busier or quieter machine.
 A run whose `--steps` ends it before `--max-minutes` does follows the step instead: its LR, data and row-length
-mix depend on the step and the seed only, not on how busy the machine is. Either way each column is a single sample of a noisy process (runs whose options
-differ only a little have ended far apart), not a ranking of their options.
+mix depend on the step and the seed only, not on how busy the machine is. Either way each column is a single
+sample of a noisy process (runs whose options differ only a little have ended far apart), not a ranking of
+their options.
 
 {table}
 

@@ -45,15 +45,16 @@ def of(run: dict) -> list:
 PLACES = ('--out', '--ckpt-dir', '--log-dir', '--eval-data')  # where a run writes, not what it does
 
 
-def without_places(argv: list) -> list:
-    """A command line without the options that only say where the run writes."""
+def recipe(argv: list) -> list:
+    """What a command line trains: without the options that only say where the run writes, and
+    without --fresh (whether it starts over, not what it does)."""
     keep, skip = [], False
     for x in argv:
         if skip:
             skip = False
         elif x in PLACES:
             skip = True
-        elif not any(x.startswith(p + '=') for p in PLACES):
+        elif x != '--fresh' and not any(x.startswith(p + '=') for p in PLACES):
             keep.append(x)
     return keep
 
@@ -69,7 +70,7 @@ def commands(run: dict) -> list:
     default_out = os.path.relpath(parse_args([]).out, ROOT)
     cmds = []
     for i, s in enumerate(stages):
-        argv = [x for x in without_places(s['argv']) if x != '--fresh']
+        argv = recipe(s['argv'])
         for j, x in enumerate(argv):
             if j and argv[j - 1] == '--init-from' and x in outs:
                 argv[j] = default_out

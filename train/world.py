@@ -3,9 +3,10 @@ questions those documents answer (train/data.py turns worlds into samples and th
 
 Every entity's facts are drawn fresh per world: names from syllables (a fraction from a small
 recurring pool, so one name is seen with contradicting facts across samples), attribute values
-from shared pools, both in train/lexicon.py. `World` builds the entities and relations; `DOC_WRITERS` write one document
-per entity (a title line, then one sentence per fact, each kind of fact with one phrasing);
-`one_hop` and `two_hop` write the questions whose answers those sentences state.
+from shared pools, both in train/lexicon.py. `World` builds the entities and relations;
+`DOC_WRITERS` write one document per entity (a title line, then one sentence per fact, each kind
+of fact with one phrasing); `one_hop` and `two_hop` write the questions whose answers those
+sentences state.
 """
 from __future__ import annotations
 
