@@ -52,9 +52,9 @@ def crowd_share(progress: float, peak: float, warmup: float = WARMUP) -> float:
     return 1.0 if progress < warmup else peak
 
 
-def two_hop_share(progress: float, crowd: float, warmup: float = WARMUP) -> float:
-    """Two-hop questions need the one-hop lookup first: none in the warm-up."""
-    return 0.0 if crowd > 0 and progress < warmup else 0.5
+def two_hop_share(progress: float, crowd: float, warmup: float = WARMUP, share: float = 0.5) -> float:
+    """Two-hop questions need the one-hop lookup first: none in the warm-up, then `share`."""
+    return 0.0 if crowd > 0 and progress < warmup else share
 
 
 def questions_per_row(Lq: int) -> int:
@@ -92,8 +92,9 @@ class Packer:
 
     def __init__(self, tok, bos: int, eos: int, pad: int, answer_weight: float, first_answer_weight: float,
                  qa_slots: float = 1.0, crowd: float = 0.0, notes: float = 0.0, warmup: float = WARMUP,
-                 doc_weight: float = 1.0):
+                 doc_weight: float = 1.0, two_hop: float = 0.5):
         self.tok, self.bos, self.eos, self.pad = tok, bos, eos, pad
+        self.two_hop = two_hop  # share of two-hop questions where the documents allow one
         self.doc_weight = doc_weight  # loss weight of document and question tokens
         self.crowd, self.notes, self.warmup = crowd, notes, warmup
         self.answer_weight, self.first_answer_weight = answer_weight, first_answer_weight
@@ -142,7 +143,8 @@ class Packer:
             crowd = rng.choices(KINDS, weights=(0.4, 0.2, 0.2, 0.2))[0]
         for _ in range(8):
             docs, blocks, sup = self.sample_parts(rng, rng.randint(Ld // 2, Ld - 2), n_q=questions_per_row(Lq),
-                                                  crowd=crowd, two_hop=two_hop_share(progress, self.crowd, self.warmup))
+                                                  crowd=crowd, two_hop=two_hop_share(progress, self.crowd, self.warmup,
+                                                                                       self.two_hop))
             if len(docs) <= Ld and blocks and len(blocks[0][0]) + len(blocks[0][1]) <= Lq:
                 break
         else:

@@ -216,7 +216,7 @@ def main(argv=None):
 
     packer = Packer(tok, tok_cfg['bos'], tok_cfg['eos'], tok_cfg['pad'], a.answer_weight,
                     a.first_answer_weight, a.qa_slots, a.crowd, a.notes, a.crowd_warmup,
-                    doc_weight=a.doc_weight)
+                    doc_weight=a.doc_weight, two_hop=a.two_hop)
     if a.smoke:
         err = max(check_layout(model, packer.batch('smoke-mask', 0.9, a.tokens_per_step, row_class=c))
                   for c in range(2))
