@@ -57,6 +57,32 @@ def hour_line(full: dict, hours: list) -> str:
             " (see [One hour of training](#one-hour-of-training)).")
 
 
+def step_costs() -> str:
+    """The hour section's paragraph on where a training step's time goes, from train/bench_step.py's
+    output in train/logs/bench_step.json (empty without it)."""
+    path = os.path.join(LOGS, 'bench_step.json')
+    if not os.path.exists(path):
+        return ''
+    from bench_step import PARTS, table
+    bench = json.load(open(path))
+    rows = sorted(bench['rows'], key=lambda r: r['Ld'])
+    if len(rows) < 2:
+        return ''
+    short, long = rows[0], rows[-1]
+    cost = lambda r: sum(r[p] for p in PARTS)  # noqa: E731
+    return f"""Where a step's time goes, measured by `python train/bench_step.py --out train/logs/bench_step.json` on
+train.py's default options, on a {bench['machine']}:
+
+{table(bench)}
+
+A step of the longest rows, the length of the held-out contexts, costs {cost(long) / cost(short):.1f}x one of
+the shortest, and the attention kernels (PyTorch's own flash attention for the CPU) take
+{long['attention_share']:.0%} of its uncompiled pass, against {short['attention_share']:.0%} for the shortest.
+Padding is a smaller cost: {long['real_share']:.0%} of the longest rows' slots hold real tokens.
+
+"""
+
+
 def hour_section(full: dict, hours: list) -> str:
     """full: the committed run's run.json (train/logs/run.json); hours: read_hours(). Empty when no hour
     run is kept."""
@@ -114,7 +140,7 @@ their options.
 
 {table}
 
-Dev F1 during each hour:
+{step_costs()}Dev F1 during each hour:
 
 {dev}
 

@@ -118,7 +118,6 @@ def main(argv=None):
     a = parse_args(argv, __doc__)
     os.environ.setdefault('OMP_NUM_THREADS', str(a.threads))
     import torch
-    import torch.nn.functional as F
     from tokenizers import Tokenizer
     if a.bf16 == 'auto':
         a.bf16 = '1' if cpu_has('amx_bf16') or cpu_has('avx512_bf16') else '0'
@@ -129,8 +128,8 @@ def main(argv=None):
     import stages
     import tokenizer as tokmod
     from export import export, to_hf
-    from model import ModelArgs, RowLayout, TinyLlama, target_nll
-    from muon import Muon, for_muon
+    import train_step
+    from model import ModelArgs, TinyLlama
     from packing import ROW_CLASSES, Packer, check_layout
 
     torch.set_num_threads(a.threads)
@@ -171,16 +170,7 @@ def main(argv=None):
                       max_position_embeddings=a.max_len, rope_theta=a.rope_theta)
     model = TinyLlama(margs)
     n_params = model.num_params()
-    use_muon = lambda n, p: a.optimizer == 'muon' and for_muon(n, p)  # noqa: E731
-    matrices = [p for n, p in model.named_parameters() if use_muon(n, p)]
-    decay = [p for n, p in model.named_parameters() if p.dim() >= 2 and not use_muon(n, p)]
-    no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
-    opt = torch.optim.AdamW([{'params': decay, 'weight_decay': a.weight_decay},
-                             {'params': no_decay, 'weight_decay': 0.0}], lr=a.lr, betas=(0.9, 0.95), eps=1e-8)
-    # the same decay per step as AdamW's (lr x weight_decay), whatever Muon's learning rate
-    muon = Muon(matrices, lr=a.muon_lr, weight_decay=a.weight_decay * a.lr / a.muon_lr,
-                ns_dtype=torch.bfloat16 if a.bf16 else torch.float32) if matrices else None
-    peaks = [(opt, a.lr)] + ([(muon, a.muon_lr)] if muon else [])  # each optimizer with its peak LR
+    opt, muon, peaks = train_step.optimizers(model, a)  # each optimizer with its peak LR
     state = {'step': 0, 'tokens': 0, 'elapsed': 0.0, 'sessions': 0}
     ckpt_path = os.path.join(a.ckpt_dir, 'last.pt')
     train_csv = os.path.join(a.log_dir, 'train_log.csv')
@@ -224,27 +214,7 @@ def main(argv=None):
         if err > 1e-4:
             raise RuntimeError(f'the row layout attention differs from its dense mask by {err:.3e}')
 
-    sup_layers = [int(x) % a.layers for x in a.attn_sup_layers.split(',')]
-
-    def forward_loss(ids, pos, Ld, qa_mask, labels, weights, sup=None):
-        """Weighted next-token loss, per-token cross-entropy and argmax (one graph for torch.compile).
-        sup: (slots, allowed, answer targets, bridge targets) for --attn-sup; the loss then adds
-        --attn-sup times the mean -log attention mass on the targets, and returns that mean too."""
-        probe = (sup_layers, sup[0], sup[1]) if sup is not None else None
-        with torch.autocast('cpu', dtype=torch.bfloat16, enabled=bool(a.bf16)):
-            out = model(ids, pos, RowLayout(Ld, qa_mask), probe)
-        logits, seen = out if sup is not None else (out, [])
-        logits = logits.float().view(-1, a.vocab)
-        ce = F.cross_entropy(logits, labels.view(-1), ignore_index=-100, reduction='none')
-        w = weights.view(-1)
-        loss = (ce * w).sum() / w.sum()
-        sup_nll = torch.zeros(())
-        if seen:
-            parts = [target_nll(lp, target) for lp, target in zip(seen, sup[2:])]
-            sup_nll = sum(nll for nll, _ in parts) / sum(n for _, n in parts).clamp(min=1)
-            loss = loss + a.attn_sup * sup_nll
-        return loss, ce.detach(), logits.detach().argmax(-1), sup_nll.detach()
-
+    forward_loss = train_step.loss_fn(model, a)
     step_fn = torch.compile(forward_loss) if a.compile else forward_loss
     # A fixed probe of long rows (1-2K document tokens, every question teacher-forced): the share
     # of first answer tokens predicted right, the lookup itself, with far less noise than dev F1.
@@ -323,7 +293,7 @@ def main(argv=None):
         for o, peak in peaks:
             for g in o.param_groups:
                 g['lr'] = peak * f
-        sup = (b['sup_slots'], b['sup_allowed'], b['sup_final'], b['sup_bridge']) if a.attn_sup > 0 else None
+        sup = train_step.sup_of(b, a)
         loss, ce, pred, sup_nll = step_fn(b['ids'], b['pos'], b['Ld'], b['mask'].qa_mask, b['labels'], b['weights'],
                                           sup)
         model.zero_grad(set_to_none=True)
