@@ -60,7 +60,8 @@ def parse_args(argv=None, description: str = ''):
     ap.add_argument('--weight-decay', type=float, default=0.1)
     ap.add_argument('--optimizer', choices=('adamw', 'muon'), default='muon',
                     help='muon: the blocks\' weight matrices on Muon (train/muon.py), embedding and norms on AdamW')
-    ap.add_argument('--muon-lr', type=float, default=0.02, help="Muon's peak learning rate (same schedule as --lr). Tried 0.04 with --decay-frac 1.0 "
+    ap.add_argument('--muon-lr', type=float, default=0.02,
+                    help="Muon's peak learning rate (same schedule as --lr). Tried 0.04 with --decay-frac 1.0 "
                          "on the one-hour budget: held-out F1 0.532 (two hops 0.264), below every hour on 0.02 "
                          "(0.735-0.895), and dev F1 behind them from 40 min on")
     ap.add_argument('--qa-slots', type=float, default=1.0,

@@ -20,16 +20,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 
-def take(argv: list, name: str, default: str) -> str:
-    """Removes `name VALUE` from argv (the rest goes to train.py's parser) and returns VALUE."""
-    if name in argv:
-        i = argv.index(name)
-        value = argv[i + 1]
-        del argv[i:i + 2]
-        return value
-    return default
-
-
 def attention_share(forward_loss, model, b, sup) -> float:
     """The scaled-dot-product-attention kernels' share of one eager forward and backward pass."""
     from torch.profiler import ProfilerActivity, profile
@@ -43,33 +33,26 @@ def attention_share(forward_loss, model, b, sup) -> float:
 
 
 def main(argv=None):
-    argv = list(sys.argv[1:] if argv is None else argv)
-    n = int(take(argv, '--steps', '6'))
-    classes = [int(c) for c in take(argv, '--classes', '0,1,2,3').split(',')]
-    out = take(argv, '--out', '')
+    import argparse
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument('--steps', type=int, default=6, help='timed steps per row class (after 2 warm-up steps)')
+    ap.add_argument('--classes', default='0,1,2,3', help='row classes (packing.ROW_CLASSES), comma-separated')
+    ap.add_argument('--out', default='', help='also write the figures to this JSON file')
+    own, rest = ap.parse_known_args(argv)
     from args import parse_args
-    a = parse_args(argv)
+    a = parse_args(rest)  # the rest are train.py's options
+    n, classes, out = own.steps, [int(c) for c in own.classes.split(',')], own.out
     import torch
     from tokenizers import Tokenizer
 
     import train_step
-    from machine import cpu_has, machine_name
-    from model import ModelArgs, TinyLlama
-    from packing import Packer
-    if a.bf16 == 'auto':
-        a.bf16 = '1' if cpu_has('amx_bf16') or cpu_has('avx512_bf16') else '0'
-    a.bf16 = int(a.bf16)
+    from machine import machine_name
+    train_step.resolve_bf16(a)
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
-    tok_dir = os.path.join(HERE, '..', 'public', 'models', 'qa-demo')
-    tok = Tokenizer.from_file(os.path.join(tok_dir, 'tokenizer.json'))
-    special = [tok.token_to_id(t) for t in ('<|bos|>', '<|eos|>', '<|pad|>')]
-    packer = Packer(tok, *special, a.answer_weight, a.first_answer_weight, a.qa_slots, a.crowd, a.notes,
-                    a.crowd_warmup, doc_weight=a.doc_weight, two_hop=a.two_hop)
-    model = TinyLlama(ModelArgs(vocab_size=a.vocab, hidden_size=a.hidden, intermediate_size=a.intermediate,
-                                num_hidden_layers=a.layers, num_attention_heads=a.heads,
-                                num_key_value_heads=a.kv_heads, max_position_embeddings=a.max_len,
-                                rope_theta=a.rope_theta))
+    tok = Tokenizer.from_file(os.path.join(a.out, 'tokenizer.json'))
+    packer = train_step.packer(tok, a)
+    model = train_step.model(a)
     _, _, peaks = train_step.optimizers(model, a)
     forward_loss = train_step.loss_fn(model, a)
     step_fn = torch.compile(forward_loss) if a.compile else forward_loss
@@ -88,9 +71,7 @@ def main(argv=None):
             model.zero_grad(set_to_none=True)
             loss.backward()
             t.append(time.perf_counter())
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            for o, _ in peaks:
-                o.step()
+            train_step.update(model, peaks)
             t.append(time.perf_counter())
             if i >= 2:
                 parts = [p + (t[k + 1] - t[k]) / n for k, p in enumerate(parts)]
@@ -128,6 +109,7 @@ def table_row(r: dict) -> str:
 
 def table(bench: dict) -> str:
     return header(bench) + '\n' + '\n'.join(table_row(r) for r in bench['rows'])
+
 
 if __name__ == '__main__':
     main()

@@ -60,7 +60,7 @@ ROOT = os.path.normpath(os.path.join(HERE, '..'))
 sys.path.insert(0, HERE)
 
 from args import parse_args  # noqa: E402
-from machine import cpu_has, machine_name  # noqa: E402
+from machine import machine_name  # noqa: E402
 
 
 def truncate_log(path: str, step: int) -> None:
@@ -119,17 +119,14 @@ def main(argv=None):
     os.environ.setdefault('OMP_NUM_THREADS', str(a.threads))
     import torch
     from tokenizers import Tokenizer
-    if a.bf16 == 'auto':
-        a.bf16 = '1' if cpu_has('amx_bf16') or cpu_has('avx512_bf16') else '0'
-    a.bf16 = int(a.bf16)
+    import train_step
+    train_step.resolve_bf16(a)
 
     import data
     import evaluate
     import stages
     import tokenizer as tokmod
     from export import export, to_hf
-    import train_step
-    from model import ModelArgs, TinyLlama
     from packing import ROW_CLASSES, Packer, check_layout
 
     torch.set_num_threads(a.threads)
@@ -153,7 +150,7 @@ def main(argv=None):
     tok = Tokenizer.from_file(os.path.join(tok_dir, 'tokenizer.json'))
     if tok.get_vocab_size() != a.vocab:
         raise SystemExit(f'tokenizer has {tok.get_vocab_size()} tokens, --vocab is {a.vocab}')
-    tok_cfg = {'bos': tok.token_to_id('<|bos|>'), 'eos': tok.token_to_id('<|eos|>'), 'pad': tok.token_to_id('<|pad|>')}
+    tok_cfg = train_step.special_ids(tok)
     count = lambda t: len(tok.encode(t, add_special_tokens=False).ids)  # noqa: E731
 
     # 2. eval and dev sets
@@ -165,10 +162,7 @@ def main(argv=None):
     # 3. model, optimizer, resume
     torch.manual_seed(a.seed)
     random.seed(a.seed)
-    margs = ModelArgs(vocab_size=a.vocab, hidden_size=a.hidden, intermediate_size=a.intermediate,
-                      num_hidden_layers=a.layers, num_attention_heads=a.heads, num_key_value_heads=a.kv_heads,
-                      max_position_embeddings=a.max_len, rope_theta=a.rope_theta)
-    model = TinyLlama(margs)
+    model = train_step.model(a)
     n_params = model.num_params()
     opt, muon, peaks = train_step.optimizers(model, a)  # each optimizer with its peak LR
     state = {'step': 0, 'tokens': 0, 'elapsed': 0.0, 'sessions': 0}
@@ -179,7 +173,7 @@ def main(argv=None):
     if ck is not None and ck['state'].get('init_from', '') != a.init_from:
         ck = None  # another stage's checkpoint: this one starts anew (and overwrites it)
     if ck is not None:
-        if ck.get('model_args') != margs.to_dict():
+        if ck.get('model_args') != model.args.to_dict():
             raise SystemExit(f'{ckpt_path} is for another model shape; use --fresh or another --ckpt-dir')
         model.load_state_dict(ck['model'])
         opt.load_state_dict(ck['opt'])
@@ -204,9 +198,7 @@ def main(argv=None):
     log(f'model: {n_params:,} parameters ({a.layers} layers, hidden {a.hidden}, heads {a.heads}/{a.kv_heads} kv, '
         f'ffn {a.intermediate}, vocab {a.vocab}); threads {torch.get_num_threads()}; bf16 autocast {bool(a.bf16)}')
 
-    packer = Packer(tok, tok_cfg['bos'], tok_cfg['eos'], tok_cfg['pad'], a.answer_weight,
-                    a.first_answer_weight, a.qa_slots, a.crowd, a.notes, a.crowd_warmup,
-                    doc_weight=a.doc_weight, two_hop=a.two_hop)
+    packer = train_step.packer(tok, a)
     if a.smoke:
         err = max(check_layout(model, packer.batch('smoke-mask', 0.9, a.tokens_per_step, row_class=c))
                   for c in range(2))
@@ -256,7 +248,7 @@ def main(argv=None):
         tmp = ckpt_path + '.tmp'
         torch.save({'model': model.state_dict(), 'opt': opt.state_dict(), 'state': state,
                     'muon': muon.state_dict() if muon else None,
-                    'model_args': margs.to_dict(), 'args': dict(vars(a))}, tmp)
+                    'model_args': model.args.to_dict(), 'args': dict(vars(a))}, tmp)
         os.replace(tmp, ckpt_path)
 
     new_train = not os.path.exists(train_csv)
@@ -298,9 +290,7 @@ def main(argv=None):
                                           sup)
         model.zero_grad(set_to_none=True)
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        for o, _ in peaks:
-            o.step()
+        train_step.update(model, peaks)
         with torch.no_grad():
             lab = b['labels'].view(-1)
             kind = b['kind'].view(-1)

@@ -1,7 +1,38 @@
-"""One training step's parts, shared by train.py and bench_step.py: the optimizers (Muon for the blocks'
-weight matrices, AdamW for the rest) and the loss graph that torch.compile compiles (weighted next-token
-loss plus the attention supervision)."""
+"""One training step's parts, shared by train.py and bench_step.py: the model and the row packer that
+train.py's options describe, the optimizers (Muon for the blocks' weight matrices, AdamW for the rest),
+the loss graph that torch.compile compiles (weighted next-token loss plus the attention supervision)
+and the update after the backward pass."""
 from __future__ import annotations
+
+
+def resolve_bf16(a) -> None:
+    """--bf16 auto -> 1 where the CPU has AMX-BF16 or AVX512-BF16, else 0; a.bf16 becomes an int."""
+    from machine import cpu_has
+    if a.bf16 == 'auto':
+        a.bf16 = '1' if cpu_has('amx_bf16') or cpu_has('avx512_bf16') else '0'
+    a.bf16 = int(a.bf16)
+
+
+def model(a):
+    """A freshly initialized TinyLlama of the options' shape (seed torch first for a repeatable init)."""
+    from model import ModelArgs, TinyLlama
+    return TinyLlama(ModelArgs(vocab_size=a.vocab, hidden_size=a.hidden, intermediate_size=a.intermediate,
+                               num_hidden_layers=a.layers, num_attention_heads=a.heads,
+                               num_key_value_heads=a.kv_heads, max_position_embeddings=a.max_len,
+                               rope_theta=a.rope_theta))
+
+
+def special_ids(tok) -> dict:
+    """The tokenizer's bos, eos and pad ids (the export's tokenizer config takes the same dict)."""
+    return {k: tok.token_to_id(f'<|{k}|>') for k in ('bos', 'eos', 'pad')}
+
+
+def packer(tok, a):
+    """The training rows' packer for the options `a`."""
+    from packing import Packer
+    ids = special_ids(tok)
+    return Packer(tok, ids['bos'], ids['eos'], ids['pad'], a.answer_weight, a.first_answer_weight, a.qa_slots,
+                  a.crowd, a.notes, a.crowd_warmup, doc_weight=a.doc_weight, two_hop=a.two_hop)
 
 
 def optimizers(model, a):
@@ -49,6 +80,14 @@ def loss_fn(model, a):
         return loss, ce.detach(), logits.detach().argmax(-1), sup_nll.detach()
 
     return forward_loss
+
+
+def update(model, peaks) -> None:
+    """After the backward pass: clip the gradient norm to 1 and step every optimizer."""
+    import torch
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    for o, _ in peaks:
+        o.step()
 
 
 def sup_of(b, a):
