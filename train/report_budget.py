@@ -19,9 +19,9 @@ TARGET_F1 = 0.9  # the issue's held-out target (Full Recompute, whole context as
 
 def read_hours() -> list:
     """[(folder name, run.json, dev rows)] of the hour runs kept under train/logs/hour*/ whose held-out set
-    was scored, in name order."""
+    was scored, in the order of their numbers (hour9 before hour10)."""
     out = []
-    for d in sorted(glob.glob(os.path.join(LOGS, 'hour*'))):
+    for d in sorted(glob.glob(os.path.join(LOGS, 'hour*')), key=run_number):
         path = os.path.join(d, 'run.json')
         if os.path.exists(path) and os.path.exists(os.path.join(d, 'dev_log.csv')):
             run = json.load(open(path))
@@ -29,6 +29,12 @@ def read_hours() -> list:
                 with open(os.path.join(d, 'dev_log.csv')) as f:
                     out.append((os.path.basename(d), run, list(csv.DictReader(f))))
     return out
+
+
+def run_number(folder: str) -> tuple:
+    """Sort key of an hour folder: its number, then its name."""
+    digits = ''.join(c for c in os.path.basename(folder) if c.isdigit())
+    return (int(digits) if digits else 0, os.path.basename(folder))
 
 
 def best_f1(runs: list) -> dict:
@@ -91,28 +97,22 @@ def hour_section(full: dict, hours: list) -> str:
         return ''
     stages = stages_of(full)
     cols = [h for _, h, _ in hours]
-    cell = lambda get: ' | '.join(get(h) for h in cols)  # noqa: E731
-    rows = [
-        ('options (besides `--fresh`)', cell(lambda h: options(h['argv'])),
-         f"`train/reproduce.py`'s {len(stages)} stage{'s' if len(stages) > 1 else ''}"),
-        ('machine', cell(lambda h: h.get('machine', '?')), full.get('machine', '?')),
-        ('precision', cell(lambda h: precision(h['args'])),
-         ' then '.join(dict.fromkeys(precision(s['args']) for s in stages))),
-        ('training wall time', cell(lambda h: f"**{h['train_minutes']:.1f} min**"), f"{full['train_minutes']:.1f} min"),
-        ('steps', cell(lambda h: f"{h['steps']:,}"), f"{full['steps']:,}"),
-        ('tokens seen', cell(lambda h: f"{h['tokens_seen'] / 1e6:.2f}M"), f"{full['tokens_seen'] / 1e6:.2f}M"),
-        ('final dev F1 (48 cases)', cell(lambda h: f"{h['final_dev']['f1']:.3f}"), f"{full['final_dev']['f1']:.3f}"),
-        ('probe: first answer token', cell(lambda h: f"{h['final_dev']['probe_first_acc']:.3f}"),
-         f"{full['final_dev']['probe_first_acc']:.3f}"),
-        ('**held-out F1** (concat, 200 cases)', cell(lambda h: f"**{h['heldout']['concat']['f1']:.3f}**"),
-         f"**{f['f1']:.3f}**"),
-        ('held-out F1 one hop / two hops',
-         cell(lambda h: f"{h['heldout']['concat']['f1_1hop']:.3f} / {h['heldout']['concat']['f1_2hop']:.3f}"),
-         f"{f['f1_1hop']:.3f} / {f['f1_2hop']:.3f}"),
-    ]
-    table = (f"| | {' | '.join('one hour' for _ in cols)} | committed recipe |\n"
-             f"| --- | {' | '.join('---' for _ in cols)} | --- |\n"
-             + '\n'.join(f'| {label} | {hour} | {committed} |' for label, hour, committed in rows))
+    head = ('run', 'options (besides `--fresh`)', 'machine', 'precision', 'training wall time', 'steps',
+            'tokens seen', 'final dev F1 (48 cases)', 'probe: first answer token',
+            '**held-out F1** (concat, 200 cases)', 'held-out F1 one hop / two hops')
+
+    def cells(name: str, opts: str, run: dict, prec: str, minutes: str) -> list:
+        c = run['heldout']['concat']
+        return [name, opts, run.get('machine', '?'), prec, minutes, f"{run['steps']:,}",
+                f"{run['tokens_seen'] / 1e6:.2f}M", f"{run['final_dev']['f1']:.3f}",
+                f"{run['final_dev']['probe_first_acc']:.3f}", f"**{c['f1']:.3f}**",
+                f"{c['f1_1hop']:.3f} / {c['f1_2hop']:.3f}"]
+    body = [cells(name, options(h['argv']), h, precision(h['args']), f"**{h['train_minutes']:.1f} min**")
+            for name, h, _ in hours]
+    body.append(cells('committed', f"`train/reproduce.py`'s {len(stages)} stage{'s' if len(stages) > 1 else ''}",
+                      full, ' then '.join(dict.fromkeys(precision(s['args']) for s in stages)),
+                      f"{full['train_minutes']:.1f} min"))
+    table = '\n'.join('| ' + ' | '.join(r) + ' |' for r in [list(head), ['---'] * len(head)] + body)
     b = best_f1(cols)
     verdict = (f"the best hour reaches the {TARGET_F1} target (held-out F1 {b['f1']:.3f})" if b['f1'] >= TARGET_F1 else
                f"an hour does not reach the {TARGET_F1} target: the best hour's held-out F1 is {b['f1']:.3f}, one-hop "
@@ -134,7 +134,7 @@ hour here and `--max-minutes` raised out of its way. On a {machines(cols)}, {ver
 A run on the wall-clock budget is not repeatable to the step: its progress, and with it the LR and the mix of
 row lengths, is measured in minutes, so the same options give different steps on a busier or quieter machine.
 A run whose `--steps` ends it before `--max-minutes` does follows the step instead: its LR, data and row-length
-mix depend on the step and the seed only, not on how busy the machine is. Either way each column is a single
+mix depend on the step and the seed only, not on how busy the machine is. Either way each row is a single
 sample of a noisy process (runs whose options differ only a little have ended far apart), not a ranking of
 their options.
 
