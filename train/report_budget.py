@@ -69,19 +69,18 @@ def step_costs() -> str:
     path = os.path.join(LOGS, 'bench_step.json')
     if not os.path.exists(path):
         return ''
-    from bench_step import PARTS, table
+    from bench_step import step_seconds, table
     bench = json.load(open(path))
     rows = sorted(bench['rows'], key=lambda r: r['Ld'])
     if len(rows) < 2:
         return ''
     short, long = rows[0], rows[-1]
-    cost = lambda r: sum(r[p] for p in PARTS)  # noqa: E731
     return f"""Where a step's time goes, measured by `python train/bench_step.py --out train/logs/bench_step.json` on
 train.py's default options, on a {bench['machine']}:
 
 {table(bench)}
 
-A step of the longest rows, the length of the held-out contexts, costs {cost(long) / cost(short):.1f}x one of
+A step of the longest rows, the length of the held-out contexts, costs {step_seconds(long) / step_seconds(short):.1f}x one of
 the shortest, and the attention kernels (PyTorch's own flash attention for the CPU) take
 {long['attention_share']:.0%} of its uncompiled pass, against {short['attention_share']:.0%} for the shortest.
 Padding is a smaller cost: {long['real_share']:.0%} of the longest rows' slots hold real tokens.
@@ -96,7 +95,7 @@ def hour_section(full: dict, hours: list) -> str:
     if not hours or not f:
         return ''
     stages = stages_of(full)
-    cols = [h for _, h, _ in hours]
+    runs = [h for _, h, _ in hours]
     head = ('run', 'options (besides `--fresh`)', 'machine', 'precision', 'training wall time', 'steps',
             'tokens seen', 'final dev F1 (48 cases)', 'probe: first answer token',
             '**held-out F1** (concat, 200 cases)', 'held-out F1 one hop / two hops')
@@ -113,13 +112,13 @@ def hour_section(full: dict, hours: list) -> str:
                       full, ' then '.join(dict.fromkeys(precision(s['args']) for s in stages)),
                       f"{full['train_minutes']:.1f} min"))
     table = '\n'.join('| ' + ' | '.join(r) + ' |' for r in [list(head), ['---'] * len(head)] + body)
-    b = best_f1(cols)
+    b = best_f1(runs)
     verdict = (f"the best hour reaches the {TARGET_F1} target (held-out F1 {b['f1']:.3f})" if b['f1'] >= TARGET_F1 else
                f"an hour does not reach the {TARGET_F1} target: the best hour's held-out F1 is {b['f1']:.3f}, one-hop "
                f"questions {b['f1_1hop']:.3f} and two-hop ones {b['f1_2hop']:.3f}. The committed model took "
                f"{full['train_minutes']:.0f} min on a {machines([full])}")
-    dev = '\n'.join(f"- {options(h['argv'])}: " + ', '.join(
-        f"{float(r['dev_f1']):.2f} at {float(r['minutes']):.0f} min" for r in rows_) for (_, h, rows_) in hours)
+    dev = '\n'.join(f"- {name} ({options(h['argv'])}): " + ', '.join(
+        f"{float(r['dev_f1']):.2f} at {float(r['minutes']):.0f} min" for r in rows_) for (name, h, rows_) in hours)
     cmds = '\n'.join(f"python train/train.py {' '.join(h['argv'])} && mkdir -p train/logs/{name} && "
                      f"cp {h['args']['log_dir']}/run.json {h['args']['log_dir']}/dev_log.csv train/logs/{name}/"
                      for name, h, _ in hours)
@@ -128,8 +127,8 @@ def hour_section(full: dict, hours: list) -> str:
 The issue asks for a model trained "in about an hour or less on 2 cores". What `train/train.py` gives in about
 an hour, each run from scratch with `--bf16 auto`, side by side with the committed recipe: either on its default
 60-minute wall-clock budget (the LR decay pulled in to end on time), or with `--steps` set to what fits in an
-hour here and `--max-minutes` raised out of its way. On a {machines(cols)}, {verdict}. Over the
-{len(cols)} hours here, held-out F1 ranges from {min(h['heldout']['concat']['f1'] for h in cols):.3f} to {b['f1']:.3f}.
+hour here and `--max-minutes` raised out of its way. On a {machines(runs)}, {verdict}. Over the
+{len(runs)} hours here, held-out F1 ranges from {min(h['heldout']['concat']['f1'] for h in runs):.3f} to {b['f1']:.3f}.
 
 A run on the wall-clock budget is not repeatable to the step: its progress, and with it the LR and the mix of
 row lengths, is measured in minutes, so the same options give different steps on a busier or quieter machine.
