@@ -114,6 +114,9 @@ def main():
         + ('a further stage from the export, then export and eval\n' if i else 'tokenizer, eval set, training, export, eval\n')
         for i, s in enumerate(commands(run))))
     fixed_steps = any(x == '--steps' or x.startswith('--steps=') for x in argv)
+    clock = (f"the {a['steps']:,} steps end the run unless {a['max_minutes']:g} minutes pass first, so the LR and "
+             "the row mix follow the step" if fixed_steps else
+             "on a slow machine the decay starts earlier and the run still ends on time")
     files = sorted(os.listdir(MODEL))
     sizes = {f: os.path.getsize(os.path.join(MODEL, f)) for f in files}
 
@@ -290,7 +293,7 @@ two-hop questions and distractors.
 | steps | {run['steps']:,} |
 | tokens seen | **{run['tokens_seen']:,}** (non-padding tokens processed; {a['tokens_per_step']:,}-token steps) |
 | optimizer | {'stage 1: ' if multi else ''}{optimizer_text(a)}; {a['warmup']} warmup steps, constant, linear decay to {a['min_lr_frac']:g}x over the last {a['decay_frac']:.0%} of the run |
-{stage_rows}| schedule clock | progress = max(step / {a['steps']}, minutes / {a['max_minutes']:g}): on a slow machine the decay starts earlier and the run still ends on time |
+{stage_rows}| schedule clock | progress = max(step / {a['steps']}, minutes / {a['max_minutes']:g}): {clock} |
 | seed | {a['seed']} (data of step s is drawn from seed "{a['seed']}-s", so a resumed run sees the same data) |
 | packing | one sample per row: 256, 512, 1,024 or 2,048 document slots (documents of half to all of them, so 128 to 2,047 tokens; short rows first, a curriculum), then {'128-512' if a.get('qa_slots', 1) == 1 else f"{a['qa_slots']:g}x 128-512"} question/answer slots holding several question/answer blocks that share the documents (every block sees the documents and itself only, at the positions right after the documents) |
 {crowd_row}| loss | next-token cross-entropy on documents and questions, answer tokens and their `<|eos|>` weighted x{a['answer_weight']:g}{'' if a.get('first_answer_weight', a['answer_weight']) == a['answer_weight'] else f", the first answer token x{a['first_answer_weight']:g}"} |
@@ -367,9 +370,9 @@ again; `--max-minutes` caps a stage's training wall time (resumes included) and 
 stage ends. `--smoke` runs
 the whole pipeline on a tiny model in about a minute. Without `--steps`, training runs on wall-clock progress
 (`--max-minutes`, 60 by default), so on a busier or quieter machine the number of steps, and therefore the exact
-weights, differ""" + (f"; the committed run fixed its first stage's {stages[0]['steps']:,} steps instead, the number a 2-core Xeon with "
-                  "AMX-BF16 fits in 60 minutes with `--bf16 auto` (measured there for the first recipe, which differs "
-                  "only in `--attn-sup-layers=-3,-1`, so each step costs the same)" if fixed_steps else
+weights, differ""" + (f"; the committed run fixed its first stage's {stages[0]['steps']:,} steps instead "
+                  f"({stages[0]['train_minutes']:.1f} min of training on a {run.get('machine', 'CPU')}), so its LR "
+                  "and row mix follow the step, not the machine's load" if fixed_steps else
                   f" (the committed run: {run['steps']} steps)") + """. `--bf16 auto` trains in bfloat16 only where the CPU has AMX-BF16 or AVX512-BF16 (the committed stages:
 """ + ', '.join(('yes' if precision(s['args']) == 'bf16' else 'no') for s in stages) + """); elsewhere it trains in float32, several times slower per step.
 
