@@ -371,8 +371,8 @@ stage ends. `--smoke` runs
 the whole pipeline on a tiny model in about a minute. Without `--steps`, training runs on wall-clock progress
 (`--max-minutes`, 60 by default), so on a busier or quieter machine the number of steps, and therefore the exact
 weights, differ""" + (f"; the committed run fixed its first stage's {stages[0]['steps']:,} steps instead "
-                  f"({stages[0]['train_minutes']:.1f} min of training on a {run.get('machine', 'CPU')}), so its LR "
-                  "and row mix follow the step, not the machine's load. The weights are still not bitwise repeatable: "
+                  f"({stages[0]['train_minutes']:.1f} min of training on a {run.get('machine', 'CPU')}; see the schedule "
+                  "clock above). The weights are still not bitwise repeatable: "
                   "the seed fixes the initialization and every step's data, and a rerun on the same machine sees the "
                   "same tokens in the same rows, but its loss drifts from the recorded one after the first few steps "
                   "(PyTorch does not promise bitwise-equal floating-point results on the CPU)"

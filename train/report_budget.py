@@ -72,8 +72,9 @@ def hour_line(full: dict, hours: list) -> str:
     if not runs:
         return ''
     link = '(see [One hour of training](#one-hour-of-training))'
-    if committed_hour(full, hours):
-        others = [h['heldout']['concat']['f1'] for name, h, _ in hours if name != committed_hour(full, hours)]
+    mine = committed_hour(full, hours)
+    if mine:
+        others = [h['heldout']['concat']['f1'] for name, h, _ in hours if name != mine]
         spread = (f"; the {len(others)} other one-hour runs there gave held-out F1 "
                   f"{min(others):.3f} to {max(others):.3f}" if others else '')
         return (f" It was trained in {full['train_minutes']:.1f} min on a {machines([full])}, from scratch, by one "
