@@ -32,7 +32,8 @@ export function gpuEnv(base = process.env) {
   return env;
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
+// Run as a command only when this very file is the entry (not when bundled into another, as in the GPU kit).
+if (import.meta.url.endsWith('/gpu-env.mjs') && import.meta.url === `file://${process.argv[1]}`) {
   const [, , ...args] = process.argv;
   const child = spawn(process.execPath, ['--import', 'tsx', ...args], { stdio: 'inherit', env: gpuEnv() });
   for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => child.kill(sig));

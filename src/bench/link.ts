@@ -11,10 +11,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { openModel } from '../node/session';
-import { compileChunk } from '../kvcompile/compile';
-import { link } from '../kvlink/link';
-import { parseAlgorithm } from '../kvlink/algorithms';
-import type { LinkPart } from '../kvlink/layout';
+import { benchTtft, compileBenchChunks, ttftRatios } from './ttft';
 
 const { values: a } = parseArgs({
   options: {
@@ -26,34 +23,11 @@ const { values: a } = parseArgs({
 const s = await openModel(a.model!);
 const adapter = s.gpu.adapter.description;
 const c = s.model.config;
-const nChunks = Number(a.chunks);
-const per = Math.floor(Number(a.context) / nChunks) - (c.bosId === null ? 0 : 1);
-const ctx = { engine: s.engine, modelId: c.name, tokenizerId: c.name, bosId: c.bosId };
-const chunks = [];
-for (let i = 0; i < nChunks; i++) {
-  chunks.push(await compileChunk(ctx, Array.from({ length: per }, (_, j) => 3 + ((i * 977 + j * 31) % (c.vocabSize - 3)))));
+const chunks = Number(a.chunks);
+const compiled = await compileBenchChunks(s.engine, Number(a.context), chunks);
+const rows = await benchTtft(s.engine, compiled, { algorithms: a.algorithms!.split(','), log: (l) => console.log(`[${adapter}] ${c.name} ${l}`) });
+for (const [k, v] of Object.entries(ttftRatios(rows))) {
+  if (k.startsWith('full/') || k.startsWith('cacheblend:0.15/')) console.log(`[${adapter}] TTFT(${k.replace('/', ') / TTFT(')}) = ${v.toFixed(2)} at ${a.context} tokens in ${chunks} chunks`);
 }
-const parts: LinkPart[] = [...chunks.map((chunk) => ({ kind: 'cache' as const, chunk })), { kind: 'text', tokens: [5, 6, 7, 8, 9, 10, 11, 12] }];
-const rows: Record<string, number | string | boolean | null>[] = [];
-for (const spec of a.algorithms!.split(',')) {
-  await link(s.engine, parts, parseAlgorithm(spec), { bosId: c.bosId }).then((r) => r.cache.destroy()); // warm
-  const r = await link(s.engine, parts, parseAlgorithm(spec), { bosId: c.bosId });
-  r.cache.destroy();
-  const t = r.ttft;
-  rows.push({ algorithm: spec, tokens: r.layout.tokens.length, recomputed: r.recomputed, ...t });
-  console.log(
-    `[${adapter}] ${c.name} ${spec}: TTFT ${t.totalMs.toFixed(0)} ms (load ${t.loadMs.toFixed(0)}, recompute ${t.recomputeMs.toFixed(0)}, ` +
-      `first token ${t.firstTokenMs.toFixed(0)}${t.gpuMs === null ? '' : `; GPU busy ${t.gpuMs.toFixed(0)}, load/GPU overlap ${t.overlapMs!.toFixed(0)}`}), ` +
-      `recomputed ${r.recomputed}/${r.layout.tokens.length} tokens`,
-  );
-}
-const ttft = (spec: string) => rows.find((r) => r.algorithm === spec)?.totalMs as number | undefined;
-const lego = ttft('legolink:16');
-if (lego) {
-  for (const other of ['full', 'cacheblend:0.15']) {
-    const o = ttft(other);
-    if (o) console.log(`[${adapter}] TTFT(${other}) / TTFT(legolink:16) = ${(o / lego).toFixed(2)} at ${a.context} tokens in ${nChunks} chunks`);
-  }
-}
-if (a.json) writeFileSync(a.json, JSON.stringify({ adapter, model: c.name, context: Number(a.context), chunks: nChunks, results: rows }, null, 1));
+if (a.json) writeFileSync(a.json, JSON.stringify({ adapter, model: c.name, context: Number(a.context), chunks, results: rows }, null, 1));
 s.close();

@@ -41,7 +41,8 @@ export async function createNodeGpu(): Promise<NodeGpu> {
   else if (!process.env.VK_ICD_FILENAMES && !process.env.VK_DRIVER_FILES && existsSync(SWIFTSHADER) && !process.env.LEGOKV_NATIVE_VULKAN) {
     process.env.VK_ICD_FILENAMES = SWIFTSHADER;
   }
-  const webgpu = await import('webgpu');
+  // LEGOKV_WEBGPU_MODULE: the `webgpu` package's index.js at another path (the GPU kit unpacks its own copy).
+  const webgpu = (await import(process.env.LEGOKV_WEBGPU_MODULE ?? 'webgpu')) as typeof import('webgpu');
   Object.assign(globalThis, webgpu.globals);
   let gpu: GPU | null = webgpu.create(backend === 'opengles' ? ['backend=opengles'] : []);
   let ctx: GpuContext;

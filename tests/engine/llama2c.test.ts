@@ -13,15 +13,16 @@ import { loadLlama2c } from '../../src/engine/formats/llama2c';
 import { bufferSource } from '../../src/engine/formats/source';
 import { Llama2cTokenizer } from '../../src/engine/tokenizer/llama2c';
 import { gpuEnv } from '../../scripts/gpu-env.mjs';
+import { cliArgs } from '../helpers/cli';
 
-export const STORIES = join(import.meta.dirname, '../../../shared/models/stories260K');
+export const STORIES = join(import.meta.dirname, '../../public/models/stories260K');
 const fixture = JSON.parse(readFileSync(join(import.meta.dirname, '../fixtures/llama2c/stories260K-greedy.json'), 'utf8'));
 
 for (const c of fixture.cases as { prompt: string; steps: number; stdout: string }[]) {
   test(`generate matches llama2.c: ${JSON.stringify(c.prompt)} -n ${c.steps}`, () => {
     const out = execFileSync(
       process.execPath,
-      ['--import', 'tsx', 'src/cli/generate.ts', '--model', join(STORIES, 'stories260K.bin'), '--prompt', c.prompt, '--steps', String(c.steps), '--temperature', '0'],
+      [...cliArgs('generate'), '--model', join(STORIES, 'stories260K.bin'), '--prompt', c.prompt, '--steps', String(c.steps), '--temperature', '0'],
       { env: gpuEnv(), stdio: ['ignore', 'pipe', 'pipe'] },
     );
     assert.equal(out.toString('latin1'), c.stdout);
@@ -33,7 +34,7 @@ test('generate matches llama2.c on the OpenGL ES backend (LEGOKV_NODE_BACKEND=op
   const c = fixture.cases[0] as { prompt: string; steps: number; stdout: string };
   const r = spawnSync(
     process.execPath,
-    ['--import', 'tsx', 'src/cli/generate.ts', '--model', join(STORIES, 'stories260K.bin'), '--prompt', c.prompt, '--steps', String(c.steps), '--temperature', '0'],
+    [...cliArgs('generate'), '--model', join(STORIES, 'stories260K.bin'), '--prompt', c.prompt, '--steps', String(c.steps), '--temperature', '0'],
     { env: gpuEnv({ ...process.env, LEGOKV_NODE_BACKEND: 'opengles' }), stdio: ['ignore', 'pipe', 'pipe'] },
   );
   assert.equal(r.status, 0, r.stderr.toString());
@@ -42,7 +43,7 @@ test('generate matches llama2.c on the OpenGL ES backend (LEGOKV_NODE_BACKEND=op
 });
 
 test('LEGOKV_NODE_BACKEND rejects an unknown backend by name', () => {
-  const r = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/generate.ts', '--model', join(STORIES, 'stories260K.bin'), '--steps', '2'], {
+  const r = spawnSync(process.execPath, [...cliArgs('generate'), '--model', join(STORIES, 'stories260K.bin'), '--steps', '2'], {
     env: gpuEnv({ ...process.env, LEGOKV_NODE_BACKEND: 'metal' }), stdio: ['ignore', 'pipe', 'pipe'],
   });
   assert.notEqual(r.status, 0);

@@ -1,0 +1,232 @@
+/**
+ * The GPU kit's measuring program (see scripts/gpu/README.md): on whatever
+ * adapter Dawn finds, it runs, in order and within a time budget,
+ *   1. parity: the kernel and model parity tests the kit carries (node --test);
+ *   2. copy: the adapter's buffer-copy bandwidth (bytes read + written);
+ *   3. engine: prefill at several lengths and decode, for each real-shape
+ *      model (shapes.json, random weights), with the decode roofline that its
+ *      weight bytes and the measured copy bandwidth allow;
+ *   4. link: TTFT of linking algorithms at long contexts in 512-token chunks.
+ * Everything goes to one JSON file, rewritten after every step, so a run cut
+ * short still leaves what it measured. Every figure carries the adapter.
+ *
+ *   node gpu-check.mjs --out DIR [--stages parity,copy,engine,link] [--models a,b]
+ *     [--lengths 512,2048,8192] [--contexts 8192,32768] [--link-models smollm2-135m]
+ *     [--budget-s 300] [--tests a.test.mjs,...]
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { createNodeGpu, loadKernelSources, type NodeGpu } from '../node/gpu';
+import { Engine } from '../engine/engine';
+import { SHAPE_NAMES, shapeConfig, syntheticWeights } from './shapes';
+import { benchPrefillDecode, prefillFlops } from './prefill';
+import { benchTtft, compileBenchChunks, ttftRatios } from './ttft';
+
+const { values: a } = parseArgs({
+  options: {
+    out: { type: 'string', default: '.' },
+    stages: { type: 'string', default: 'parity,copy,engine,link' },
+    models: { type: 'string', default: SHAPE_NAMES.filter((n) => n !== 'tiny-llama').join(',') },
+    lengths: { type: 'string', default: '512,2048,8192' },
+    contexts: { type: 'string', default: '8192,32768' },
+    'link-models': { type: 'string', default: 'smollm2-135m' },
+    'chunk-tokens': { type: 'string', default: '512' },
+    algorithms: { type: 'string', default: 'full,cacheblend:0.15,legolink:16,naive' },
+    'budget-s': { type: 'string', default: '300' },
+    tests: { type: 'string' },
+    'decode-steps': { type: 'string', default: '32' },
+  },
+});
+const t0 = performance.now();
+const budgetS = Number(a['budget-s']);
+/** Seconds left before `frac` of the budget is spent: each stage has its own share, so a slow one cannot starve the next. */
+const left = (frac = 1) => budgetS * frac - (performance.now() - t0) / 1000;
+/** Where each stage must end, as a share of the budget: the real-shape prefills up to 60%, the links up to 95%. */
+const ENGINE_END = 0.6, LINK_END = 0.95;
+const stages = new Set(a.stages!.split(','));
+mkdirSync(a.out!, { recursive: true });
+const file = join(a.out!, 'gpu-check.json');
+const report: Record<string, unknown> = { started: new Date().toISOString(), node: process.version, budget_s: budgetS };
+const save = () => writeFileSync(file, JSON.stringify({ ...report, elapsed_s: (performance.now() - t0) / 1000 }, null, 1));
+const log = (line: string) => console.log(`[${((performance.now() - t0) / 1000).toFixed(0).padStart(4)} s] ${line}`);
+
+/** Stage 1: the carried test files, one process, one file at a time (each makes its own device). */
+function parity() {
+  const dir = join(import.meta.dirname, '../../tests');
+  const files = a.tests ? a.tests.split(',').map((f) => join(dir, f)) : findTests(dir);
+  // Run from inside another test run (the CI rehearsal), node --test would report to its parent instead of printing.
+  const env = { ...process.env };
+  delete env.NODE_TEST_CONTEXT;
+  const r = spawnSync(process.execPath, ['--test', '--test-concurrency=1', '--test-reporter=spec', ...files], {
+    env, encoding: 'utf8', maxBuffer: 1 << 26, timeout: Math.round(Math.max(30, left() - 60) * 1000),
+  });
+  const out = `${r.stdout}\n${r.stderr}`;
+  const count = (re: RegExp) => Number(re.exec(out)?.[1] ?? NaN);
+  const failed = [...out.matchAll(/^\s*✖ (.+?) \(\d/gm)].map((m) => m[1]);
+  report.parity = {
+    files: files.map((f) => f.slice(dir.length + 1)), status: r.status, signal: r.signal,
+    pass: count(/^ℹ pass (\d+)$/m), fail: count(/^ℹ fail (\d+)$/m), skipped: count(/^ℹ skipped (\d+)$/m),
+    failed: [...new Set(failed)], tail: out.slice(-4000),
+  };
+  log(`parity: ${JSON.stringify({ pass: count(/^ℹ pass (\d+)$/m), fail: count(/^ℹ fail (\d+)$/m) })}`);
+}
+
+function findTests(dir: string): string[] {
+  const out: string[] = [];
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    if (e.isDirectory()) out.push(...findTests(join(dir, e.name)));
+    else if (e.name.endsWith('.test.mjs')) out.push(join(dir, e.name));
+  }
+  return out.sort();
+}
+
+function adapterInfo(gpu: NodeGpu) {
+  const L = gpu.device.limits;
+  return {
+    ...gpu.adapter, profile: gpu.profile, features: [...gpu.device.features].sort(),
+    limits: { maxStorageBufferBindingSize: L.maxStorageBufferBindingSize, maxBufferSize: L.maxBufferSize, maxComputeWorkgroupStorageSize: L.maxComputeWorkgroupStorageSize, maxComputeInvocationsPerWorkgroup: L.maxComputeInvocationsPerWorkgroup },
+  };
+}
+
+/** Stage 2: copyBufferToBuffer bandwidth, counting bytes read plus bytes written (METHOD.md's convention). */
+async function copyBandwidth(gpu: NodeGpu): Promise<number> {
+  const dev = gpu.device;
+  // 1 GiB each way on a GPU (far past any cache); CPU adapters get 64 MiB, and any size halves until it fits.
+  let size = Math.min(gpu.adapter.isFallback ? 1 << 26 : 1 << 30, dev.limits.maxBufferSize) & ~255;
+  const usage = GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST | GPUBufferUsage.STORAGE;
+  let src: GPUBuffer, dst: GPUBuffer;
+  for (;;) {
+    dev.pushErrorScope('out-of-memory');
+    src = dev.createBuffer({ size, usage });
+    dst = dev.createBuffer({ size, usage });
+    if (!(await dev.popErrorScope())) break;
+    src.destroy();
+    dst.destroy();
+    if (size <= 1 << 24) throw new Error('copy bandwidth: not even 16 MiB buffers could be allocated');
+    size /= 2;
+  }
+  const run = async (reps: number) => {
+    const enc = dev.createCommandEncoder();
+    for (let i = 0; i < reps; i++) enc.copyBufferToBuffer(i % 2 ? dst : src, 0, i % 2 ? src : dst, 0, size);
+    dev.queue.submit([enc.finish()]);
+    await dev.queue.onSubmittedWorkDone();
+  };
+  await run(2);
+  const reps = gpu.adapter.isFallback ? 2 : 20;
+  const s = performance.now();
+  await run(reps);
+  const gbps = (2 * size * reps) / ((performance.now() - s) / 1000) / 1e9;
+  src.destroy();
+  dst.destroy();
+  return gbps;
+}
+
+async function withModel<T>(gpu: NodeGpu, shape: string, fn: (e: Engine) => Promise<T>): Promise<T> {
+  const c = shapeConfig(shape);
+  const e = Engine.create(gpu, loadKernelSources());
+  try {
+    const tb = performance.now();
+    const w = syntheticWeights(c, 1);
+    await e.load(c, w, { weightDtype: 'f16' });
+    w.clear();
+    log(`${shape}: built and uploaded in ${((performance.now() - tb) / 1000).toFixed(1)} s (${(e.model!.bytes / 2 ** 30).toFixed(2)} GiB of f16 weights)`);
+    return await fn(e);
+  } finally {
+    e.destroy();
+  }
+}
+
+async function main() {
+  if (stages.has('parity')) {
+    parity();
+    save();
+  }
+  const gpu = await createNodeGpu();
+  const adapter = gpu.adapter.description;
+  report.adapter = adapterInfo(gpu);
+  log(`adapter: ${adapter} (vendor ${gpu.adapter.vendor || '?'}, ${gpu.profile} profile)`);
+  save();
+  let copyGBps = 0;
+  if (stages.has('copy')) {
+    copyGBps = await copyBandwidth(gpu);
+    report.copy = { adapter, gbytes_per_s: copyGBps, counts: 'bytes read + bytes written' };
+    log(`copy bandwidth: ${copyGBps.toFixed(0)} GB/s`);
+    save();
+  }
+  const lengths = a.lengths!.split(',').map(Number);
+  if (stages.has('engine')) {
+    const rows: Record<string, unknown>[] = [];
+    report.engine = rows;
+    for (const shape of a.models!.split(',')) {
+      if (left(ENGINE_END) < 20) {
+        rows.push({ adapter, model: shape, skipped: `out of time (${left(ENGINE_END).toFixed(0)} s left of the engine stage)` });
+        continue;
+      }
+      await withModel(gpu, shape, async (e) => {
+        const weightBytes = e.model!.bytes;
+        const r = await benchPrefillDecode(e, {
+          lengths, budgetS: Math.max(5, left(ENGINE_END) / 3), decodeSteps: Number(a['decode-steps']),
+          log: (l) => log(`[${adapter}] ${shape} ${l}`),
+        });
+        // Memory traffic per decode step is at least the weights, read once; the copy rate counts every byte moved.
+        const rooflineTokS = copyGBps ? (copyGBps * 1e9) / weightBytes : undefined;
+        for (const row of r) {
+          const roof = row.decode_tokens_per_s && rooflineTokS ? { decode_roofline_tokens_per_s: rooflineTokS, decode_share_of_roofline: row.decode_tokens_per_s / rooflineTokS } : {};
+          rows.push({ adapter, model: shape, weight_dtype: e.model!.dtype, weight_bytes: weightBytes, params: e.model!.plan.params, ...row, ...roof });
+        }
+        if (rooflineTokS && r[0]?.decode_tokens_per_s) log(`[${adapter}] ${shape} decode ${r[0].decode_tokens_per_s.toFixed(1)} tok/s = ${((r[0].decode_tokens_per_s / rooflineTokS) * 100).toFixed(1)}% of the ${rooflineTokS.toFixed(0)} tok/s its ${(weightBytes / 2 ** 20).toFixed(0)} MiB of weights allow at the copy bandwidth`);
+      }).catch((err) => rows.push({ adapter, model: shape, error: String(err?.stack ?? err) }));
+      save();
+    }
+  }
+  if (stages.has('link')) {
+    const rows: Record<string, unknown>[] = [];
+    report.link = rows;
+    const chunkTokens = Number(a['chunk-tokens']);
+    for (const shape of a['link-models']!.split(',')) {
+      await withModel(gpu, shape, async (e) => {
+        let fullMsAt: [number, number] | null = null;
+        for (const context of a.contexts!.split(',').map(Number)) {
+          // The full recompute dominates: estimate it from the last context (quadratic in attention, linear in matmul).
+          if (fullMsAt) {
+            const c = e.config, f0 = prefillFlops(c, fullMsAt[0]), f1 = prefillFlops(c, context);
+            const est = (fullMsAt[1] / 1000) * ((f1.matmul + f1.attention) / (f0.matmul + f0.attention)) * 3 + (context / fullMsAt[0]) * 5;
+            if (est > left(LINK_END)) {
+              rows.push({ adapter, model: shape, context, skipped: `about ${est.toFixed(0)} s needed, ${left(LINK_END).toFixed(0)} s left` });
+              log(`[${adapter}] ${shape} link ${context}: skipped (about ${est.toFixed(0)} s needed, ${left(LINK_END).toFixed(0)} left)`);
+              continue;
+            }
+          }
+          const chunks = Math.max(1, Math.round(context / chunkTokens));
+          const tc = performance.now();
+          const compiled = await compileBenchChunks(e, context, chunks);
+          const compileMs = performance.now() - tc;
+          const r = await benchTtft(e, compiled, { algorithms: a.algorithms!.split(','), log: (l) => log(`[${adapter}] ${shape} ${context} ${l}`) });
+          const ratios = ttftRatios(r);
+          rows.push({ adapter, model: shape, context, chunks, chunk_tokens: chunkTokens, compile_ms: compileMs, results: r, ratios });
+          log(`[${adapter}] ${shape} ${context}: ${Object.entries(ratios).map(([k, v]) => `TTFT(${k.replace('/', ')/TTFT(')}) = ${v.toFixed(1)}`).join(', ')}`);
+          const full = r.find((x) => x.algorithm === 'full');
+          if (full) fullMsAt = [context, full.totalMs];
+          save();
+        }
+      }).catch((err) => rows.push({ adapter, model: shape, error: String(err?.stack ?? err) }));
+      save();
+    }
+  }
+  report.finished = new Date().toISOString();
+  save();
+  gpu.release();
+  // A failed parity test or a stage that threw makes the run fail (the rehearsal in CI relies on it).
+  const p = report.parity as { status: number | null; pass: number } | undefined;
+  const errors = ['engine', 'link'].flatMap((k) => ((report[k] as { error?: string }[] | undefined) ?? []).filter((r) => r.error));
+  if ((p && (p.status !== 0 || !(p.pass > 0))) || errors.length) process.exitCode = 1;
+}
+
+main().catch((err) => {
+  report.error = String(err?.stack ?? err);
+  save();
+  console.error(err);
+  process.exit(1);
+});

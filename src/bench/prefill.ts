@@ -1,0 +1,88 @@
+/**
+ * Prefill and decode throughput of the loaded model, the measurement behind
+ * `npm run bench:engine` and the GPU kit (scripts/gpu/): tokens/s and
+ * achieved GFLOP/s (attention included) at several prompt lengths, decode
+ * tokens/s after the first, and the weight bytes one decode step must read.
+ */
+import type { Engine } from '../engine/engine';
+import type { ModelConfig } from '../engine/model/config';
+
+/** FLOPs of a causal prefill of n tokens: 2 per weight per token in matmuls, plus QKᵀ and PV over n(n+1)/2 pairs. */
+export function prefillFlops(c: ModelConfig, n: number): { matmul: number; attention: number } {
+  const qDim = c.nHeads * c.headDim, kvDim = c.nKvHeads * c.headDim;
+  const perLayer = c.hidden * (qDim + 2 * kvDim) + qDim * c.hidden + 3 * c.hidden * c.intermediate;
+  const matmul = 2 * n * (perLayer * c.nLayers + c.hidden * c.vocabSize / n);
+  let pairs = 0;
+  for (const kind of c.layerKinds) {
+    const w = kind === 'local' ? Math.min(c.slidingWindow, n) : n;
+    pairs += n * w - (w * (w - 1)) / 2;
+  }
+  return { matmul, attention: 4 * pairs * c.nHeads * c.headDim };
+}
+
+export interface PrefillRow {
+  tokens: number;
+  prefill_ms: number;
+  tokens_per_s: number;
+  gflops: number;
+  attention_share: number;
+  /** Decode steps/s right after this prefill (only after the first length). */
+  decode_tokens_per_s?: number;
+  decode_context?: number;
+}
+
+export interface PrefillBenchOptions {
+  lengths: number[];
+  /** Seconds one prefill may be expected to take before a longer length is skipped. */
+  budgetS: number;
+  /** Measure every length whatever the estimate. */
+  forced?: boolean;
+  decodeSteps?: number;
+  log?: (line: string) => void;
+}
+
+/** Token ids that touch the whole vocabulary, deterministic. */
+export const benchTokens = (n: number, vocab: number, salt = 0) => Array.from({ length: n }, (_, i) => (i * 7919 + 13 + salt * 104729) % vocab);
+
+export async function benchPrefillDecode(e: Engine, opts: PrefillBenchOptions): Promise<PrefillRow[]> {
+  const c = e.config;
+  const log = opts.log ?? (() => {});
+  const rows: PrefillRow[] = [];
+  let gflopsSoFar = 0;
+  for (const n of opts.lengths) {
+    const f = prefillFlops(c, n);
+    const estimateS = gflopsSoFar ? (f.matmul + f.attention) / gflopsSoFar / 1e9 : 0;
+    if (!opts.forced && estimateS > opts.budgetS) {
+      log(`prefill ${n}: skipped, about ${estimateS.toFixed(0)} s on this adapter (over the budget of ${opts.budgetS} s)`);
+      continue;
+    }
+    const tokens = benchTokens(n, c.vocabSize);
+    const steps = rows.length === 0 ? opts.decodeSteps ?? 16 : 0;
+    const cache = e.newCache(n + steps + 1);
+    try {
+      await e.prefill(cache, tokens.slice(0, Math.min(n, 16)), undefined, { logits: 'last' }); // warm pipelines
+      cache.truncate(0);
+      const t0 = performance.now();
+      await e.prefill(cache, tokens, undefined, { logits: 'last' });
+      const ms = performance.now() - t0;
+      const gflops = (f.matmul + f.attention) / ms / 1e6;
+      gflopsSoFar = gflops;
+      const row: PrefillRow = { tokens: n, prefill_ms: ms, tokens_per_s: (n / ms) * 1000, gflops, attention_share: f.attention / (f.matmul + f.attention) };
+      if (steps) {
+        await e.decode(cache, tokens[0]); // warm the decode pipelines
+        const t1 = performance.now();
+        for (let i = 1; i <= steps; i++) await e.decode(cache, tokens[i]);
+        row.decode_tokens_per_s = (steps / (performance.now() - t1)) * 1000;
+        row.decode_context = n;
+      }
+      rows.push(row);
+      log(
+        `prefill ${n}: ${ms.toFixed(0)} ms, ${row.tokens_per_s.toFixed(0)} tok/s, ${gflops.toFixed(1)} GFLOP/s ` +
+          `(${(row.attention_share * 100).toFixed(0)}% attention)` + (row.decode_tokens_per_s ? `; decode ${row.decode_tokens_per_s.toFixed(1)} tok/s` : ''),
+      );
+    } finally {
+      cache.destroy();
+    }
+  }
+  return rows;
+}

@@ -1,0 +1,66 @@
+/**
+ * TTFT of linking algorithms side by side on the loaded model, the
+ * measurement behind `npm run bench:link` and the GPU kit: a context of C
+ * tokens in equal chunks compiled ahead (EPIC's synchronous workload), plus
+ * a short question, linked by each algorithm (one warm-up link each first).
+ */
+import type { Engine } from '../engine/engine';
+import { compileChunk, type CompiledChunk } from '../kvcompile/compile';
+import { link } from '../kvlink/link';
+import { parseAlgorithm } from '../kvlink/algorithms';
+import type { LinkPart } from '../kvlink/layout';
+import type { TtftBreakdown } from '../kvlink/link';
+
+export interface TtftRow extends TtftBreakdown {
+  algorithm: string;
+  tokens: number;
+  recomputed: number;
+}
+
+export interface TtftBenchOptions {
+  context: number;
+  chunks: number;
+  algorithms: string[];
+  log?: (line: string) => void;
+}
+
+/** Compiles `chunks` chunks of random tokens that fill `context` with their BOS rows. */
+export async function compileBenchChunks(e: Engine, context: number, chunks: number): Promise<CompiledChunk[]> {
+  const c = e.config;
+  const per = Math.floor(context / chunks) - (c.bosId === null ? 0 : 1);
+  const ctx = { engine: e, modelId: c.name, tokenizerId: c.name, bosId: c.bosId };
+  const out: CompiledChunk[] = [];
+  for (let i = 0; i < chunks; i++) {
+    out.push(await compileChunk(ctx, Array.from({ length: per }, (_, j) => 3 + ((i * 977 + j * 31) % (c.vocabSize - 3)))));
+  }
+  return out;
+}
+
+export async function benchTtft(e: Engine, compiled: CompiledChunk[], opts: Omit<TtftBenchOptions, 'context' | 'chunks'>): Promise<TtftRow[]> {
+  const log = opts.log ?? (() => {});
+  const bosId = e.config.bosId;
+  const parts: LinkPart[] = [...compiled.map((chunk) => ({ kind: 'cache' as const, chunk })), { kind: 'text', tokens: [5, 6, 7, 8, 9, 10, 11, 12] }];
+  const rows: TtftRow[] = [];
+  for (const spec of opts.algorithms) {
+    await link(e, parts, parseAlgorithm(spec), { bosId }).then((r) => r.cache.destroy()); // warm
+    const r = await link(e, parts, parseAlgorithm(spec), { bosId });
+    r.cache.destroy();
+    const t = r.ttft;
+    rows.push({ algorithm: spec, tokens: r.layout.tokens.length, recomputed: r.recomputed, ...t });
+    log(
+      `${spec}: TTFT ${t.totalMs.toFixed(0)} ms (load ${t.loadMs.toFixed(0)}, recompute ${t.recomputeMs.toFixed(0)}, ` +
+        `first token ${t.firstTokenMs.toFixed(0)}${t.gpuMs === null ? '' : `; GPU busy ${t.gpuMs.toFixed(0)}, load/GPU overlap ${t.overlapMs!.toFixed(0)}`}), ` +
+        `recomputed ${r.recomputed}/${r.layout.tokens.length} tokens`,
+    );
+  }
+  return rows;
+}
+
+/** TTFT(other) / TTFT(legolink:16) for the rows that have both. */
+export function ttftRatios(rows: TtftRow[]): Record<string, number> {
+  const lego = rows.find((r) => r.algorithm === 'legolink:16')?.totalMs;
+  const out: Record<string, number> = {};
+  if (!lego) return out;
+  for (const r of rows) if (r.algorithm !== 'legolink:16') out[`${r.algorithm}/legolink:16`] = r.totalMs / lego;
+  return out;
+}

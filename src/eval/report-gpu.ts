@@ -1,0 +1,99 @@
+/**
+ * The "On a real GPU" section of docs/RESULTS.md, from the GPU kit's runs
+ * (docs/results/gpu-*.json, written by `npm run gpu:collect`): parity on the
+ * real adapter, prefill and decode of the real-shape models beside PyTorch
+ * on the same GPU in the same call, and TTFT of the linking algorithms.
+ */
+import type { PrefillRow } from '../bench/prefill';
+import type { TtftRow } from '../bench/ttft';
+
+type EngineRow = PrefillRow & { adapter: string; model: string; weight_bytes: number; weight_dtype: string; skipped?: string; error?: string };
+type TorchRow = { model: string; tokens: number; tokens_per_s: number; gflops: number; decode_tokens_per_s?: number; skipped?: string; error?: string };
+type LinkRow = { model: string; context: number; chunks: number; chunk_tokens: number; results?: TtftRow[]; ratios?: Record<string, number>; skipped?: string; error?: string };
+export interface GpuRun {
+  command: string;
+  kit: {
+    started: string; budget_s: number; node: string;
+    adapter: { description: string; vendor: string; features: string[]; limits: Record<string, number> };
+    parity?: { pass: number; fail: number; skipped: number; failed: string[]; files: string[] };
+    copy?: { gbytes_per_s: number };
+    engine?: EngineRow[];
+    link?: LinkRow[];
+  };
+  torch: { device: string; torch: string; transformers: string; copy_gbytes_per_s: number; rows: TorchRow[] } | null;
+}
+
+const n0 = (x: number | undefined) => (x === undefined || !Number.isFinite(x) ? '–' : x.toFixed(0));
+const n1 = (x: number | undefined) => (x === undefined || !Number.isFinite(x) ? '–' : x.toFixed(1));
+const pc = (x: number | undefined) => (x === undefined || !Number.isFinite(x) ? '–' : `${(x * 100).toFixed(0)}%`);
+const table = (h: string[], rows: (string | number)[][]) =>
+  [`| ${h.join(' | ')} |`, `| ${h.map((_, i) => (i ? '---:' : '---')).join(' | ')} |`, ...rows.map((r) => `| ${r.join(' | ')} |`)].join('\n');
+
+/** The issue's three GPU targets, from one run (undefined where the run did not measure it). */
+export function gpuTargets(r: GpuRun) {
+  const eng = (r.kit.engine ?? []).filter((x) => !x.skipped && !x.error);
+  const ours = eng.find((x) => x.model === 'llama-3.2-1b' && x.tokens === 2048);
+  const theirs = r.torch?.rows.find((x) => x.model === 'llama-3.2-1b' && x.tokens === 2048 && !x.skipped);
+  const dec = eng.find((x) => x.model === 'llama-3.2-1b' && x.decode_tokens_per_s);
+  // The roofline uses the GPU's best measured copy rate (PyTorch's, in the same call) and the weight bytes.
+  const bw = Math.max(r.torch?.copy_gbytes_per_s ?? 0, r.kit.copy?.gbytes_per_s ?? 0);
+  const roof = dec && bw ? (bw * 1e9) / dec.weight_bytes : undefined;
+  const link = (r.kit.link ?? []).find((x) => x.context === 32768 && x.ratios);
+  return {
+    prefill: ours && theirs ? ours.tokens_per_s / theirs.tokens_per_s : undefined,
+    decode: dec && roof ? dec.decode_tokens_per_s! / roof : undefined,
+    roofline: roof,
+    link32k: link?.ratios?.['full/legolink:16'],
+  };
+}
+
+export function gpuSection(runs: { file: string; r: GpuRun }[]): string {
+  if (!runs.length) return '';
+  const lines: string[] = ['## On a real GPU (the GPU kit)', ''];
+  lines.push('`npm run gpu:kit` builds a bundle (Node, Dawn, the engine and tests as plain JS) that runs on a lent GPU machine with `bash scripts/gpu-check.sh` (scripts/gpu/README.md). The models are of real shape with random f16 weights (`src/bench/shapes.json`); PyTorch runs the same shapes in float32 with TF32 off and SDPA attention, on the same GPU in the same call. LegoKV stores weights as packed f16 and computes in f32.', '');
+  for (const { file, r } of runs) {
+    const k = r.kit, t = r.torch;
+    lines.push(`### ${k.adapter.description} · ${k.started.slice(0, 10)} · \`${file}\``, '');
+    lines.push(`\`${r.command}\` · adapter **${k.adapter.description}** (vendor ${k.adapter.vendor || '?'}; features ${k.adapter.features.join(', ') || 'none'}; max storage binding ${n0(k.adapter.limits.maxStorageBufferBindingSize / 2 ** 20)} MiB) · Node ${k.node}` +
+      (t ? ` · PyTorch ${t.torch} with transformers ${t.transformers} on **${t.device}**` : ' · no PyTorch reference in this run'), '');
+    if (k.parity) {
+      lines.push(`Parity tests on this adapter (${k.parity.files.join(', ')}): **${k.parity.pass} passed, ${k.parity.fail} failed**` +
+        (k.parity.failed.length ? ` (${k.parity.failed.join('; ')})` : '') + '.', '');
+    }
+    if (k.copy) lines.push(`Copy bandwidth (bytes read + written): WebGPU \`copyBufferToBuffer\` ${n0(k.copy.gbytes_per_s)} GB/s` + (t ? `; PyTorch \`copy_\` ${n0(t.copy_gbytes_per_s)} GB/s.` : '.'), '');
+    const eng = k.engine ?? [];
+    const torchRow = (m: string, n: number) => t?.rows.find((x) => x.model === m && x.tokens === n && !x.skipped && !x.error);
+    lines.push('Prefill (tokens/s; GFLOP/s counts matmuls and attention):', '');
+    lines.push(table(['model', 'tokens', 'LegoKV tok/s', 'LegoKV GFLOP/s', 'PyTorch tok/s', 'PyTorch GFLOP/s', 'LegoKV / PyTorch'], eng.filter((x) => x.tokens).map((x) => {
+      const p = torchRow(x.model, x.tokens);
+      return [x.model, x.tokens, n0(x.tokens_per_s), n0(x.gflops), n0(p?.tokens_per_s), n0(p?.gflops), pc(p ? x.tokens_per_s / p.tokens_per_s : undefined)];
+    })), '');
+    const bw = Math.max(t?.copy_gbytes_per_s ?? 0, k.copy?.gbytes_per_s ?? 0);
+    lines.push(`Decode (tokens/s after a ${eng.find((x) => x.decode_context)?.decode_context ?? '?'}-token prefill; the roofline is the GPU's best measured copy rate, ${n0(bw)} GB/s, over the weight bytes one step reads):`, '');
+    lines.push(table(['model', 'weights', 'LegoKV tok/s', 'roofline tok/s', 'LegoKV / roofline', 'PyTorch tok/s'], eng.filter((x) => x.decode_tokens_per_s).map((x) => {
+      const roof = bw ? (bw * 1e9) / x.weight_bytes : undefined;
+      return [x.model, `${n0(x.weight_bytes / 2 ** 20)} MiB ${x.weight_dtype}`, n1(x.decode_tokens_per_s), n0(roof), pc(roof ? x.decode_tokens_per_s! / roof : undefined), n1(t?.rows.find((p) => p.model === x.model && p.decode_tokens_per_s)?.decode_tokens_per_s)];
+    })), '');
+    const notes = [...eng.filter((x) => x.skipped || x.error), ...(t?.rows ?? []).filter((x) => x.skipped || x.error)];
+    for (const x of notes) lines.push(`- ${x.model}: ${x.skipped ?? x.error}`);
+    if (notes.length) lines.push('');
+    for (const l of k.link ?? []) {
+      if (!l.results) {
+        lines.push(`- TTFT at ${l.context} tokens, ${l.model}: ${l.skipped ?? l.error}`, '');
+        continue;
+      }
+      lines.push(`TTFT at ${l.context} tokens in ${l.chunks} chunks of ${l.chunk_tokens}, ${l.model} (ms; chunks compiled ahead and kept in host memory):`, '');
+      lines.push(table(['algorithm', 'TTFT', 'load', 'recompute', 'first token', 'GPU busy', 'recomputed rows', '× legolink:16'], l.results.map((x) => [
+        x.algorithm, n0(x.totalMs), n0(x.loadMs), n0(x.recomputeMs), n0(x.firstTokenMs), n0(x.gpuMs ?? undefined), `${x.recomputed} / ${x.tokens}`, n1(l.ratios?.[`${x.algorithm}/legolink:16`] ?? (x.algorithm === 'legolink:16' ? 1 : undefined)),
+      ])), '');
+    }
+    const g = gpuTargets(r);
+    lines.push('The GPU issue\'s targets, from this run:', '');
+    lines.push(table(['target', 'measured', 'goal', 'met'], [
+      ['Prefill of llama-3.2-1b at 2048 tokens, against PyTorch fp32', pc(g.prefill), '≥ 40%', g.prefill === undefined ? '–' : g.prefill >= 0.4 ? 'yes' : 'no'],
+      ['Decode of llama-3.2-1b, against its roofline', `${pc(g.decode)} of ${n0(g.roofline)} tok/s`, '≥ 50%', g.decode === undefined ? '–' : g.decode >= 0.5 ? 'yes' : 'no'],
+      ['TTFT(full) / TTFT(legolink:16) at 32K tokens', n1(g.link32k), '≥ 20', g.link32k === undefined ? '–' : g.link32k >= 20 ? 'yes' : 'no'],
+    ]), '');
+  }
+  return lines.join('\n');
+}

@@ -1,0 +1,59 @@
+/**
+ * The GPU kit's rehearsal (scripts/gpu/README.md): build the kit into a
+ * temporary folder, then run its one command, scripts/gpu-check.sh, in its
+ * smoke subset on this machine's adapter (SwiftShader in CI), exactly as the
+ * GPU machine runs it: unpacked Node and Dawn, bundled JS, no tsx and no
+ * node_modules. A kit that would break on the GPU's clock breaks here first.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+const ROOT = join(import.meta.dirname, '../..');
+
+test('npm run gpu:kit builds a kit under 60 MiB whose smoke run passes on this adapter', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'legokv-kit-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const kit = join(dir, 'kit');
+  // No Debian downloads in CI, and the fastest xz level: the format is the same, only the ratio differs.
+  const build = spawnSync(process.execPath, ['scripts/gpu/build-kit.mjs', '--out', kit, '--no-gl', '--xz-level', '0'], { cwd: ROOT, encoding: 'utf8' });
+  assert.equal(build.status, 0, build.stderr + build.stdout);
+  const manifest = JSON.parse(readFileSync(join(kit, 'MANIFEST.json'), 'utf8'));
+  assert.ok(manifest.total_bytes < 60 * 2 ** 20, `kit is ${manifest.total_bytes} bytes`);
+  for (const f of ['node.xz', 'webgpu/dawn.node.xz', 'src/bench/gpu-check.mjs', 'tests/engine/kernels.test.mjs', 'torch_bench.py']) {
+    assert.ok(manifest.files.some((x: { path: string }) => x.path === f), `the kit holds ${f}`);
+  }
+
+  const out = join(dir, 'out');
+  // The environment of a machine without tsx on the module path: only what the kit carries may be used.
+  const env: NodeJS.ProcessEnv = { ...process.env, NODE_OPTIONS: "" };
+  delete env.VK_ICD_FILENAMES;
+  const run = spawnSync('bash', ['scripts/gpu-check.sh', '--kit', kit, '--out', out, '--smoke', '--no-torch', '--budget-s', '600'], { cwd: ROOT, encoding: 'utf8', env });
+  assert.equal(run.status, 0, run.stdout.slice(-3000) + run.stderr.slice(-3000));
+  const r = JSON.parse(readFileSync(join(out, 'gpu-check.json'), 'utf8'));
+  assert.ok(r.parity.pass >= 30 && r.parity.fail === 0, `parity ${r.parity.pass} passed, ${r.parity.fail} failed`);
+  assert.match(r.adapter.description, /\S/);
+  const engine = r.engine as { model: string; adapter: string; tokens_per_s: number; decode_tokens_per_s?: number }[];
+  for (const m of ['tiny-llama', 'smollm2-135m']) {
+    const row = engine.find((x) => x.model === m);
+    assert.ok(row && row.tokens_per_s > 0 && row.decode_tokens_per_s! > 0, `${m}: ${JSON.stringify(row)}`);
+    assert.equal(row.adapter, r.adapter.description, 'every figure carries the adapter');
+  }
+  const link = r.link[0] as { results: { algorithm: string; recomputed: number; tokens: number }[]; ratios: Record<string, number> };
+  assert.deepEqual(link.results.map((x) => x.algorithm), ['full', 'cacheblend:0.15', 'legolink:16', 'naive']);
+  assert.equal(link.results[0].recomputed, link.results[0].tokens, 'full recomputes every row');
+  assert.ok(link.ratios['full/legolink:16'] > 0);
+  assert.match(readFileSync(join(out, 'gpu-check.log'), 'utf8'), /parity: \{"pass":\d+,"fail":0\}/);
+});
+
+test('gpu-check.sh refuses a folder that holds no kit, and an unknown option, with one clear line', () => {
+  const none = spawnSync('bash', ['scripts/gpu-check.sh', '--kit', tmpdir(), '--out', join(tmpdir(), 'legokv-none')], { cwd: ROOT, encoding: 'utf8' });
+  assert.equal(none.status, 2);
+  assert.match(none.stderr, /no kit at .* \(build it with npm run gpu:kit\)/);
+  const bad = spawnSync('bash', ['scripts/gpu-check.sh', '--fast'], { cwd: ROOT, encoding: 'utf8' });
+  assert.equal(bad.status, 2);
+  assert.match(bad.stderr, /unknown option --fast/);
+});
