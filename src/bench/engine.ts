@@ -23,7 +23,7 @@ const results: Record<string, unknown>[] = [];
 for (const name of wanted) {
   const path = KNOWN_MODELS[name];
   if (!path || !existsSync(path)) {
-    console.log(`${name}: not present, skipped (run npm start to fetch it)`);
+    console.log(`${name}: not present, skipped (npm start, npm test or npm run fetch:models fetch it)`);
     continue;
   }
   const s = await openModel(path);

@@ -27,7 +27,7 @@ export const RERUN: { what: string; args: string[] }[] = [
   { what: 'eval multidoc', args: ['run', 'eval', '--', '--model', 'stories260K', '--data', 'data/multidoc.jsonl', '--limit', '20', '--out', 'docs/results/eval-multidoc-stories260K.json'] },
   { what: 'eval samsum', args: ['run', 'eval', '--', '--model', 'stories260K', '--data', 'data/samsum.jsonl', '--limit', '8', '--out', 'docs/results/eval-samsum-stories260K.json'] },
   { what: 'eval needle', args: ['run', 'eval', '--', '--model', 'stories260K', '--data', 'data/small-needle.jsonl', '--out', 'docs/results/eval-needle-stories260K.json'] },
-  // Gemma 3 270M (fetched by `npm start` or `node scripts/fetch-gemma.mjs`): where per-row work outweighs attention,
+  // Gemma 3 270M (fetched by `npm start` or `npm run fetch:models`): where per-row work outweighs attention,
   // as in EPIC's models; LegoLink only (compiling 8K tokens of it took 32 min on SwiftShader on a quiet 2-core host).
   { what: 'context-length scaling, Gemma 3 270M', args: ['run', 'bench:scaling', '--', '--model', 'gemma-3-270m', '--lengths', '4096,8192', '--algorithms', 'legolink:16', '--max-point-s', '600', '--budget-s', '2400', '--out', 'docs/results/scaling-gemma-3-270m.json'] },
 ];

@@ -13,7 +13,7 @@
  * `--resume` continues the run saved in `--out` (its finished cases are kept,
  * after checking that the model's bytes, data, algorithms, backend and
  * adapter are the same).
- * `--model` takes a path or a known name (stories260K, qa-demo, gemma-3-270m).
+ * `--model` takes a path or a known name (stories260K, qa-demo, gemma-3-270m, smollm2-135m-instruct).
  * Backends: `node` (default) runs the ContextCache API on Node's `webgpu`
  * package; `browser` runs the app's own inference worker in headless
  * Chromium, through a Vite dev server (src/eval/browser-backend.ts; no
@@ -42,7 +42,7 @@ async function main() {
     },
   });
   if (!a.data) {
-    console.error('usage: npm run eval -- --model <path|stories260K|gemma-3-270m> --data <file.jsonl> [--algorithms a,b] [--max-new-tokens 32] [--out results.json] [--backend node|browser] [--limit N] [--resume]');
+    console.error('usage: npm run eval -- --model <path|stories260K|qa-demo|gemma-3-270m|smollm2-135m-instruct> --data <file.jsonl> [--algorithms a,b] [--max-new-tokens 32] [--out results.json] [--backend node|browser] [--limit N] [--resume]');
     process.exit(2);
   }
   if (a.backend !== 'node' && a.backend !== 'browser') {

@@ -20,6 +20,7 @@ export const KNOWN_MODELS: Record<string, string> = {
   stories260K: join(REPO_ROOT, 'public/models/stories260K/stories260K.bin'),
   'qa-demo': join(REPO_ROOT, 'public/models/qa-demo'),
   'gemma-3-270m': join(REPO_ROOT, '.cache/models/gemma-3-270m-q4_k_m.gguf'),
+  'smollm2-135m-instruct': join(REPO_ROOT, '.cache/models/SmolLM2-135M-Instruct.Q4_1.gguf'),
 };
 
 export function resolveModelPath(m: string): string {

