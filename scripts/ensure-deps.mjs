@@ -6,17 +6,24 @@
 // esbuild's optional per-platform binaries for them, and recent npm versions'
 // `npm ci` then refuses the lockfile as "out of sync". Only in that case does
 // this fall back to `npm install`, which still follows the lockfile's versions.
+//
+// node-llama-cpp (the llama.cpp reference of tests/engine/llamacpp-parity.test.ts)
+// ships prebuilt llama.cpp binaries as optional packages; its postinstall would
+// otherwise try to download and build llama.cpp from GitHub where none fits.
+// NODE_LLAMA_CPP_SKIP_DOWNLOAD=true here, and `config.nodeLlamaCppPostinstall:
+// "skip"` in package.json for a plain `npm ci` / `npm install`, turn that off.
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 
-export function ensureNodeModules(root, tag, required = ['vite', 'webgpu', '@playwright/test']) {
+export function ensureNodeModules(root, tag, required = ['vite', 'webgpu', '@playwright/test', 'node-llama-cpp']) {
   const ok = existsSync(join(root, 'node_modules/.package-lock.json'))
     && required.every((p) => existsSync(join(root, 'node_modules', p, 'package.json')));
   if (ok) return;
   console.log(`[${tag}] installing npm packages (npm ci)`);
   const flags = ['--no-audit', '--no-fund'];
-  const ci = spawnSync('npm', ['ci', ...flags], { cwd: root, stdio: ['ignore', 'inherit', 'pipe'], encoding: 'utf8' });
+  const env = { ...process.env, NODE_LLAMA_CPP_SKIP_DOWNLOAD: 'true' };
+  const ci = spawnSync('npm', ['ci', ...flags], { cwd: root, env, stdio: ['ignore', 'inherit', 'pipe'], encoding: 'utf8' });
   if (ci.status === 0) return;
   const err = ci.stderr ?? '';
   if (!/can only install packages when your package\.json and package-lock\.json/.test(err)) {
@@ -24,6 +31,6 @@ export function ensureNodeModules(root, tag, required = ['vite', 'webgpu', '@pla
     process.exit(ci.status ?? 1);
   }
   console.log(`[${tag}] npm ci rejected the lockfile (other platforms' optional packages are not on this registry); running npm install`);
-  const inst = spawnSync('npm', ['install', ...flags], { cwd: root, stdio: 'inherit' });
+  const inst = spawnSync('npm', ['install', ...flags], { cwd: root, env, stdio: 'inherit' });
   if (inst.status !== 0) process.exit(inst.status ?? 1);
 }
