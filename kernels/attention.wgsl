@@ -12,9 +12,13 @@
 // keys four at a time; the online-softmax state (max, sum) of the TQ rows
 // sits in the lanes of a vec4. Base-2 exponentials.
 // out: [T, H * HD].
+// SPLIT (flash-decoding, for real GPUs when few query rows face many keys):
+// each (row group, head) has `splits` invocations, each over its own slice of
+// the key range, writing its unnormalised accumulator to out[(t, h, s)] and
+// its (max, sum) to ml; attention_combine.wgsl merges the slices.
 #include "common"
 
-struct Params { T: u32, n: u32, H: u32, NKV: u32, q_stride: u32, q_offset: u32, window: u32, scale: f32 }
+struct Params { T: u32, n: u32, H: u32, NKV: u32, q_stride: u32, q_offset: u32, window: u32, scale: f32, splits: u32 }
 
 const HD4: u32 = {{HD4}}u;
 const TQ: u32 = {{TQ}}u;
@@ -38,14 +42,19 @@ fn load_v(i: u32) -> vec4<f32> { return vc[i]; }
 @group(0) @binding(5) var<storage, read> kpos: array<i32>;
 @group(0) @binding(6) var<storage, read_write> out: array<vec4<f32>>;
 @group(0) @binding(7) var<storage, read> bounds: array<vec2<u32>>;
+#if SPLIT
+@group(0) @binding(8) var<storage, read_write> ml: array<vec2<f32>>;
+#endif
 
 @compute @workgroup_size(64, 1, 1)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
   let id = flat_id(gid, nwg, 64u);
   let groups = (p.T + TQ - 1u) / TQ;
-  if (id >= groups * p.H) { return; }
-  let t0 = (id / p.H) * TQ;
-  let h = id % p.H;
+  if (id >= groups * p.H * p.splits) { return; }
+  let split = id % p.splits;
+  let gh = id / p.splits;
+  let t0 = (gh / p.H) * TQ;
+  let h = gh % p.H;
   let kvh = h / (p.H / p.NKV);
 
   var qv: array<vec4<f32>, TQ * HD4>;
@@ -64,6 +73,12 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     for (var i = 0u; i < HD4; i++) { qv[r * HD4 + i] = q[qbase + i] * (p.scale * LOG2E); }
   }
   last = min(last, p.n);
+  // This invocation's slice of [first, last): all of it unless the keys are split.
+  if (last > first && p.splits > 1u) {
+    let len = (last - first + p.splits - 1u) / p.splits;
+    first = min(last, first + split * len);
+    last = min(last, first + len);
+  }
 
   var acc: array<vec4<f32>, TQ * HD4>;
   var m = vec4<f32>(NEG);
@@ -118,8 +133,14 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   }
   for (var r = 0u; r < TQ; r++) {
     if (!live[r]) { break; }
+#if SPLIT
+    let slot = ((t0 + r) * p.H + h) * p.splits + split;
+    ml[slot] = vec2<f32>(m[r], l[r]);
+    for (var i = 0u; i < HD4; i++) { out[slot * HD4 + i] = acc[r * HD4 + i]; }
+#else
     let inv = select(0.0, 1.0 / l[r], l[r] > 0.0);
     let ob = ((t0 + r) * p.H + h) * HD4;
     for (var i = 0u; i < HD4; i++) { out[ob + i] = acc[r * HD4 + i] * inv; }
+#endif
   }
 }

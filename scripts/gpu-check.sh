@@ -76,7 +76,7 @@ echo "gpu-check: Vulkan ICD files: $(ls /usr/share/vulkan/icd.d /etc/vulkan/icd.
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv,noheader | sed 's/^/gpu-check: nvidia-smi: /'
 
 if [ "$SMOKE" = 1 ]; then
-  ARGS=(--tests engine/kernels.test.mjs,engine/llama2c.test.mjs --models tiny-llama,smollm2-135m --lengths 16 --decode-steps 2
+  ARGS=(--tests engine/kernels.test.mjs,engine/llama2c.test.mjs --matmul-model tiny-llama --models tiny-llama,smollm2-135m --lengths 16 --decode-steps 2
         --link-models tiny-llama --contexts 256 --chunk-tokens 128 --budget-s "$BUDGET")
   TORCH_ARGS=(--models tiny-llama --lengths 16,32 --decode-steps 2 --budget-s 60)
 else

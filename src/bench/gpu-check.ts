@@ -3,10 +3,12 @@
  * adapter Dawn finds, it runs, in order and within a time budget,
  *   1. parity: the kernel and model parity tests the kit carries (node --test);
  *   2. copy: the adapter's buffer-copy bandwidth (bytes read + written);
- *   3. engine: prefill at several lengths and decode, for each real-shape
+ *   3. matmul: each matmul kernel variant alone, on Llama-3.2-1B's products (--matmul-model)
+ *      (prefill's and decode's), so the per-adapter choice can be checked;
+ *   4. engine: prefill at several lengths and decode, for each real-shape
  *      model (shapes.json, random weights), with the decode roofline that its
  *      weight bytes and the measured copy bandwidth allow;
- *   4. link: TTFT of linking algorithms at long contexts in 512-token chunks.
+ *   5. link: TTFT of linking algorithms at long contexts in 512-token chunks.
  * Everything goes to one JSON file, rewritten after every step, so a run cut
  * short still leaves what it measured. Every figure carries the adapter.
  *
@@ -23,11 +25,13 @@ import { Engine } from '../engine/engine';
 import { SHAPE_NAMES, shapeConfig, syntheticWeights } from './shapes';
 import { benchPrefillDecode, prefillFlops } from './prefill';
 import { benchTtft, compileBenchChunks, ttftRatios } from './ttft';
+import { timeMatmuls } from './matmul';
+import { GpuTier } from '../kvstore/gpu-tier';
 
 const { values: a } = parseArgs({
   options: {
     out: { type: 'string', default: '.' },
-    stages: { type: 'string', default: 'parity,copy,engine,link' },
+    stages: { type: 'string', default: 'parity,copy,matmul,engine,link' },
     models: { type: 'string', default: SHAPE_NAMES.filter((n) => n !== 'tiny-llama').join(',') },
     lengths: { type: 'string', default: '512,2048,8192' },
     contexts: { type: 'string', default: '8192,32768' },
@@ -37,6 +41,7 @@ const { values: a } = parseArgs({
     'budget-s': { type: 'string', default: '300' },
     tests: { type: 'string' },
     'decode-steps': { type: 'string', default: '32' },
+    'matmul-model': { type: 'string', default: 'llama-3.2-1b' },
   },
 });
 const t0 = performance.now();
@@ -85,7 +90,7 @@ function findTests(dir: string): string[] {
 function adapterInfo(gpu: NodeGpu) {
   const L = gpu.device.limits;
   return {
-    ...gpu.adapter, profile: gpu.profile, features: [...gpu.device.features].sort(),
+    ...gpu.adapter, profile: gpu.profile, features: [...gpu.device.features].sort(), adapter_features: gpu.adapterFeatures,
     limits: { maxStorageBufferBindingSize: L.maxStorageBufferBindingSize, maxBufferSize: L.maxBufferSize, maxComputeWorkgroupStorageSize: L.maxComputeWorkgroupStorageSize, maxComputeInvocationsPerWorkgroup: L.maxComputeInvocationsPerWorkgroup },
   };
 }
@@ -155,6 +160,30 @@ async function main() {
     log(`copy bandwidth: ${copyGBps.toFixed(0)} GB/s`);
     save();
   }
+  if (stages.has('matmul')) {
+    const e = Engine.create(gpu, loadKernelSources());
+    const rows: Record<string, unknown>[] = [];
+    report.matmul = rows;
+    const c = shapeConfig(a['matmul-model']!);
+    const qkv = (c.nHeads + 2 * c.nKvHeads) * c.headDim;
+    // [T, K, N]: the fused q/k/v, gate/up and down projections at a 2048-token prefill, and at decode with the LM head.
+    const shapes: [number, number, number][] = [[2048, c.hidden, qkv], [2048, c.hidden, 2 * c.intermediate], [2048, c.intermediate, c.hidden],
+      [1, c.hidden, qkv], [1, c.hidden, 2 * c.intermediate], [1, c.intermediate, c.hidden], [1, c.hidden, c.vocabSize]];
+    try {
+      for (const [T, K, N] of shapes) {
+        for (const m of await timeMatmuls(e, T, K, N, 'f16')) {
+          const chosen = e.ops.pickMatmul(T, N) === m.variant;
+          rows.push({ adapter, ...m, chosen });
+          log(`[${adapter}] matmul ${m.variant}${chosen ? ' (chosen)' : ''} [${T}x${K}]·[${K}x${N}] f16: ${m.ms.toFixed(3)} ms, ${m.gflops.toFixed(0)} GFLOP/s, ${m.weightGBps.toFixed(0)} GB/s of weights`);
+        }
+        save();
+      }
+    } catch (err) {
+      rows.push({ adapter, error: String((err as Error)?.stack ?? err) });
+    } finally {
+      e.destroy();
+    }
+  }
   const lengths = a.lengths!.split(',').map(Number);
   if (stages.has('engine')) {
     const rows: Record<string, unknown>[] = [];
@@ -203,12 +232,26 @@ async function main() {
           const tc = performance.now();
           const compiled = await compileBenchChunks(e, context, chunks);
           const compileMs = performance.now() - tc;
-          const r = await benchTtft(e, compiled, { algorithms: a.algorithms!.split(','), log: (l) => log(`[${adapter}] ${shape} ${context} ${l}`) });
+          const algorithms = a.algorithms!.split(',');
+          const r = await benchTtft(e, compiled, { algorithms, log: (l) => log(`[${adapter}] ${shape} ${context} ${l}`) });
           const ratios = ttftRatios(r);
-          rows.push({ adapter, model: shape, context, chunks, chunk_tokens: chunkTokens, compile_ms: compileMs, results: r, ratios });
+          rows.push({ adapter, model: shape, context, chunks, chunk_tokens: chunkTokens, tier: 'host', compile_ms: compileMs, results: r, ratios });
           log(`[${adapter}] ${shape} ${context}: ${Object.entries(ratios).map(([k, v]) => `TTFT(${k.replace('/', ')/TTFT(')}) = ${v.toFixed(1)}`).join(', ')}`);
           const full = r.find((x) => x.algorithm === 'full');
           if (full) fullMsAt = [context, full.totalMs];
+          save();
+          // The same chunks resident on the GPU (KVStore's GPU tier): linking copies rows instead of uploading them.
+          // Full recompute reads no cached row, so its host-tier time stands for both.
+          const tier = new GpuTier(gpu.device, Infinity);
+          try {
+            const resident = compiled.map((c) => tier.put(c));
+            const g = await benchTtft(e, resident, { algorithms: algorithms.filter((x) => x !== 'full'), log: (l) => log(`[${adapter}] ${shape} ${context} GPU tier ${l}`) });
+            const gr = ttftRatios(full ? [full, ...g] : g);
+            rows.push({ adapter, model: shape, context, chunks, chunk_tokens: chunkTokens, tier: 'gpu', results: g, ratios: gr });
+            log(`[${adapter}] ${shape} ${context} GPU tier: ${Object.entries(gr).map(([k, v]) => `TTFT(${k.replace('/', ')/TTFT(')}) = ${v.toFixed(1)}`).join(', ')}`);
+          } finally {
+            tier.clear();
+          }
           save();
         }
       }).catch((err) => rows.push({ adapter, model: shape, error: String(err?.stack ?? err) }));
@@ -220,7 +263,7 @@ async function main() {
   gpu.release();
   // A failed parity test or a stage that threw makes the run fail (the rehearsal in CI relies on it).
   const p = report.parity as { status: number | null; pass: number } | undefined;
-  const errors = ['engine', 'link'].flatMap((k) => ((report[k] as { error?: string }[] | undefined) ?? []).filter((r) => r.error));
+  const errors = ['matmul', 'engine', 'link'].flatMap((k) => ((report[k] as { error?: string }[] | undefined) ?? []).filter((r) => r.error));
   if ((p && (p.status !== 0 || !(p.pass > 0))) || errors.length) process.exitCode = 1;
 }
 

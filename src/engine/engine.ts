@@ -22,7 +22,7 @@ import { ForwardPass, type ScoresRequest, type ScoresResult } from './model/forw
 import { GpuModel, OutOfGpuMemoryError } from './model/gpu-model';
 import { planGpuMemory, weightDtypeFor, type GpuPlan } from './model/gpu-plan';
 import { KVCache } from './model/kv-cache';
-import { readRows, RowWriter, writeRows, type LayerRows } from './model/kv-io';
+import { readRows, RowWriter, writeRows, type LayerRows, type RowBlock } from './model/kv-io';
 import { Scratch } from './model/scratch';
 import type { HostWeights } from './model/weights';
 import { Ops, type StoreDType } from './ops';
@@ -47,8 +47,11 @@ export interface PassResult {
   preRopeK?: GPUBuffer[];
 }
 
-/** Rows computed in one pass of a plain prefill; longer prompts go in blocks. */
-const PREFILL_BLOCK = 1024;
+/**
+ * Rows computed in one pass of a plain prefill; longer prompts go in blocks that bound the activations.
+ * Real GPUs get larger blocks: their matmuls fill the chip better with more rows.
+ */
+const PREFILL_BLOCK = { cpu: 1024, gpu: 4096 } as const;
 
 export class Engine {
   readonly ops: Ops;
@@ -59,8 +62,9 @@ export class Engine {
   private constructor(readonly gpu: GpuContext, sources: KernelSources) {
     const d = new Dispatcher(gpu.device);
     this.ops = new Ops(new KernelLibrary(gpu.device, sources), d);
-    // CPU adapters punish workgroup barriers; real GPUs reward shared-memory tiles (bench:engine measures both).
-    this.ops.matmulVariant = gpu.profile === 'cpu' ? 'reg' : 'tiled';
+    // CPU adapters punish workgroup barriers; real GPUs reward shared-memory tiles and bandwidth-bound GEMV
+    // (bench:engine and the GPU kit time every variant on the adapter at hand).
+    this.ops.matmulProfile = gpu.profile;
     this.scratch = new Scratch(gpu.device, () => d.flush());
   }
 
@@ -115,7 +119,7 @@ export class Engine {
     if (tokens.length === 0) throw new Error('prefill: no tokens');
     // Blocks keep activations bounded; they are exact only when positions never decrease.
     const monotone = pos.every((p, i) => i === 0 || p >= pos[i - 1]);
-    const block = monotone && !opts.capturePreRopeK && !opts.scores ? PREFILL_BLOCK : tokens.length;
+    const block = monotone && !opts.capturePreRopeK && !opts.scores ? PREFILL_BLOCK[this.gpu.profile] : tokens.length;
     const logits: Float32Array[] = [];
     let last: PassResult | null = null;
     for (let b = 0; b < tokens.length; b += block) {
@@ -152,9 +156,9 @@ export class Engine {
     writeRows(this.ops, this.requireModel(), cache, this.scratch, start, positions, layers);
   }
 
-  /** A layer-at-a-time writer of one chunk's rows (for loading pipelined with recompute). */
-  rowWriter(cache: KVCache, slot: string, start: number, positions: ArrayLike<number>): RowWriter {
-    return new RowWriter(this.ops, this.requireModel(), cache, this.scratch, slot, start, positions);
+  /** A layer-at-a-time writer of blocks of cached rows, one per linked chunk (for loading pipelined with recompute). */
+  rowWriter(cache: KVCache, blocks: RowBlock[]): RowWriter {
+    return new RowWriter(this.ops, this.requireModel(), cache, this.scratch, blocks);
   }
 
   /** Cache rows of one layer as f32 (keys after RoPE). */
@@ -214,7 +218,7 @@ export class Engine {
   destroy() {
     this.model?.destroy();
     this.scratch.destroy();
-    this.ops.d.destroy();
+    this.ops.destroy();
   }
 }
 

@@ -13,10 +13,17 @@ const f = (v: number) => ({ f32: v });
 
 /**
  * Matmul kernels: 'reg' (matmul.wgsl, register tiles, no barriers; what CPU
- * adapters want) and 'tiled' (matmul_tiled.wgsl, workgroup-memory tiles; what
- * real GPUs want).
+ * adapters want), and for real GPUs 'tiled' (matmul_tiled.wgsl, 64x64
+ * workgroup-memory tiles), 'tiled128' (matmul_tiled128.wgsl, 128x128 tiles
+ * for products large enough to fill the GPU with them) and 'gemv'
+ * (gemv.wgsl, up to 4 rows of x: decode's matrix-vector products, streaming
+ * the weights at memory bandwidth).
  */
-export type MatmulVariant = 'reg' | 'tiled';
+export type MatmulVariant = 'reg' | 'tiled' | 'tiled128' | 'gemv';
+/** Which family of matmul kernels an adapter gets (Engine picks it from the adapter's profile). */
+export type MatmulProfile = 'cpu' | 'gpu';
+/** 128x128 tiles only pay once a product has this many of them (an H100 has 132 multiprocessors). */
+const TILES128_MIN = 256;
 export interface MatmulArgs {
   x: GPUBuffer; w: GPUBuffer; wDtype: StoreDType; y: GPUBuffer;
   T: number; N: number; K: number; bias?: GPUBuffer; residual?: GPUBuffer; variant?: MatmulVariant;
@@ -37,6 +44,8 @@ export interface AttentionArgs {
   T: number; n: number; H: number; NKV: number; HD: number; window: number; scale: number;
   /** Per query row, [first, last) cache rows worth scanning (see keyBounds). */
   bounds: GPUBuffer;
+  /** Slices of the key range run in parallel (flash-decoding); default: chosen for the adapter (see attentionSplits). */
+  splits?: number;
 }
 export interface ScoresArgs extends Omit<AttentionArgs, 'v' | 'out' | 'T' | 'bounds'> {
   rows: GPUBuffer; R: number; head: number; out: GPUBuffer;
@@ -59,37 +68,49 @@ export function unmaskScores(s: Float32Array): Float32Array {
 }
 
 export class Ops {
-  /** The matmul used when a call names none; chosen per adapter (see Engine). */
-  matmulVariant: MatmulVariant = 'reg';
+  /** The matmul family used when a call names no variant; chosen per adapter (see Engine). */
+  matmulProfile: MatmulProfile = 'cpu';
 
   constructor(
     readonly lib: KernelLibrary,
     readonly d: Dispatcher,
   ) {}
 
-  matmulVariants(): MatmulVariant[] {
-    return ['reg', 'tiled'];
+  /** The variants that can compute a [T, K]·[K, N] product (bench:engine and the GPU kit time each). */
+  matmulVariants(T = 64): MatmulVariant[] {
+    return T <= 4 ? ['reg', 'gemv'] : T < 16 ? ['reg'] : ['reg', 'tiled', 'tiled128'];
+  }
+
+  /** The variant a product gets when the call names none. */
+  pickMatmul(T: number, N: number): MatmulVariant {
+    if (this.matmulProfile === 'cpu') return 'reg';
+    if (T <= 4) return 'gemv';
+    // Small row counts would leave most of a 64-row tile idle.
+    if (T < 16) return 'reg';
+    return Math.ceil(T / 128) * Math.ceil(N / 128) >= TILES128_MIN ? 'tiled128' : 'tiled';
   }
 
   matmul(a: MatmulArgs) {
     if (a.K % 4 !== 0) throw new Error(`matmul needs K % 4 == 0, got K=${a.K}`);
-    // Matrix-vector products (decode) stay on the register kernel: a 64-row tile would idle.
-    const variant = a.T < 16 ? 'reg' : (a.variant ?? this.matmulVariant);
-    if (variant === 'tiled') return this.matmulTiled(a);
+    // An explicit tiled variant on fewer than 16 rows falls back to the register kernel: a 64-row tile would idle.
+    const variant = a.variant === undefined ? this.pickMatmul(a.T, a.N) : a.variant !== 'gemv' && a.T < 16 ? 'reg' : a.variant;
+    if (variant === 'gemv') return this.gemv(a);
+    if (variant !== 'reg') return this.matmulTiled(a, variant === 'tiled128' ? 128 : 64);
     const TM = a.T >= 4 ? 4 : 1;
     const pipe = this.lib.pipeline('matmul', { TM, W_F16: a.wDtype === 'f16', BIAS: !!a.bias, RESIDUAL: !!a.residual });
-    const b: Record<number, GPUBuffer> = { 1: a.x, 2: a.w, 3: a.y };
-    if (a.bias) b[4] = a.bias;
-    if (a.residual) b[5] = a.residual;
-    this.d.run(pipe, [u(a.T), u(a.N), u(a.K / 4), u(0)], b, [Math.ceil(a.N / 4 / 64), Math.ceil(a.T / TM), 1]);
+    this.d.run(pipe, [u(a.T), u(a.N), u(a.K / 4), u(0)], matmulBindings(a), [Math.ceil(a.N / 4 / 64), Math.ceil(a.T / TM), 1]);
   }
 
-  private matmulTiled(a: MatmulArgs) {
-    const pipe = this.lib.pipeline('matmul_tiled', { W_F16: a.wDtype === 'f16', BIAS: !!a.bias, RESIDUAL: !!a.residual });
-    const b: Record<number, GPUBuffer> = { 1: a.x, 2: a.w, 3: a.y };
-    if (a.bias) b[4] = a.bias;
-    if (a.residual) b[5] = a.residual;
-    this.d.run(pipe, [u(a.T), u(a.N), u(a.K / 4), u(0)], b, [Math.ceil(a.N / 64), Math.ceil(a.T / 64), 1]);
+  private matmulTiled(a: MatmulArgs, tile: 64 | 128) {
+    const pipe = this.lib.pipeline(tile === 128 ? 'matmul_tiled128' : 'matmul_tiled', { W_F16: a.wDtype === 'f16', BIAS: !!a.bias, RESIDUAL: !!a.residual });
+    this.d.run(pipe, [u(a.T), u(a.N), u(a.K / 4), u(0)], matmulBindings(a), [Math.ceil(a.N / tile), Math.ceil(a.T / tile), 1]);
+  }
+
+  private gemv(a: MatmulArgs) {
+    if (a.T > 4) throw new Error(`gemv takes at most 4 rows of x, got T=${a.T}`);
+    const pipe = this.lib.pipeline('gemv', { TX: a.T, PARTS: 256 * a.T, W_F16: a.wDtype === 'f16', BIAS: !!a.bias, RESIDUAL: !!a.residual });
+    // One workgroup per 8 output columns.
+    this.d.run1d(pipe, [u(a.T), u(a.N), u(a.K / 4), u(0)], matmulBindings(a), Math.ceil(a.N / 8) * 64);
   }
 
   rmsnorm(a: RmsNormArgs) {
@@ -113,9 +134,42 @@ export class Ops {
     checkAligned(a.qStride, a.qOffset, a.HD);
     // Several query rows per invocation share key loads; large heads keep one row to spare registers.
     const TQ = a.T >= 4 && a.HD <= 64 ? 4 : 1;
-    const pipe = this.lib.pipeline('attention', { HD4: a.HD / 4, TQ, KV_F16: a.kvDtype === 'f16' });
-    const params = [u(a.T), u(a.n), u(a.H), u(a.NKV), u(a.qStride), u(a.qOffset), u(a.window), f(a.scale)];
-    this.d.run1d(pipe, params, { 1: a.q, 2: a.k, 3: a.v, 4: a.qpos, 5: a.kpos, 6: a.out, 7: a.bounds }, Math.ceil(a.T / TQ) * a.H);
+    const work = Math.ceil(a.T / TQ) * a.H;
+    const splits = a.splits ?? (this.matmulProfile === 'gpu' ? attentionSplits(work, a.n) : 1);
+    const split = splits > 1;
+    const pipe = this.lib.pipeline('attention', { HD4: a.HD / 4, TQ, KV_F16: a.kvDtype === 'f16', SPLIT: split });
+    const params = [u(a.T), u(a.n), u(a.H), u(a.NKV), u(a.qStride), u(a.qOffset), u(a.window), f(a.scale), u(splits)];
+    const b: Record<number, GPUBuffer> = { 1: a.q, 2: a.k, 3: a.v, 4: a.qpos, 5: a.kpos, 6: a.out, 7: a.bounds };
+    if (!split) return this.d.run1d(pipe, params, b, work);
+    // Each slice's unnormalised output and (max, sum), merged by attention_combine.
+    const slots = a.T * a.H * splits;
+    b[6] = this.temp('attention.part', slots * a.HD * 4);
+    b[8] = this.temp('attention.ml', slots * 8);
+    this.d.run1d(pipe, params, b, work * splits);
+    const combine = this.lib.pipeline('attention_combine');
+    this.d.run1d(combine, [u(a.T), u(a.H), u(splits), u(a.HD / 4)], { 1: b[6], 2: b[8], 3: a.out }, (a.T * a.H * a.HD) / 4);
+  }
+
+  private temps = new Map<string, GPUBuffer>();
+  /** A working buffer of at least `bytes`, kept between calls and grown by doubling. */
+  private temp(name: string, bytes: number): GPUBuffer {
+    const have = this.temps.get(name);
+    if (have && have.size >= bytes) return have;
+    if (have) {
+      this.d.flush(); // recorded work may still use the old buffer
+      have.destroy();
+    }
+    let size = 256;
+    while (size < bytes) size *= 2;
+    const buf = this.lib.device.createBuffer({ label: name, size, usage: GPUBufferUsage.STORAGE });
+    this.temps.set(name, buf);
+    return buf;
+  }
+
+  destroy() {
+    for (const b of this.temps.values()) b.destroy();
+    this.temps.clear();
+    this.d.destroy();
   }
 
   attnScores(a: ScoresArgs) {
@@ -146,6 +200,16 @@ export class Ops {
 }
 
 /**
+ * How many slices to split attention's key range into on a real GPU: enough
+ * invocations to fill it (about 32K), but never slices under 256 keys, where
+ * merging would cost more than it saves. Long prompts against long caches
+ * already have the rows to fill a GPU and stay unsplit.
+ */
+export function attentionSplits(invocations: number, keys: number): number {
+  return Math.max(1, Math.min(Math.ceil(32768 / invocations), Math.floor(keys / 256)));
+}
+
+/**
  * The cache rows each query needs to scan, as [first, last) pairs. When the
  * cache's positions never decrease, keys after the last position <= q (and,
  * with a window, before the first position > q - window) are skipped;
@@ -170,6 +234,14 @@ export function keyBounds(kpos: Int32Array, n: number, qpos: ArrayLike<number>, 
     out[2 * t + 1] = sorted ? upper(qpos[t]) : n;
   }
   return out;
+}
+
+/** The bindings every matmul kernel shares (matmul_io.wgsl). */
+function matmulBindings(a: MatmulArgs): Record<number, GPUBuffer> {
+  const b: Record<number, GPUBuffer> = { 1: a.x, 2: a.w, 3: a.y };
+  if (a.bias) b[4] = a.bias;
+  if (a.residual) b[5] = a.residual;
+  return b;
 }
 
 function checkAligned(...vals: number[]) {

@@ -9,7 +9,7 @@ import type { TtftRow } from '../bench/ttft';
 
 type EngineRow = PrefillRow & { adapter: string; model: string; weight_bytes: number; weight_dtype: string; skipped?: string; error?: string };
 type TorchRow = { model: string; tokens: number; tokens_per_s: number; gflops: number; decode_tokens_per_s?: number; skipped?: string; error?: string };
-type LinkRow = { model: string; context: number; chunks: number; chunk_tokens: number; results?: TtftRow[]; ratios?: Record<string, number>; skipped?: string; error?: string };
+type LinkRow = { model: string; context: number; chunks: number; chunk_tokens: number; tier?: 'host' | 'gpu'; results?: TtftRow[]; ratios?: Record<string, number>; skipped?: string; error?: string };
 export interface GpuRun {
   command: string;
   kit: {
@@ -38,12 +38,13 @@ export function gpuTargets(r: GpuRun) {
   // The roofline uses the GPU's best measured copy rate (PyTorch's, in the same call) and the weight bytes.
   const bw = Math.max(r.torch?.copy_gbytes_per_s ?? 0, r.kit.copy?.gbytes_per_s ?? 0);
   const roof = dec && bw ? (bw * 1e9) / dec.weight_bytes : undefined;
-  const link = (r.kit.link ?? []).find((x) => x.context === 32768 && x.ratios);
+  const link = (tier: 'host' | 'gpu') => (r.kit.link ?? []).find((x) => x.context === 32768 && (x.tier ?? 'host') === tier && x.ratios)?.ratios?.['full/legolink:16'];
   return {
     prefill: ours && theirs ? ours.tokens_per_s / theirs.tokens_per_s : undefined,
     decode: dec && roof ? dec.decode_tokens_per_s! / roof : undefined,
     roofline: roof,
-    link32k: link?.ratios?.['full/legolink:16'],
+    link32k: link('host'),
+    link32kGpu: link('gpu'),
   };
 }
 
@@ -82,7 +83,8 @@ export function gpuSection(runs: { file: string; r: GpuRun }[]): string {
         lines.push(`- TTFT at ${l.context} tokens, ${l.model}: ${l.skipped ?? l.error}`, '');
         continue;
       }
-      lines.push(`TTFT at ${l.context} tokens in ${l.chunks} chunks of ${l.chunk_tokens}, ${l.model} (ms; chunks compiled ahead and kept in host memory):`, '');
+      const where = l.tier === 'gpu' ? 'resident on the GPU, as KVStore\'s GPU tier keeps hot chunks; full recompute reads no cached row, so its time is the host run\'s' : 'kept in host memory, uploaded at link time';
+      lines.push(`TTFT at ${l.context} tokens in ${l.chunks} chunks of ${l.chunk_tokens}, ${l.model} (ms; chunks compiled ahead and ${where}):`, '');
       lines.push(table(['algorithm', 'TTFT', 'load', 'recompute', 'first token', 'GPU busy', 'recomputed rows', '× legolink:16'], l.results.map((x) => [
         x.algorithm, n0(x.totalMs), n0(x.loadMs), n0(x.recomputeMs), n0(x.firstTokenMs), n0(x.gpuMs ?? undefined), `${x.recomputed} / ${x.tokens}`, n1(l.ratios?.[`${x.algorithm}/legolink:16`] ?? (x.algorithm === 'legolink:16' ? 1 : undefined)),
       ])), '');
@@ -92,7 +94,8 @@ export function gpuSection(runs: { file: string; r: GpuRun }[]): string {
     lines.push(table(['target', 'measured', 'goal', 'met'], [
       ['Prefill of llama-3.2-1b at 2048 tokens, against PyTorch fp32', pc(g.prefill), '≥ 40%', g.prefill === undefined ? '–' : g.prefill >= 0.4 ? 'yes' : 'no'],
       ['Decode of llama-3.2-1b, against its roofline', `${pc(g.decode)} of ${n0(g.roofline)} tok/s`, '≥ 50%', g.decode === undefined ? '–' : g.decode >= 0.5 ? 'yes' : 'no'],
-      ['TTFT(full) / TTFT(legolink:16) at 32K tokens', n1(g.link32k), '≥ 20', g.link32k === undefined ? '–' : g.link32k >= 20 ? 'yes' : 'no'],
+      ['TTFT(full) / TTFT(legolink:16) at 32K tokens, chunks in host memory', n1(g.link32k), '≥ 20', g.link32k === undefined ? '–' : g.link32k >= 20 ? 'yes' : 'no'],
+      ['TTFT(full) / TTFT(legolink:16) at 32K tokens, chunks on the GPU', n1(g.link32kGpu), '≥ 20', g.link32kGpu === undefined ? '–' : g.link32kGpu >= 20 ? 'yes' : 'no'],
     ]), '');
   }
   return lines.join('\n');

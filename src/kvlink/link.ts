@@ -83,16 +83,13 @@ async function linkNow(engine: Engine, parts: LinkPart[], algo: LinkAlgorithm, o
   try {
     const t0 = performance.now();
     cache.setPositions(0, layout.positions);
-    // One writer per cached chunk; layer l of every chunk is staged right before layer l is recomputed.
-    const writers = algo.kind === 'full' ? [] : layout.segments.map((s, i) =>
-      ({ s, w: engine.rowWriter(cache, String(i), s.start, layout.positions.slice(s.start, s.start + s.length)) }));
+    // One writer for every cached chunk; layer l of all of them is staged right before layer l is recomputed.
+    const segments = algo.kind === 'full' ? [] : layout.segments;
+    const writer = engine.rowWriter(cache, segments.map((s) => ({ start: s.start, positions: layout.positions.slice(s.start, s.start + s.length) })));
     let stagingMs = 0;
     const loadLayer = (l: number) => {
       const a = performance.now();
-      for (const { s, w } of writers) {
-        if (s.chunk.gpu) w.layerFromGpu(l, s.chunk.gpu[l]);
-        else w.layer(l, s.chunk.layers[l]);
-      }
+      writer.layer(l, segments.map((s) => s.chunk.gpu?.[l] ?? s.chunk.layers[l]));
       engine.ops.d.flush();
       stagingMs += performance.now() - a;
     };

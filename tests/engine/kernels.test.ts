@@ -1,6 +1,7 @@
 /**
- * Parity of every WGSL kernel in kernels/ (matmul, matmul_tiled with their
- * shared matmul_io, rmsnorm, rope, attention, attn_scores, kv_scatter, embed,
+ * Parity of every WGSL kernel in kernels/ (matmul, matmul_tiled,
+ * matmul_tiled128 and gemv with their shared matmul_io, rmsnorm, rope, attention
+ * (whole and in key slices, with attention_combine), attn_scores, kv_scatter, embed,
  * glu; common holds shared helpers) with its TypeScript twin in
  * src/engine/reference.ts, on SwiftShader through the `webgpu` package.
  * Tolerances: f32 paths within 2e-5 of the largest reference magnitude
@@ -10,21 +11,26 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as ref from '../../src/engine/reference';
-import { keyBounds, unmaskScores } from '../../src/engine/ops';
+import { keyBounds, unmaskScores, type MatmulVariant } from '../../src/engine/ops';
 import { floatsToHalves, roundToHalf } from '../../src/engine/f16';
 import { assertClose, harness, rand } from '../helpers/gpu';
 
 const RT = 2e-5;
 
-const MATMUL_SHAPES: [number, number, number, 'reg' | 'tiled'][] = [
+const MATMUL_SHAPES: [number, number, number, MatmulVariant][] = [
   [1, 36, 64, 'reg'], [5, 172, 64, 'reg'], [9, 10, 172, 'reg'],
   // matmul_tiled: ragged tiles in every dimension, K not a multiple of 16.
   [70, 130, 36, 'tiled'], [16, 64, 64, 'tiled'], [33, 10, 172, 'tiled'],
+  // matmul_tiled128: ragged in every dimension, both halves of the 8x8 blocks partly outside.
+  [130, 140, 36, 'tiled128'], [128, 128, 64, 'tiled128'], [20, 70, 172, 'tiled128'],
+  // gemv: 1 to 4 rows of x, N not a multiple of the workgroup's 8 columns, K shorter and longer than 32 vec4s.
+  [1, 37, 68, 'gemv'], [3, 200, 172, 'gemv'], [4, 9, 1032, 'gemv'], [2, 8, 4, 'gemv'],
 ];
+const KERNEL_FILE: Record<MatmulVariant, string> = { reg: 'matmul', tiled: 'matmul_tiled', tiled128: 'matmul_tiled128', gemv: 'gemv' };
 
 for (const wDtype of ['f32', 'f16'] as const) {
   for (const [T, N, K, variant] of MATMUL_SHAPES) {
-    test(`${variant === 'tiled' ? 'matmul_tiled' : 'matmul'} ${wDtype} T=${T} N=${N} K=${K}, with bias and residual`, async () => {
+    test(`${KERNEL_FILE[variant]} ${wDtype} T=${T} N=${N} K=${K}, with bias and residual`, async () => {
       const h = await harness();
       const x = rand(T * K, 1);
       let w = rand(N * K, 2);
@@ -108,8 +114,11 @@ for (const kvDtype of ['f32', 'f16'] as const) {
       assert.ok(narrow.some((v, i) => (i % 2 ? v < a.n : v > 0)), 'bounds actually narrow');
       const full = Uint32Array.from({ length: 2 * a.T }, (_, i) => (i % 2 ? a.n : 0));
       for (const bounds of [narrow, full]) {
-        h.ops.attention({ ...common, v: kv(a.v), out, T: a.T, bounds: h.upload(bounds) });
-        assertClose(await h.readF32(out, a.T * a.H * a.HD), ref.attention(a), 0, RT, 'attention');
+        // Unsplit, and the key range in slices merged by attention_combine (more slices than some rows have keys).
+        for (const splits of [1, 2, 5]) {
+          h.ops.attention({ ...common, v: kv(a.v), out, T: a.T, bounds: h.upload(bounds), splits });
+          assertClose(await h.readF32(out, a.T * a.H * a.HD), ref.attention(a), 0, RT, `attention, ${splits} slices`);
+        }
       }
       const rows = Uint32Array.from([0, 3, 4]);
       const head = 3;

@@ -21,6 +21,8 @@ export interface GpuContext {
   profile: 'cpu' | 'gpu';
   /** Resolves when the device is lost; the message says why. */
   lost: Promise<string>;
+  /** Every feature the adapter offers (the device enables only those the engine uses). */
+  adapterFeatures: string[];
 }
 
 export class NoWebGPUError extends Error {
@@ -80,5 +82,5 @@ export async function createGpuContext(gpu: GPU | undefined, opts: { featureLeve
   if (summary.hasTimestamps) requiredFeatures.push('timestamp-query');
   const device = await adapter.requestDevice({ requiredLimits, requiredFeatures });
   const lost = device.lost.then((info) => `${info.reason ?? 'unknown'}: ${info.message}`);
-  return { device, adapter: summary, profile: summary.isFallback ? 'cpu' : 'gpu', lost };
+  return { device, adapter: summary, profile: summary.isFallback ? 'cpu' : 'gpu', lost, adapterFeatures: [...adapter.features].sort() };
 }

@@ -54,12 +54,14 @@ export class KernelLibrary {
   private pipelines = new Map<string, GPUComputePipeline>();
 
   constructor(
-    private device: GPUDevice,
+    readonly device: GPUDevice,
     private sources: KernelSources,
   ) {}
 
   pipeline(name: string, defines: Defines = {}): GPUComputePipeline {
-    const key = name + JSON.stringify(Object.entries(defines).sort());
+    // Called for every dispatch: a plain concatenation (call sites pass their defines in a fixed order).
+    let key = name;
+    for (const k in defines) key += `|${k}=${defines[k]}`;
     let pipe = this.pipelines.get(key);
     if (!pipe) {
       const code = preprocess(name, this.sources, defines);

@@ -28,15 +28,26 @@ export interface GpuLayerRows {
   v: GPUBuffer;
 }
 
+/** Where one block of rows goes: cache rows [start, start + positions.length), at those position ids. */
+export interface RowBlock {
+  start: number;
+  positions: ArrayLike<number>;
+}
+
 /**
- * Writes one chunk's rows into cache rows [start, start + positions.length)
- * at those positions, one layer at a time, so a caller can interleave the
- * loading of layer l + 1 with the recompute of layer l. Keys are rotated on
- * the way in; a source may be host arrays or GPU buffers.
+ * Writes blocks of rows (one per linked chunk) into a cache, one layer at a
+ * time, so a caller can interleave the loading of layer l + 1 with the
+ * recompute of layer l. Each layer's rows of every block are gathered into
+ * one staging buffer (host rows by queue writes at their offsets, GPU rows
+ * by buffer copies), then rotated and scattered into the cache with three
+ * dispatches, whatever the number of blocks: per-block uploads would cost a
+ * submit each. Keys are rotated on the way in.
  */
 export class RowWriter {
   private idx: GPUBuffer;
   private tables: { global: GPUBuffer; local: GPUBuffer | null };
+  /** First staging row of each block. */
+  private offsets: number[];
   readonly T: number;
 
   constructor(
@@ -44,39 +55,56 @@ export class RowWriter {
     private m: GpuModel,
     private cache: KVCache,
     private scratch: Scratch,
-    /** Distinguishes writers alive at the same time (one per chunk). */
-    private slot: string,
-    readonly start: number,
-    positions: ArrayLike<number>,
+    private blocks: RowBlock[],
   ) {
     const c = m.config;
-    this.T = positions.length;
-    cache.setPositions(start, positions);
-    this.idx = scratch.put(`io.${slot}.idx`, Uint32Array.from({ length: this.T }, (_, i) => start + i));
+    this.offsets = [];
+    let T = 0;
+    for (const b of blocks) {
+      this.offsets.push(T);
+      T += b.positions.length;
+      cache.setPositions(b.start, b.positions);
+    }
+    this.T = T;
+    const positions = new Int32Array(T);
+    const rows = new Uint32Array(T);
+    blocks.forEach((b, i) => {
+      positions.set(Array.from(b.positions), this.offsets[i]);
+      for (let j = 0; j < b.positions.length; j++) rows[this.offsets[i] + j] = b.start + j;
+    });
+    this.idx = scratch.put('io.idx', rows);
     this.tables = {
-      global: scratch.put(`io.${slot}.cs.global`, ropeTable(inverseFrequencies(c, 'global'), positions)),
-      local: c.layerKinds.includes('local') ? scratch.put(`io.${slot}.cs.local`, ropeTable(inverseFrequencies(c, 'local'), positions)) : null,
+      global: scratch.put('io.cs.global', ropeTable(inverseFrequencies(c, 'global'), positions)),
+      local: c.layerKinds.includes('local') ? scratch.put('io.cs.local', ropeTable(inverseFrequencies(c, 'local'), positions)) : null,
     };
   }
 
-  /** Stages layer `l` from host arrays. */
-  layer(l: number, rows: LayerRows) {
-    const n = this.T * this.m.kvDim;
-    if (rows.k.length !== n || rows.v.length !== n) throw new Error(`writeRows: layer ${l} has the wrong size`);
-    this.place(l, this.scratch.put('io.k', rows.k), this.scratch.put('io.v', rows.v));
-  }
-
-  /** Stages layer `l` from GPU buffers (the keys are copied, never rotated in place). */
-  layerFromGpu(l: number, rows: GpuLayerRows) {
-    const bytes = this.T * this.m.kvDim * 4;
-    const kb = this.scratch.get('io.k', bytes);
-    this.ops.d.commandEncoder().copyBufferToBuffer(rows.k, 0, kb, 0, bytes);
-    this.place(l, kb, rows.v);
-  }
-
-  private place(l: number, kb: GPUBuffer, vb: GPUBuffer) {
-    const c = this.m.config;
+  /** Stages and places layer `l` of every block, from host arrays or GPU buffers (one source per block, in order). */
+  layer(l: number, sources: (LayerRows | GpuLayerRows)[]) {
+    if (sources.length !== this.blocks.length) throw new Error(`writeRows: ${sources.length} sources for ${this.blocks.length} blocks`);
+    if (!this.T) return;
     const kvDim = this.m.kvDim;
+    const rowBytes = kvDim * 4;
+    // Work already recorded may still read the staging buffers: submit it before overwriting them.
+    this.ops.d.flush();
+    const kb = this.scratch.get('io.k', this.T * rowBytes);
+    const vb = this.scratch.get('io.v', this.T * rowBytes);
+    const queue = this.m.device.queue;
+    sources.forEach((src, i) => {
+      const n = this.blocks[i].positions.length;
+      const at = this.offsets[i] * rowBytes;
+      if ('mapAsync' in src.k) {
+        const enc = this.ops.d.commandEncoder();
+        enc.copyBufferToBuffer(src.k, 0, kb, at, n * rowBytes);
+        enc.copyBufferToBuffer(src.v as GPUBuffer, 0, vb, at, n * rowBytes);
+      } else {
+        const rows = src as LayerRows;
+        if (rows.k.length !== n * kvDim || rows.v.length !== n * kvDim) throw new Error(`writeRows: layer ${l} of block ${i} has the wrong size`);
+        queue.writeBuffer(kb, at, rows.k.buffer, rows.k.byteOffset, rows.k.byteLength);
+        queue.writeBuffer(vb, at, rows.v.buffer, rows.v.byteOffset, rows.v.byteLength);
+      }
+    });
+    const c = this.m.config;
     const { T, idx, cache } = this;
     const cs = (c.layerKinds[l] === 'local' ? this.tables.local : this.tables.global)!;
     this.ops.rope({ x: kb, cs, T, H: c.nKvHeads, HD: c.headDim, stride: kvDim, offset: 0, interleaved: c.ropeStyle === 'interleaved' });
@@ -88,8 +116,8 @@ export class RowWriter {
 /** Writes every layer of `layers` into cache rows [start, start + positions.length). */
 export function writeRows(ops: Ops, m: GpuModel, cache: KVCache, scratch: Scratch, start: number, positions: ArrayLike<number>, layers: LayerRows[]) {
   if (layers.length !== m.config.nLayers) throw new Error(`writeRows: ${layers.length} layers given, model has ${m.config.nLayers}`);
-  const w = new RowWriter(ops, m, cache, scratch, 'all', start, positions);
-  layers.forEach((rows, l) => w.layer(l, rows));
+  const w = new RowWriter(ops, m, cache, scratch, [{ start, positions }]);
+  layers.forEach((rows, l) => w.layer(l, [rows]));
   ops.d.flush();
 }
 
