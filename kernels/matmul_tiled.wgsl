@@ -48,7 +48,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     for (var j = 0u; j < 4u; j++) {
       let n = col0 + lid.x * 4u + j;
       if (n >= p.N) { break; }
-      y[t * p.N + n] = epilogue(t, n, acc[i][j]);
+      store_y(t, n, acc[i][j]);
     }
   }
 }

@@ -20,6 +20,23 @@ export type MatmulVariant = 'reg' | 'tiled';
 export interface MatmulArgs {
   x: GPUBuffer; w: GPUBuffer; wDtype: StoreDType; y: GPUBuffer;
   T: number; N: number; K: number; bias?: GPUBuffer; residual?: GPUBuffer; variant?: MatmulVariant;
+  /**
+   * y's row stride (default N) and the first of the N columns this call writes (default 0): a matrix stored in
+   * row parts runs once per part into its own columns. Bias and residual are indexed like y.
+   */
+  ldy?: number; y0?: number;
+}
+
+/**
+ * A weight matrix [rows, cols] (canonical [out, in]) on the GPU: one buffer when it fits the adapter's binding
+ * limit, otherwise row ranges [row0, row0 + rows) in buffers of their own (rows are never split). See
+ * splitRows in model/gpu-plan.ts.
+ */
+export interface WeightMatrix {
+  rows: number;
+  cols: number;
+  dtype: StoreDType;
+  parts: readonly { buffer: GPUBuffer; row0: number; rows: number }[];
 }
 export interface RmsNormArgs {
   x: GPUBuffer; w: GPUBuffer; T: number; D: number; eps: number; plusOne: boolean;
@@ -46,6 +63,8 @@ export interface ScatterArgs {
 }
 export interface EmbedArgs {
   tokens: GPUBuffer; table: GPUBuffer; dtype: StoreDType; x: GPUBuffer; T: number; D: number; V: number; scale: number;
+  /** The rows of the [V, D] table that `table` holds (default all): only tokens among them are written. */
+  row0?: number; rows?: number;
 }
 export interface GluArgs { gu: GPUBuffer; out: GPUBuffer; T: number; I: number; act: 'silu' | 'gelu_tanh' }
 
@@ -81,7 +100,13 @@ export class Ops {
     const b: Record<number, GPUBuffer> = { 1: a.x, 2: a.w, 3: a.y };
     if (a.bias) b[4] = a.bias;
     if (a.residual) b[5] = a.residual;
-    this.d.run(pipe, [u(a.T), u(a.N), u(a.K / 4), u(0)], b, [Math.ceil(a.N / 4 / 64), Math.ceil(a.T / TM), 1]);
+    this.d.run(pipe, matmulParams(a), b, [Math.ceil(a.N / 4 / 64), Math.ceil(a.T / TM), 1]);
+  }
+
+  /** y = x · wᵀ for a matrix in row parts: one matmul per part, each writing its columns of y ([T, w.rows]). */
+  matmulParts(a: Omit<MatmulArgs, 'w' | 'wDtype' | 'N' | 'ldy' | 'y0'> & { w: WeightMatrix }) {
+    if (a.w.cols !== a.K) throw new Error(`matmul: the matrix has ${a.w.cols} columns, K is ${a.K}`);
+    for (const p of a.w.parts) this.matmul({ ...a, w: p.buffer, wDtype: a.w.dtype, N: p.rows, ldy: a.w.rows, y0: p.row0 });
   }
 
   private matmulTiled(a: MatmulArgs) {
@@ -89,7 +114,7 @@ export class Ops {
     const b: Record<number, GPUBuffer> = { 1: a.x, 2: a.w, 3: a.y };
     if (a.bias) b[4] = a.bias;
     if (a.residual) b[5] = a.residual;
-    this.d.run(pipe, [u(a.T), u(a.N), u(a.K / 4), u(0)], b, [Math.ceil(a.N / 64), Math.ceil(a.T / 64), 1]);
+    this.d.run(pipe, matmulParams(a), b, [Math.ceil(a.N / 64), Math.ceil(a.T / 64), 1]);
   }
 
   rmsnorm(a: RmsNormArgs) {
@@ -136,7 +161,28 @@ export class Ops {
   embed(a: EmbedArgs) {
     if (a.D % 4 !== 0) throw new Error(`embed needs D % 4 == 0, got ${a.D}`);
     const pipe = this.lib.pipeline('embed', { E_F16: a.dtype === 'f16' });
-    this.d.run1d(pipe, [u(a.T), u(a.D / 4), u(a.V), f(a.scale)], { 1: a.tokens, 2: a.table, 3: a.x }, (a.T * a.D) / 4);
+    const params = [u(a.T), u(a.D / 4), u(a.V), f(a.scale), u(a.row0 ?? 0), u(a.rows ?? a.V), u(0), u(0)];
+    this.d.run1d(pipe, params, { 1: a.tokens, 2: a.table, 3: a.x }, (a.T * a.D) / 4);
+  }
+
+  /**
+   * Embedding lookup in a table stored in row parts: one launch per part, each filling the rows of x whose
+   * token lies in it. With the token ids at hand (`ids`), parts that hold none of them are not launched.
+   */
+  embedParts(a: Omit<EmbedArgs, 'table' | 'dtype' | 'V' | 'D' | 'row0' | 'rows'> & { table: WeightMatrix; ids?: ArrayLike<number> }) {
+    const { table, ids, ...rest } = a;
+    const V = table.rows;
+    const used = (p: WeightMatrix['parts'][number]) => {
+      if (!ids || table.parts.length === 1) return true;
+      for (let i = 0; i < ids.length; i++) {
+        const t = Math.min(ids[i], V - 1); // the kernel's clamp
+        if (t >= p.row0 && t < p.row0 + p.rows) return true;
+      }
+      return false;
+    };
+    for (const p of table.parts) {
+      if (used(p)) this.embed({ ...rest, table: p.buffer, dtype: table.dtype, D: table.cols, V, row0: p.row0, rows: p.rows });
+    }
   }
 
   glu(a: GluArgs) {
@@ -170,6 +216,12 @@ export function keyBounds(kpos: Int32Array, n: number, qpos: ArrayLike<number>, 
     out[2 * t + 1] = sorted ? upper(qpos[t]) : n;
   }
   return out;
+}
+
+function matmulParams(a: MatmulArgs) {
+  const y0 = a.y0 ?? 0, ldy = a.ldy ?? a.N;
+  if (y0 + a.N > ldy) throw new Error(`matmul: columns [${y0}, ${y0 + a.N}) do not fit rows of ${ldy}`);
+  return [u(a.T), u(a.N), u(a.K / 4), u(ldy), u(y0), u(0), u(0), u(0)];
 }
 
 function checkAligned(...vals: number[]) {

@@ -34,6 +34,37 @@ export interface GpuPlan {
 /** Buffers are padded to 16 bytes, as GpuModel allocates them. */
 export const paddedBytes = (bytes: number) => Math.max(16, Math.ceil(bytes / 16) * 16);
 
+/** The most bytes one buffer the kernels read whole may have: one storage binding, one buffer, in 16-byte units. */
+export function bufferLimit(limits: AdapterLimits): number {
+  return Math.floor(Math.min(limits.maxStorageBufferBindingSize, limits.maxBufferSize) / 16) * 16;
+}
+
+/** Rows [row0, row0 + rows) of a matrix. */
+export interface RowRange {
+  row0: number;
+  rows: number;
+}
+
+/**
+ * How a matrix of `rows` rows of `rowBytes` bytes each is stored when one buffer may hold `limit` bytes: whole
+ * when it fits (padded as GpuModel pads), otherwise as the fewest row ranges that fit, of near-equal size. Rows
+ * are never split: null when one row alone is larger than the limit (or, for a split, not a whole number of
+ * 4-byte words, which a buffer write needs).
+ */
+export function splitRows(rows: number, rowBytes: number, limit: number): RowRange[] | null {
+  if (paddedBytes(rows * rowBytes) <= limit) return [{ row0: 0, rows }];
+  const fit = Math.floor(Math.floor(limit / 16) * 16 / rowBytes);
+  if (fit < 1 || rowBytes % 4 !== 0) return null;
+  const count = Math.ceil(rows / fit);
+  const per = Math.ceil(rows / count);
+  const out: RowRange[] = [];
+  for (let row0 = 0; row0 < rows; row0 += per) out.push({ row0, rows: Math.min(per, rows - row0) });
+  return out;
+}
+
+/** The label of part i of a matrix stored in `count` parts (the matrix's own label when whole). */
+export const partLabel = (label: string, i: number, count: number) => (count === 1 ? label : `${label}[${i}]`);
+
 const mib = (b: number) => `${(b / 2 ** 20).toFixed(b < 2 ** 20 ? 2 : 1)} MiB`;
 
 /** Weight count from the config (the same tensors as the loaders' expected shapes). */
