@@ -71,6 +71,25 @@ export function splitRows(rows: number, rowBytes: number, limit: number): RowRan
 /** The label of part i of a matrix stored in `count` parts (the matrix's own label when whole). */
 export const partLabel = (label: string, i: number, count: number) => (count === 1 ? label : `${label}[${i}]`);
 
+/** The matrices a plan stores in several parts, with their part counts, in plan order. */
+export function splitMatrices(plan: GpuPlan): { label: string; parts: number }[] {
+  const out: { label: string; parts: number }[] = [];
+  for (const b of plan.buffers) {
+    const m = /^(.*)\[(\d+)\]$/.exec(b.label);
+    if (!m) continue;
+    if (m[2] === '0') out.push({ label: m[1], parts: 0 });
+    out[out.length - 1].parts++;
+  }
+  return out;
+}
+
+/** "embed in 3 parts, lm_head in 3 parts (one buffer holds at most 128.0 MiB)", or '' when nothing is split. */
+export function describeSplit(plan: GpuPlan): string {
+  const split = splitMatrices(plan);
+  if (!split.length) return '';
+  return `${split.map((s) => `${s.label} in ${s.parts} parts`).join(', ')} (one buffer holds at most ${sizeText(plan.bufferLimit)})`;
+}
+
 const sizeText = (b: number) =>
   b < 2 ** 10 ? `${b} bytes` : b < 2 ** 20 ? `${(b / 2 ** 10).toFixed(1)} KiB` : `${(b / 2 ** 20).toFixed(1)} MiB`;
 
