@@ -33,7 +33,11 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     for (var j = 0u; j < 4u; j++) {
       let n = n0 + j;
       if (n >= p.N) { break; }
-      store_y(t, n, acc[i][j]);
+#if Y_RANGE
+      store_range(t, n, acc[i][j]);
+#else
+      y[t * p.N + n] = epilogue(t, n, acc[i][j]);
+#endif
     }
   }
 }

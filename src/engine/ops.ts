@@ -96,7 +96,7 @@ export class Ops {
     const variant = a.T < 16 ? 'reg' : (a.variant ?? this.matmulVariant);
     if (variant === 'tiled') return this.matmulTiled(a);
     const TM = a.T >= 4 ? 4 : 1;
-    const pipe = this.lib.pipeline('matmul', { TM, W_F16: a.wDtype === 'f16', BIAS: !!a.bias, RESIDUAL: !!a.residual });
+    const pipe = this.lib.pipeline('matmul', { TM, W_F16: a.wDtype === 'f16', BIAS: !!a.bias, RESIDUAL: !!a.residual, Y_RANGE: yRange(a) });
     const b: Record<number, GPUBuffer> = { 1: a.x, 2: a.w, 3: a.y };
     if (a.bias) b[4] = a.bias;
     if (a.residual) b[5] = a.residual;
@@ -110,7 +110,7 @@ export class Ops {
   }
 
   private matmulTiled(a: MatmulArgs) {
-    const pipe = this.lib.pipeline('matmul_tiled', { W_F16: a.wDtype === 'f16', BIAS: !!a.bias, RESIDUAL: !!a.residual });
+    const pipe = this.lib.pipeline('matmul_tiled', { W_F16: a.wDtype === 'f16', BIAS: !!a.bias, RESIDUAL: !!a.residual, Y_RANGE: yRange(a) });
     const b: Record<number, GPUBuffer> = { 1: a.x, 2: a.w, 3: a.y };
     if (a.bias) b[4] = a.bias;
     if (a.residual) b[5] = a.residual;
@@ -160,7 +160,8 @@ export class Ops {
 
   embed(a: EmbedArgs) {
     if (a.D % 4 !== 0) throw new Error(`embed needs D % 4 == 0, got ${a.D}`);
-    const pipe = this.lib.pipeline('embed', { E_F16: a.dtype === 'f16' });
+    const rowRange = (a.row0 ?? 0) !== 0 || (a.rows ?? a.V) !== a.V;
+    const pipe = this.lib.pipeline('embed', { E_F16: a.dtype === 'f16', ROW_RANGE: rowRange });
     const params = [u(a.T), u(a.D / 4), u(a.V), f(a.scale), u(a.row0 ?? 0), u(a.rows ?? a.V), u(0), u(0)];
     this.d.run1d(pipe, params, { 1: a.tokens, 2: a.table, 3: a.x }, (a.T * a.D) / 4);
   }
@@ -217,6 +218,9 @@ export function keyBounds(kpos: Int32Array, n: number, qpos: ArrayLike<number>, 
   }
   return out;
 }
+
+/** Whether a matmul writes a column range of a wider output (a part of a split matrix): its own pipeline. */
+const yRange = (a: MatmulArgs) => (a.ldy ?? a.N) !== a.N || (a.y0 ?? 0) !== 0;
 
 function matmulParams(a: MatmulArgs) {
   const y0 = a.y0 ?? 0, ldy = a.ldy ?? a.N;
