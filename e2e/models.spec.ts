@@ -43,8 +43,9 @@ async function startHub(): Promise<Hub> {
     const m = /^\/test\/([\w.-]+)\/resolve\/main\/([\w.-]+)$/.exec(req.url ?? '');
     const path = m ? join(FIXTURE, m[2]) : '';
     if (m?.[1] === 'huge' && m[2] === 'config.json') {
-      // The fixture's config with a 100M-token vocabulary: an embedding no adapter binds in one buffer.
-      const config = { ...JSON.parse(readFileSync(join(FIXTURE, 'config.json'), 'utf8')), vocab_size: 100_000_000 };
+      // The fixture's config with a 2G-token vocabulary: its embedding could be split over buffers, but one token's
+      // logits (7.5 GiB of f32) are one buffer, which no adapter here binds.
+      const config = { ...JSON.parse(readFileSync(join(FIXTURE, 'config.json'), 'utf8')), vocab_size: 2_000_000_000 };
       return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(config));
     }
     if (!m || !['llama3-smollm', 'truncated', 'slow'].includes(m[1]) || !HUB_FILES.has(m[2]) || !existsSync(path)) {
@@ -139,7 +140,7 @@ test('a truncated shard, a missing repo or a model too big for the adapter: a cl
 
     // A model too big for the adapter is refused from its config.json, before any weights are downloaded.
     await loadFromHub(page, 'test/huge');
-    await expect(alert).toContainText('test/huge will not fit on this adapter: Tensor embed of test/huge needs');
+    await expect(alert).toContainText('test/huge will not fit on this adapter: The logits of test/huge need 7629.4 MiB per token in one buffer');
     await expect(alert).toContainText('Nothing was uploaded. stories260K stays loaded.');
     expect(hub.requests.filter((r) => r.includes('/test/huge/') && !r.endsWith('config.json'))).toEqual([]);
     await expect(page.getByTestId('cached-model')).toHaveCount(0);

@@ -1,8 +1,11 @@
 // Token embedding lookup: x[t, :] = table[tokens[t], :] * scale.
 // table: [V, D] f32, or packed f16 (E_F16); D is a multiple of 4.
+// With ROW_RANGE, the binding holds rows [row0, row0 + rows) of the table: a
+// table stored in row parts runs once per part, and each launch writes only
+// the rows of x whose token is in its part.
 #include "common"
 
-struct Params { T: u32, D4: u32, V: u32, scale: f32 }
+struct Params { T: u32, D4: u32, V: u32, scale: f32, row0: u32, rows: u32, _a: u32, _b: u32 }
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> tokens: array<u32>;
@@ -22,5 +25,10 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   let t = id / p.D4;
   let c = id % p.D4;
   let tok = min(tokens[t], p.V - 1u);
+#if ROW_RANGE
+  if (tok < p.row0 || tok - p.row0 >= p.rows) { return; }
+  x[id] = load_e((tok - p.row0) * p.D4 + c) * p.scale;
+#else
   x[id] = load_e(tok * p.D4 + c) * p.scale;
+#endif
 }

@@ -28,6 +28,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   if (lane < TX && n < p.N) {
     var s = 0.0;
     for (var i = 0u; i < 32u; i++) { s += part[lane * 256u + col * 32u + i]; }
+#if Y_RANGE
+    store_range(lane, n, s);
+#else
     y[lane * p.N + n] = epilogue(lane, n, s);
+#endif
   }
 }

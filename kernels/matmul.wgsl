@@ -1,5 +1,6 @@
 // y[t, n] = sum_k x[t, k] * w[n, k]  (+ b[n])  (+ r[t, n])
-// x: [T, K] f32, w: [N, K] row-major (f32, or packed f16 when W_F16), y: [T, N].
+// x: [T, K] f32, w: [N, K] row-major (f32, or packed f16 when W_F16), y: [T, N]
+// (or columns y0.. of a wider output; see matmul_io).
 // Register tiling without barriers: each invocation owns TM rows x 4 columns
 // and walks K four values at a time with vec4 loads. This is the variant CPU
 // adapters (SwiftShader, llvmpipe) like; matmul_tiled.wgsl is for real GPUs.
@@ -32,7 +33,11 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     for (var j = 0u; j < 4u; j++) {
       let n = n0 + j;
       if (n >= p.N) { break; }
+#if Y_RANGE
+      store_range(t, n, acc[i][j]);
+#else
       y[t * p.N + n] = epilogue(t, n, acc[i][j]);
+#endif
     }
   }
 }

@@ -1,9 +1,13 @@
-// Shared declarations of matmul.wgsl and matmul_tiled.wgsl, pasted by
+// Shared declarations of matmul.wgsl, matmul_tiled.wgsl, matmul_tiled128.wgsl and gemv.wgsl, pasted by
 // `#include "matmul_io"`: y[t, n] = sum_k x[t, k] * w[n, k] (+ b[n]) (+ r[t, n]),
-// x: [T, K] f32 read as vec4, w: [N, K] f32 or packed f16 (W_F16), y: [T, N].
+// x: [T, K] f32 read as vec4, w: [N, K] f32 or packed f16 (W_F16).
+// With Y_RANGE, y is [T, ldy] and this launch fills its columns [y0, y0 + N):
+// a matrix stored in row parts runs once per part, each writing its own
+// columns (store_range), bias and residual indexed like y. Without it (a
+// whole matrix), y is [T, N] and the kernels store exactly as they always did.
 #include "common"
 
-struct Params { T: u32, N: u32, K4: u32, _pad: u32 }
+struct Params { T: u32, N: u32, K4: u32, ldy: u32, y0: u32, _a: u32, _b: u32, _c: u32 }
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;
@@ -22,7 +26,7 @@ fn load_w(i: u32) -> vec4<f32> { return w[i]; }
 @group(0) @binding(5) var<storage, read> r: array<f32>;
 #endif
 
-// The stored value of output (t, n) from its accumulated dot product.
+// The stored value of output (t, n) of a whole matrix from its accumulated dot product.
 fn epilogue(t: u32, n: u32, acc: f32) -> f32 {
   var v = acc;
 #if BIAS
@@ -33,3 +37,19 @@ fn epilogue(t: u32, n: u32, acc: f32) -> f32 {
 #endif
   return v;
 }
+
+#if Y_RANGE
+// Stores output (t, n) of this launch into column y0 + n of the wider y.
+fn store_range(t: u32, n: u32, acc: f32) {
+  let col = p.y0 + n;
+  let i = t * p.ldy + col;
+  var v = acc;
+#if BIAS
+  v += b[col];
+#endif
+#if RESIDUAL
+  v += r[i];
+#endif
+  y[i] = v;
+}
+#endif

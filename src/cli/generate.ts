@@ -12,6 +12,7 @@ import { parseArgs } from 'node:util';
 import { openModel } from '../node/session';
 import { rng, sample } from '../generate/sampling';
 import { Llama2cTokenizer } from '../engine/tokenizer/llama2c';
+import { describeSplit } from '../engine/model/gpu-plan';
 
 const { values: a } = parseArgs({
   options: {
@@ -31,6 +32,9 @@ const t0 = performance.now();
 const s = await openModel(a.model, { tokenizer: a.tokenizer, weightDtype: dtype, kvDtype: a['kv-dtype'] === 'f16' ? 'f16' : 'f32' });
 const t1 = performance.now();
 const { engine, model } = s;
+// Matrices larger than one buffer may be (a large vocabulary on a 128 MiB binding limit) are stored in parts.
+const split = describeSplit(engine.model!.plan);
+if (split) console.error(`[${s.gpu.adapter.description}] ${split}`);
 const tok = model.tokenizer;
 const text = a.chat && tok.applyChatTemplate ? tok.applyChatTemplate([{ role: 'user', content: a.prompt! }], { addGenerationPrompt: true }) : a.prompt!;
 const prompt = tok.encode(text, { addBos: true });

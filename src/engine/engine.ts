@@ -20,7 +20,7 @@ import type { ModelConfig } from './model/config';
 import { validateConfig } from './model/config';
 import { ForwardPass, type ScoresRequest, type ScoresResult } from './model/forward';
 import { GpuModel, OutOfGpuMemoryError } from './model/gpu-model';
-import { planGpuMemory, weightDtypeFor, type GpuPlan } from './model/gpu-plan';
+import { planGpuMemory, weightDtypeFor, type AdapterLimits, type GpuPlan } from './model/gpu-plan';
 import { KVCache } from './model/kv-cache';
 import { readRows, RowWriter, writeRows, type LayerRows, type RowBlock } from './model/kv-io';
 import { Scratch } from './model/scratch';
@@ -30,6 +30,11 @@ import { Ops, type StoreDType } from './ops';
 export interface LoadOptions {
   weightDtype?: StoreDType;
   kvDtype?: StoreDType;
+  /**
+   * Lay weights out as if one buffer could hold at most this many bytes (below the adapter's limits): matrices
+   * larger than that are stored in row parts. Tests force split matrices with it on small models.
+   */
+  bufferLimit?: number;
 }
 
 export interface PassOptions {
@@ -81,8 +86,17 @@ export class Engine {
    * What `config` would need on this device, and whether it fits; allocates nothing. The precision defaults to
    * the one `load` picks: f32 (exact) for small models, packed f16 above 50M weights.
    */
-  plan(config: ModelConfig, weightDtype: StoreDType = weightDtypeFor(config)): GpuPlan {
-    return planGpuMemory(config, weightDtype, this.gpu.device.limits);
+  plan(config: ModelConfig, weightDtype: StoreDType = weightDtypeFor(config), bufferLimit?: number): GpuPlan {
+    return planGpuMemory(config, weightDtype, this.limits(bufferLimit));
+  }
+
+  /** The device's buffer limits, lowered to `bufferLimit` where given. */
+  private limits(bufferLimit = Infinity): AdapterLimits {
+    const L = this.gpu.device.limits;
+    return {
+      maxStorageBufferBindingSize: Math.min(L.maxStorageBufferBindingSize, bufferLimit),
+      maxBufferSize: Math.min(L.maxBufferSize, bufferLimit),
+    };
   }
 
   /**
@@ -91,11 +105,11 @@ export class Engine {
    */
   async load(config: ModelConfig, weights: HostWeights, opts: LoadOptions = {}): Promise<GpuModel> {
     validateConfig(config);
-    const plan = this.plan(config, opts.weightDtype);
+    const plan = this.plan(config, opts.weightDtype, opts.bufferLimit);
     if (plan.problems.length) throw new OutOfGpuMemoryError(plan.problems.join(' '), plan.problems);
     this.model?.destroy();
     this.model = null;
-    this.model = await GpuModel.upload(this.gpu.device, config, weights, plan.weightDtype);
+    this.model = await GpuModel.upload(this.gpu.device, config, weights, plan.weightDtype, this.limits(opts.bufferLimit));
     this.kvDtype = opts.kvDtype ?? 'f32';
     return this.model;
   }

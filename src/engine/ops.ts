@@ -27,6 +27,23 @@ const TILES128_MIN = 256;
 export interface MatmulArgs {
   x: GPUBuffer; w: GPUBuffer; wDtype: StoreDType; y: GPUBuffer;
   T: number; N: number; K: number; bias?: GPUBuffer; residual?: GPUBuffer; variant?: MatmulVariant;
+  /**
+   * y's row stride (default N) and the first of the N columns this call writes (default 0): a matrix stored in
+   * row parts runs once per part into its own columns. Bias and residual are indexed like y.
+   */
+  ldy?: number; y0?: number;
+}
+
+/**
+ * A weight matrix [rows, cols] (canonical [out, in]) on the GPU: one buffer when it fits the adapter's binding
+ * limit, otherwise row ranges [row0, row0 + rows) in buffers of their own (rows are never split). See
+ * splitRows in model/gpu-plan.ts.
+ */
+export interface WeightMatrix {
+  rows: number;
+  cols: number;
+  dtype: StoreDType;
+  parts: readonly { buffer: GPUBuffer; row0: number; rows: number }[];
 }
 export interface RmsNormArgs {
   x: GPUBuffer; w: GPUBuffer; T: number; D: number; eps: number; plusOne: boolean;
@@ -55,6 +72,8 @@ export interface ScatterArgs {
 }
 export interface EmbedArgs {
   tokens: GPUBuffer; table: GPUBuffer; dtype: StoreDType; x: GPUBuffer; T: number; D: number; V: number; scale: number;
+  /** The rows of the [V, D] table that `table` holds (default all): only tokens among them are written. */
+  row0?: number; rows?: number;
 }
 export interface GluArgs { gu: GPUBuffer; out: GPUBuffer; T: number; I: number; act: 'silu' | 'gelu_tanh' }
 
@@ -97,20 +116,26 @@ export class Ops {
     if (variant === 'gemv') return this.gemv(a);
     if (variant !== 'reg') return this.matmulTiled(a, variant === 'tiled128' ? 128 : 64);
     const TM = a.T >= 4 ? 4 : 1;
-    const pipe = this.lib.pipeline('matmul', { TM, W_F16: a.wDtype === 'f16', BIAS: !!a.bias, RESIDUAL: !!a.residual });
-    this.d.run(pipe, [u(a.T), u(a.N), u(a.K / 4), u(0)], matmulBindings(a), [Math.ceil(a.N / 4 / 64), Math.ceil(a.T / TM), 1]);
+    const pipe = this.lib.pipeline('matmul', { TM, W_F16: a.wDtype === 'f16', BIAS: !!a.bias, RESIDUAL: !!a.residual, Y_RANGE: yRange(a) });
+    this.d.run(pipe, matmulParams(a), matmulBindings(a), [Math.ceil(a.N / 4 / 64), Math.ceil(a.T / TM), 1]);
+  }
+
+  /** y = x · wᵀ for a matrix in row parts: one matmul per part, each writing its columns of y ([T, w.rows]). */
+  matmulParts(a: Omit<MatmulArgs, 'w' | 'wDtype' | 'N' | 'ldy' | 'y0'> & { w: WeightMatrix }) {
+    if (a.w.cols !== a.K) throw new Error(`matmul: the matrix has ${a.w.cols} columns, K is ${a.K}`);
+    for (const p of a.w.parts) this.matmul({ ...a, w: p.buffer, wDtype: a.w.dtype, N: p.rows, ldy: a.w.rows, y0: p.row0 });
   }
 
   private matmulTiled(a: MatmulArgs, tile: 64 | 128) {
-    const pipe = this.lib.pipeline(tile === 128 ? 'matmul_tiled128' : 'matmul_tiled', { W_F16: a.wDtype === 'f16', BIAS: !!a.bias, RESIDUAL: !!a.residual });
-    this.d.run(pipe, [u(a.T), u(a.N), u(a.K / 4), u(0)], matmulBindings(a), [Math.ceil(a.N / tile), Math.ceil(a.T / tile), 1]);
+    const pipe = this.lib.pipeline(tile === 128 ? 'matmul_tiled128' : 'matmul_tiled', { W_F16: a.wDtype === 'f16', BIAS: !!a.bias, RESIDUAL: !!a.residual, Y_RANGE: yRange(a) });
+    this.d.run(pipe, matmulParams(a), matmulBindings(a), [Math.ceil(a.N / tile), Math.ceil(a.T / tile), 1]);
   }
 
   private gemv(a: MatmulArgs) {
     if (a.T > 4) throw new Error(`gemv takes at most 4 rows of x, got T=${a.T}`);
-    const pipe = this.lib.pipeline('gemv', { TX: a.T, PARTS: 256 * a.T, W_F16: a.wDtype === 'f16', BIAS: !!a.bias, RESIDUAL: !!a.residual });
+    const pipe = this.lib.pipeline('gemv', { TX: a.T, PARTS: 256 * a.T, W_F16: a.wDtype === 'f16', BIAS: !!a.bias, RESIDUAL: !!a.residual, Y_RANGE: yRange(a) });
     // One workgroup per 8 output columns.
-    this.d.run1d(pipe, [u(a.T), u(a.N), u(a.K / 4), u(0)], matmulBindings(a), Math.ceil(a.N / 8) * 64);
+    this.d.run1d(pipe, matmulParams(a), matmulBindings(a), Math.ceil(a.N / 8) * 64);
   }
 
   rmsnorm(a: RmsNormArgs) {
@@ -189,8 +214,30 @@ export class Ops {
 
   embed(a: EmbedArgs) {
     if (a.D % 4 !== 0) throw new Error(`embed needs D % 4 == 0, got ${a.D}`);
-    const pipe = this.lib.pipeline('embed', { E_F16: a.dtype === 'f16' });
-    this.d.run1d(pipe, [u(a.T), u(a.D / 4), u(a.V), f(a.scale)], { 1: a.tokens, 2: a.table, 3: a.x }, (a.T * a.D) / 4);
+    const rowRange = (a.row0 ?? 0) !== 0 || (a.rows ?? a.V) !== a.V;
+    const pipe = this.lib.pipeline('embed', { E_F16: a.dtype === 'f16', ROW_RANGE: rowRange });
+    const params = [u(a.T), u(a.D / 4), u(a.V), f(a.scale), u(a.row0 ?? 0), u(a.rows ?? a.V), u(0), u(0)];
+    this.d.run1d(pipe, params, { 1: a.tokens, 2: a.table, 3: a.x }, (a.T * a.D) / 4);
+  }
+
+  /**
+   * Embedding lookup in a table stored in row parts: one launch per part, each filling the rows of x whose
+   * token lies in it. With the token ids at hand (`ids`), parts that hold none of them are not launched.
+   */
+  embedParts(a: Omit<EmbedArgs, 'table' | 'dtype' | 'V' | 'D' | 'row0' | 'rows'> & { table: WeightMatrix; ids?: ArrayLike<number> }) {
+    const { table, ids, ...rest } = a;
+    const V = table.rows;
+    const used = (p: WeightMatrix['parts'][number]) => {
+      if (!ids || table.parts.length === 1) return true;
+      for (let i = 0; i < ids.length; i++) {
+        const t = Math.min(ids[i], V - 1); // the kernel's clamp
+        if (t >= p.row0 && t < p.row0 + p.rows) return true;
+      }
+      return false;
+    };
+    for (const p of table.parts) {
+      if (used(p)) this.embed({ ...rest, table: p.buffer, dtype: table.dtype, D: table.cols, V, row0: p.row0, rows: p.rows });
+    }
   }
 
   glu(a: GluArgs) {
@@ -242,6 +289,15 @@ function matmulBindings(a: MatmulArgs): Record<number, GPUBuffer> {
   if (a.bias) b[4] = a.bias;
   if (a.residual) b[5] = a.residual;
   return b;
+}
+
+/** Whether a matmul writes a column range of a wider output (a part of a split matrix): its own pipeline. */
+const yRange = (a: MatmulArgs) => (a.ldy ?? a.N) !== a.N || (a.y0 ?? 0) !== 0;
+
+function matmulParams(a: MatmulArgs) {
+  const y0 = a.y0 ?? 0, ldy = a.ldy ?? a.N;
+  if (y0 + a.N > ldy) throw new Error(`matmul: columns [${y0}, ${y0 + a.N}) do not fit rows of ${ldy}`);
+  return [u(a.T), u(a.N), u(a.K / 4), u(ldy), u(y0), u(0), u(0), u(0)];
 }
 
 function checkAligned(...vals: number[]) {

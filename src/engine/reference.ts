@@ -4,13 +4,21 @@
  * every kernel against them, and the reference forward pass in
  * tests/engine/reference-model.ts is built from them.
  */
-export function matmul(x: Float32Array, w: Float32Array, T: number, N: number, K: number, bias?: Float32Array, residual?: Float32Array) {
-  const y = new Float32Array(T * N);
+/**
+ * y = x · wᵀ (+ bias) (+ residual), into a new [T, N] array, or, with `out`, into columns [y0, y0 + N) of
+ * out.y ([T, ldy]; bias and residual indexed like it), which is returned.
+ */
+export function matmul(
+  x: Float32Array, w: Float32Array, T: number, N: number, K: number, bias?: Float32Array, residual?: Float32Array,
+  out?: { y: Float32Array; ldy: number; y0: number },
+) {
+  const { y, ldy, y0 } = out ?? { y: new Float32Array(T * N), ldy: N, y0: 0 };
   for (let t = 0; t < T; t++) {
     for (let n = 0; n < N; n++) {
       let s = 0;
       for (let k = 0; k < K; k++) s += x[t * K + k] * w[n * K + k];
-      y[t * N + n] = s + (bias ? bias[n] : 0) + (residual ? residual[t * N + n] : 0);
+      const i = t * ldy + y0 + n;
+      y[i] = s + (bias ? bias[y0 + n] : 0) + (residual ? residual[i] : 0);
     }
   }
   return y;
@@ -121,11 +129,19 @@ export function scatter(src: Float32Array, stride: number, offset: number, idx: 
   return out;
 }
 
-export function embed(tokens: Uint32Array, table: Float32Array, T: number, D: number, V: number, scale: number) {
-  const x = new Float32Array(T * D);
+/**
+ * x[t] = table[tokens[t]] * scale into a new [T, D] array, or, with `part`, where `table` holds only rows
+ * [row0, row0 + rows) of the [V, D] table: the rows of part.x whose token is among them (returned).
+ */
+export function embed(
+  tokens: Uint32Array, table: Float32Array, T: number, D: number, V: number, scale: number,
+  part?: { row0: number; rows: number; x: Float32Array },
+) {
+  const { x, row0, rows } = part ?? { x: new Float32Array(T * D), row0: 0, rows: V };
   for (let t = 0; t < T; t++) {
     const tok = Math.min(tokens[t], V - 1);
-    for (let d = 0; d < D; d++) x[t * D + d] = table[tok * D + d] * scale;
+    if (tok < row0 || tok >= row0 + rows) continue;
+    for (let d = 0; d < D; d++) x[t * D + d] = table[(tok - row0) * D + d] * scale;
   }
   return x;
 }

@@ -1,9 +1,11 @@
 /**
  * The GPU memory plan (src/engine/model/gpu-plan.ts) is computed from a
  * config alone, so the page can warn before downloading or uploading: it
- * must count the weights the loaders produce and the bytes GpuModel.upload
- * allocates, for every architecture's optional tensors; a model that breaks
- * the adapter's limits is refused before the loaded model is dropped.
+ * must count the weights the loaders produce and list the buffers
+ * GpuModel.upload allocates (labels and sizes, matrices split in row parts
+ * where one buffer cannot hold them), for every architecture's optional
+ * tensors; a model that cannot be split to fit the adapter's limits is
+ * refused before the loaded model is dropped.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -11,7 +13,7 @@ import { join } from 'node:path';
 import { createNodeGpu, loadKernelSources } from '../../src/node/gpu';
 import { Engine } from '../../src/engine/engine';
 import { GpuModel, OutOfGpuMemoryError } from '../../src/engine/model/gpu-model';
-import { paramCount, planGpuMemory, weightDtypeFor } from '../../src/engine/model/gpu-plan';
+import { paramCount, planGpuMemory, splitRows, weightDtypeFor } from '../../src/engine/model/gpu-plan';
 import { loadHfFolder } from '../../src/engine/formats/hf';
 import { loadModelFiles } from '../../src/engine/formats/load';
 import '../../src/engine/formats/all';
@@ -33,7 +35,7 @@ async function models(): Promise<{ config: ModelConfig; weights: HostWeights }[]
   return out;
 }
 
-test('the plan counts every weight and every byte GpuModel.upload allocates', async () => {
+test('the plan counts every weight and lists every buffer GpuModel.upload allocates, whole or split', async () => {
   const gpu = await createNodeGpu();
   try {
     const seen = new Set<string>();
@@ -46,37 +48,92 @@ test('the plan counts every weight and every byte GpuModel.upload allocates', as
       if (c.qkNorm && c.postNorms) seen.add('norms');
       if (!c.tiedEmbeddings) seen.add('untied');
       for (const dtype of ['f32', 'f16'] as const) {
-        const plan = planGpuMemory(c, dtype, gpu.device.limits);
-        const gm = await GpuModel.upload(gpu.device, c, m.weights, dtype);
-        assert.equal(plan.weightBytes, gm.bytes, `${c.name} ${dtype}: bytes`);
-        assert.deepEqual(plan.problems, []);
-        assert.equal(plan.kvBytesPerToken, c.nLayers * 2 * c.nKvHeads * c.headDim * 4);
-        gm.destroy();
+        // The adapter's own limits (nothing split), and limits so small that the embedding is (a logits row fits).
+        const small = Math.ceil((c.vocabSize * 4 * 1.5) / 16) * 16;
+        for (const limits of [gpu.device.limits, { maxStorageBufferBindingSize: small, maxBufferSize: small + 64 }]) {
+          const plan = planGpuMemory(c, dtype, limits);
+          const gm = await GpuModel.upload(gpu.device, c, m.weights, dtype, limits);
+          assert.deepEqual(gm.allocated, plan.buffers, `${c.name} ${dtype}: buffers`);
+          assert.equal(plan.weightBytes, gm.bytes, `${c.name} ${dtype}: bytes`);
+          assert.deepEqual(plan.problems, []);
+          assert.equal(plan.kvBytesPerToken, c.nLayers * 2 * c.nKvHeads * c.headDim * 4);
+          assert.ok(plan.buffers.every((b) => b.bytes <= plan.bufferLimit));
+          const split = plan.buffers.some((b) => b.label === 'embed[0]');
+          assert.equal(split, limits !== gpu.device.limits, `${c.name} ${dtype}: the embedding is split only under the small limit`);
+          if (split) seen.add('split');
+          gm.destroy();
+        }
       }
       assert.equal(weightDtypeFor(c), 'f32', `${c.name} is small`);
     }
-    assert.deepEqual([...seen].sort(), ['bias', 'norms', 'untied'], 'the fixtures cover every optional tensor');
+    assert.deepEqual([...seen].sort(), ['bias', 'norms', 'split', 'untied'], 'the fixtures cover every optional tensor');
   } finally {
     gpu.release();
   }
 });
 
-test('limits: the largest buffer is named, f16 is suggested for f32, big models default to f16', async () => {
+test('splitRows: whole when it fits, else the fewest near-equal row ranges; never a split row', () => {
+  assert.deepEqual(splitRows(10, 48, 480), [{ row0: 0, rows: 10 }]);
+  // 160 bytes hold 3 rows of 48: 4 parts of 3, 3, 3 and 1 rows.
+  assert.deepEqual(splitRows(10, 48, 160)!.map((r) => [r.row0, r.rows]), [[0, 3], [3, 3], [6, 3], [9, 1]]);
+  // 7 rows fit: 2 parts of 5.
+  assert.deepEqual(splitRows(10, 48, 7 * 48)!.map((r) => r.rows), [5, 5]);
+  // The limit counts in whole 16-byte units (buffers are padded so): 3 rows of 24 bytes need 80.
+  assert.deepEqual(splitRows(10, 24, 79)!.map((r) => r.rows), [2, 2, 2, 2, 2]);
+  assert.equal(splitRows(10, 48, 47), null, 'one row larger than the limit');
+});
+
+test('limits: a large embedding is split into parts; rows and logits that cannot fit are refused, named', async () => {
   const [m] = await models();
   const c = { ...m.config, name: 'wide', vocabSize: 1 << 20 };
   const embed = (1 << 20) * c.hidden;
+  // One buffer may hold just under the f32 embedding.
   const limits = { maxStorageBufferBindingSize: embed * 4 - 16, maxBufferSize: 1 << 30 };
   const f32 = planGpuMemory(c, 'f32', limits);
-  assert.equal(f32.largest.label, 'embed');
-  assert.equal(f32.largest.bytes, embed * 4);
-  assert.equal(f32.problems.length, 1);
-  assert.match(f32.problems[0], /^Tensor embed of wide needs 256\.0 MiB in one buffer; this adapter allows 256\.0 MiB \(try f16 weights\)$/);
-  assert.deepEqual(planGpuMemory(c, 'f16', limits).problems, []);
-  // maxBufferSize counts too
-  assert.equal(planGpuMemory(c, 'f16', { ...limits, maxBufferSize: embed }).problems.length, 1);
+  assert.deepEqual(f32.problems, []);
+  assert.deepEqual(f32.buffers.filter((b) => b.label.startsWith('embed')), [
+    { label: 'embed[0]', bytes: embed * 2 }, { label: 'embed[1]', bytes: embed * 2 },
+  ]);
+  assert.equal(f32.largest.bytes, embed * 2);
+  assert.equal(f32.bufferLimit, embed * 4 - 16);
+  assert.deepEqual(planGpuMemory(c, 'f16', limits).buffers.filter((b) => b.label.startsWith('embed')), [{ label: 'embed', bytes: embed * 2 }]);
+  // maxBufferSize counts too.
+  assert.equal(planGpuMemory(c, 'f16', { ...limits, maxBufferSize: embed }).buffers.filter((b) => b.label.startsWith('embed')).length, 2);
+  // A row cannot be split: the tensor with the largest rows is named, with f16 suggested where its rows would fit.
+  const rows = planGpuMemory(c, 'f32', { maxStorageBufferBindingSize: c.intermediate * 4 - 16, maxBufferSize: 1 << 30 });
+  assert.deepEqual(rows.problems, [
+    `Tensor 0.w_down of wide needs ${c.intermediate * 4} bytes for one row, and rows are not split; ` +
+      `this adapter allows ${c.intermediate * 4 - 16} bytes in one buffer (try f16 weights)`,
+    `The logits of wide need 4.0 MiB per token in one buffer; this adapter allows ${c.intermediate * 4 - 16} bytes`,
+  ]);
+  assert.match(planGpuMemory(c, 'f16', { maxStorageBufferBindingSize: c.intermediate * 2 - 16, maxBufferSize: 1 << 30 }).problems[0], /bytes in one buffer$/);
+  // One token's logits are one buffer.
+  const vocab = { ...c, vocabSize: 40 << 20 };
+  assert.deepEqual(planGpuMemory(vocab, 'f16', { maxStorageBufferBindingSize: 128 << 20, maxBufferSize: 2 ** 31 }).problems, [
+    'The logits of wide need 160.0 MiB per token in one buffer; this adapter allows 128.0 MiB',
+  ]);
   const big = { ...c, hidden: 2048, intermediate: 8192, nLayers: 4, nHeads: 16, nKvHeads: 16, headDim: 128 };
   assert.ok(paramCount(big) > 50e6);
   assert.equal(weightDtypeFor(big), 'f16');
+});
+
+test('Gemma 3 270M on a 128 MiB binding limit (llvmpipe, compatibility mode): its embedding in three parts', async () => {
+  // Gemma 3 270M's shape (its GGUF's metadata) on the Gemma 3 fixture's config: the 262144 x 640 embedding, tied as
+  // the LM head, is 320 MiB in f16.
+  const fixture = (await models()).find((m) => m.config.arch === 'gemma3')!.config;
+  const gemma = {
+    ...fixture, name: 'gemma-3-270m', vocabSize: 262144, hidden: 640, intermediate: 2048, nLayers: 18, nHeads: 4, nKvHeads: 1, headDim: 256,
+  };
+  assert.ok(gemma.tiedEmbeddings && gemma.qkNorm && gemma.postNorms);
+  const llvmpipe = { maxStorageBufferBindingSize: 128 << 20, maxBufferSize: 2 ** 31 };
+  assert.equal(weightDtypeFor(gemma), 'f16');
+  const plan = planGpuMemory(gemma, 'f16', llvmpipe);
+  assert.deepEqual(plan.problems, []);
+  assert.deepEqual(plan.buffers.filter((b) => b.label.startsWith('embed')), [
+    { label: 'embed[0]', bytes: 87382 * 1280 }, { label: 'embed[1]', bytes: 87382 * 1280 }, { label: 'embed[2]', bytes: 87380 * 1280 },
+  ]);
+  assert.equal(plan.buffers.filter((b) => b.label.includes('[')).length, 3, 'nothing else is split');
+  assert.ok(plan.largest.bytes <= 128 << 20);
 });
 
 test('Engine.load refuses a model that will not fit and keeps the loaded one', async () => {
@@ -87,12 +144,11 @@ test('Engine.load refuses a model that will not fit and keeps the loaded one', a
     await engine.load(m.config, m.weights);
     assert.equal(engine.model!.dtype, weightDtypeFor(m.config), 'without a precision, the engine picks it by the rule');
     const before = (await engine.prefill(engine.newCache(), [1, 403, 407])).logits;
-    const max = gpu.device.limits.maxStorageBufferBindingSize;
-    const vocab = Math.ceil(max / 4 / m.config.hidden) + 1;
-    const tooBig = { ...m.config, vocabSize: vocab, name: 'too-big' };
-    // The check needs no weights: it fails before reading any. (By default a model this big would be stored as
-    // f16, where its embedding fits: f32 is asked for.)
-    await assert.rejects(engine.load(tooBig, new Map(), { weightDtype: 'f32' }), { name: 'OutOfGpuMemoryError', message: /Tensor embed of too-big/ });
+    // A vocabulary whose logits for one token do not fit one buffer (its embedding could be split).
+    const max = Math.min(gpu.device.limits.maxStorageBufferBindingSize, gpu.device.limits.maxBufferSize);
+    const tooBig = { ...m.config, vocabSize: max / 4 + 4, name: 'too-big' };
+    // The check needs no weights: it fails before reading any.
+    await assert.rejects(engine.load(tooBig, new Map(), { weightDtype: 'f32' }), { name: 'OutOfGpuMemoryError', message: /The logits of too-big need/ });
     // The refusal carries the plan's problems (the worker words them), and the loaded model keeps its own plan.
     const refusal = await engine.load(tooBig, new Map(), { weightDtype: 'f32' }).catch((e: unknown) => e);
     assert.ok(refusal instanceof OutOfGpuMemoryError);

@@ -49,6 +49,45 @@ for (const name of ['llama3-smollm', 'qwen2', 'gemma3']) {
       }
     });
   }
+  // Matrices larger than one buffer may be are stored in row parts (GpuModel, gpu-plan.ts): with a buffer limit
+  // forced down to 2.5 rows of logits, the embedding and LM head (and, for the 64-wide models, q/k/v, gate/up and
+  // down) are split, and logits come in blocks of two rows. Every output is the same computation: equal bits.
+  test(`${name}: weights split into row parts give the unsplit logits`, async (t) => {
+    const h = await harness();
+    const m = await loadHfFolder(nodeFolderFiles(dir), { name });
+    const bufferLimit = Math.ceil((2.5 * m.config.vocabSize * 4) / 16) * 16;
+    const whole = Engine.create(h.gpu, loadKernelSources());
+    const split = Engine.create(h.gpu, loadKernelSources());
+    try {
+      await whole.load(m.config, m.weights, { weightDtype: 'f32' });
+      const gm = await split.load(m.config, m.weights, { weightDtype: 'f32', bufferLimit });
+      assert.equal(whole.model!.embed.parts.length, 1);
+      assert.ok(gm.embed.parts.length > 1 && gm.lmHead.parts.length > 1);
+      assert.equal(gm.lmHead === gm.embed, m.config.tiedEmbeddings);
+      const layerParts = gm.layers[0].wqkv.parts.length + gm.layers[0].wGateUp.parts.length + gm.layers[0].wDown.parts.length;
+      t.diagnostic(`limit ${bufferLimit} bytes: embed in ${gm.embed.parts.length} parts, lm_head in ${gm.lmHead.parts.length}, layer 0's wqkv + w_gate_up + w_down in ${layerParts}`);
+      if (m.config.hidden === 64) assert.ok(layerParts > 3, 'layer matrices split too');
+      assert.ok(gm.allocated.every((b) => b.bytes <= bufferLimit));
+      for (const c of ref.cases) {
+        const want = new Float32Array(readFileSync(join(dir, c.logits)).buffer.slice(0));
+        const run = async (e: Engine) => {
+          const cache = e.newCache(8);
+          const r = (await e.prefill(cache, c.tokens, c.positions, { logits: 'all' })).logits;
+          cache.destroy();
+          return r;
+        };
+        const got = await run(split);
+        assert.deepEqual(got, await run(whole), `${name}/${c.name}: split and unsplit logits differ`);
+        const { d, range } = maxDiffOverRange(got, want);
+        assert.ok(d <= 1e-3 * range, `${name}/${c.name}: max |Δlogit| ${d.toExponential(2)} against transformers`);
+        t.diagnostic(`${c.name}: equal bits to unsplit; max |Δlogit| against transformers ${d.toExponential(2)} (range ${range.toFixed(2)})`);
+      }
+    } finally {
+      whole.destroy();
+      split.destroy();
+    }
+  });
+
   test(`${name}: the host reference model agrees with transformers too`, async () => {
     const m = await loadHfFolder(nodeFolderFiles(dir), { name });
     const c = ref.cases[ref.cases.length - 1];

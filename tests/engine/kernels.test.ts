@@ -7,13 +7,17 @@
  * Tolerances: f32 paths within 2e-5 of the largest reference magnitude
  * (f32 summation order differs); packed-f16 paths are compared with a
  * reference fed the same f16-rounded values, so the same bound holds.
+ * Matrices split in row parts (what GpuModel does with one larger than a
+ * buffer may be) are held to the same bound, and to equal bits with the
+ * unsplit kernel.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as ref from '../../src/engine/reference';
-import { keyBounds, unmaskScores, type MatmulVariant } from '../../src/engine/ops';
+import { keyBounds, unmaskScores, type MatmulVariant, type WeightMatrix } from '../../src/engine/ops';
+import { splitRows } from '../../src/engine/model/gpu-plan';
 import { floatsToHalves, roundToHalf } from '../../src/engine/f16';
-import { assertClose, harness, rand } from '../helpers/gpu';
+import { assertClose, harness, rand, type Harness } from '../helpers/gpu';
 
 const RT = 2e-5;
 
@@ -43,6 +47,63 @@ for (const wDtype of ['f32', 'f16'] as const) {
       assertClose(await h.readF32(y, T * N), ref.matmul(x, w, T, N, K), 0, RT, 'plain');
       h.ops.matmul({ x: h.upload(x), w: wbuf, wDtype, y, T, N, K, variant, bias: h.upload(bias), residual: h.upload(res) });
       assertClose(await h.readF32(y, T * N), ref.matmul(x, w, T, N, K, bias, res), 0, RT, 'bias+residual');
+    });
+  }
+}
+
+/** `w` ([rows, cols], f16-rounded for f16) in the row parts splitRows gives for `limit`, as GpuModel stores a large matrix. */
+function uploadParts(h: Harness, w: Float32Array, rows: number, cols: number, dtype: 'f32' | 'f16', limit: number): WeightMatrix {
+  const ranges = splitRows(rows, cols * (dtype === 'f16' ? 2 : 4), limit);
+  assert.ok(ranges, 'the rows fit the limit');
+  return {
+    rows, cols, dtype,
+    parts: ranges.map((r) => {
+      const slice = w.subarray(r.row0 * cols, (r.row0 + r.rows) * cols);
+      return { ...r, buffer: h.upload(dtype === 'f16' ? floatsToHalves(slice) : slice) };
+    }),
+  };
+}
+
+const maxAbsDiff = (a: ArrayLike<number>, b: ArrayLike<number>) => {
+  let d = 0;
+  for (let i = 0; i < a.length; i++) d = Math.max(d, Math.abs(a[i] - b[i]));
+  return d;
+};
+
+// A matrix larger than one buffer is stored in row parts; matmulParts runs one matmul per part, each writing its
+// columns of the output (ldy, y0). A tiny limit splits small shapes, ragged parts included.
+for (const wDtype of ['f32', 'f16'] as const) {
+  for (const [T, N, K, variant] of [[5, 172, 64, 'reg'], [1, 36, 64, 'reg'], [70, 130, 36, 'tiled'], [130, 140, 36, 'tiled128'], [3, 200, 68, 'gemv']] as const) {
+    test(`matmul split in row parts: ${variant} ${wDtype} T=${T} N=${N} K=${K}, with bias and residual`, async (t) => {
+      const h = await harness();
+      const x = rand(T * K, 21);
+      let w = rand(N * K, 22);
+      if (wDtype === 'f16') w = roundToHalf(w);
+      const bias = rand(N, 23);
+      const res = rand(T * N, 24);
+      const bytes = N * K * (wDtype === 'f16' ? 2 : 4);
+      const m = uploadParts(h, w, N, K, wDtype, Math.ceil(bytes / 3.5 / 16) * 16);
+      assert.ok(m.parts.length >= 4, `${m.parts.length} parts`);
+      const whole = h.upload(wDtype === 'f16' ? floatsToHalves(w) : w);
+      const [xb, bb, rb] = [h.upload(x), h.upload(bias), h.upload(res)];
+      const y = h.empty(T * N * 4);
+      const y1 = h.empty(T * N * 4);
+      for (const extra of [{}, { bias: bb, residual: rb }] as { bias?: GPUBuffer; residual?: GPUBuffer }[]) {
+        h.ops.matmulParts({ x: xb, w: m, y, T, K, variant, ...extra });
+        h.ops.matmul({ x: xb, w: whole, wDtype, y: y1, T, N, K, variant, ...extra });
+        const got = await h.readF32(y, T * N);
+        const want = ref.matmul(x, w, T, N, K, extra.bias && bias, extra.residual && res);
+        // The twin, part by part, is the whole product exactly.
+        const twin = new Float32Array(T * N);
+        for (const p of m.parts) {
+          ref.matmul(x, w.subarray(p.row0 * K), T, p.rows, K, extra.bias && bias, extra.residual && res, { y: twin, ldy: N, y0: p.row0 });
+        }
+        assert.deepEqual(twin, want);
+        assertClose(got, want, 0, RT, `${m.parts.length} parts`);
+        // Each output is the same dot product in the same order as without the split: equal bits.
+        assert.deepEqual(got, await h.readF32(y1, T * N), 'split equals whole');
+        t.diagnostic(`${m.parts.map((p) => p.rows).join('+')} rows${extra.bias ? ', bias+residual' : ''}: max |Δ| vs reference ${maxAbsDiff(got, want).toExponential(2)} (max |ref| ${maxAbsDiff(want, new Float32Array(want.length)).toFixed(2)})`);
+      }
     });
   }
 }
@@ -161,6 +222,37 @@ for (const dtype of ['f32', 'f16'] as const) {
     const x = h.empty(T * D * 4);
     h.ops.embed({ tokens: h.upload(tokens), table: h.upload(dtype === 'f16' ? floatsToHalves(table) : table), dtype, x, T, D, V, scale: 1.5 });
     assertClose(await h.readF32(x, T * D), ref.embed(tokens, table, T, D, V, 1.5), 0, RT);
+  });
+}
+
+for (const dtype of ['f32', 'f16'] as const) {
+  test(`embed ${dtype} from a table split in row parts`, async () => {
+    const h = await harness();
+    const V = 10, D = 12, T = 5;
+    let table = rand(V * D, 25);
+    if (dtype === 'f16') table = roundToHalf(table);
+    // Token 99 is clamped to the last row, as without a split.
+    const tokens = Uint32Array.from([3, 0, 9, 99, 7]);
+    const m = uploadParts(h, table, V, D, dtype, Math.ceil((3 * D * (dtype === 'f16' ? 2 : 4)) / 16) * 16);
+    assert.deepEqual(m.parts.map((p) => [p.row0, p.rows]), [[0, 3], [3, 3], [6, 3], [9, 1]]);
+    const want = ref.embed(tokens, table, T, D, V, 1.5);
+    const twin = new Float32Array(T * D);
+    for (const p of m.parts) ref.embed(tokens, table.subarray(p.row0 * D), T, D, V, 1.5, { ...p, x: twin });
+    assert.deepEqual(twin, want);
+    const tok = h.upload(tokens);
+    for (const ids of [undefined, tokens]) {
+      const x = h.empty(T * D * 4);
+      const before = h.ops.d.count;
+      h.ops.embedParts({ tokens: tok, ids, table: m, x, T, scale: 1.5 });
+      assertClose(await h.readF32(x, T * D), want, 0, RT, ids ? 'ids given' : 'every part');
+      assert.equal(h.ops.d.count - before, 4, 'one launch per part (every part holds one of these tokens)');
+    }
+    // With the ids at hand, parts holding none of them are not launched.
+    const x = h.empty(2 * D * 4);
+    const before = h.ops.d.count;
+    h.ops.embedParts({ tokens: h.upload(Uint32Array.from([4, 5])), ids: [4, 5], table: m, x, T: 2, scale: 1.5 });
+    assert.equal(h.ops.d.count - before, 1);
+    assertClose(await h.readF32(x, 2 * D), ref.embed(Uint32Array.from([4, 5]), table, 2, D, V, 1.5), 0, RT);
   });
 }
 

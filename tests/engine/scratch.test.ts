@@ -30,3 +30,17 @@ test('growing a scratch buffer submits the work recorded against the old one fir
   await new Promise((r) => setTimeout(r, 50));
   assert.deepEqual(h.errors.splice(0), []);
 });
+
+test('growth by doubling stops at the largest buffer a binding may hold', () => {
+  const sizes: number[] = [];
+  const device = {
+    limits: { maxStorageBufferBindingSize: 1000, maxBufferSize: 4096 },
+    createBuffer: (d: GPUBufferDescriptor) => (sizes.push(d.size), { size: d.size, destroy() {} }),
+  } as unknown as GPUDevice;
+  const scratch = new Scratch(device);
+  scratch.get('logits', 300); // 512, as before
+  scratch.get('logits', 700); // 1024 would not bind: the limit, 992 (whole 16-byte units)
+  scratch.get('logits', 990); // fits what is there
+  scratch.get('other', 1200); // over the limit: exactly what was asked (binding it is the caller's error)
+  assert.deepEqual(sizes, [512, 992, 1200]);
+});

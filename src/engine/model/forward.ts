@@ -17,7 +17,7 @@ import type { GpuModel } from './gpu-model';
 import type { KVCache } from './kv-cache';
 import { inverseFrequencies, ropeTable } from './rope';
 import { Scratch } from './scratch';
-import { keyBounds, unmaskScores, type Ops } from '../ops';
+import { keyBounds, unmaskScores, type Ops, type WeightMatrix } from '../ops';
 
 export interface ScoresRequest {
   /** One layer, or several (each gives its own results, in the same pass). */
@@ -74,7 +74,7 @@ export class ForwardPass {
     const tok = this.scratch.put('tokens', Uint32Array.from(tokens));
     this.x = this.scratch.get('x0', this.T * D * 4);
     this.other = this.scratch.get('x1', this.T * D * 4);
-    this.ops.embed({ tokens: tok, table: this.m.embed, dtype: this.m.dtype, x: this.x, T: this.T, D, V: this.c.vocabSize, scale: this.c.embedScale });
+    this.ops.embedParts({ tokens: tok, ids: tokens, table: this.m.embed, x: this.x, T: this.T, scale: this.c.embedScale });
   }
 
   private setRows(rows: Uint32Array) {
@@ -117,7 +117,7 @@ export class ForwardPass {
     const kind = c.layerKinds[l];
 
     ops.rmsnorm({ x: this.x!, w: Lw.attnNorm, y: xn, T, D, eps, plusOne });
-    ops.matmul({ x: xn, w: Lw.wqkv, wDtype: this.m.dtype, y: qkv, T, N: W, K: D, bias: Lw.bqkv });
+    ops.matmulParts({ x: xn, w: Lw.wqkv, y: qkv, T, K: D, bias: Lw.bqkv });
     if (Lw.qNorm && Lw.kNorm) {
       ops.rmsnorm({ x: qkv, w: Lw.qNorm, T, D: HD, G: c.nHeads, stride: W, offset: 0, eps, plusOne });
       ops.rmsnorm({ x: qkv, w: Lw.kNorm, T, D: HD, G: c.nKvHeads, stride: W, offset: qDim, eps, plusOne });
@@ -147,21 +147,21 @@ export class ForwardPass {
     ops.rmsnorm({ x: this.x!, w: Lw.ffnNorm, y: xn, T, D, eps, plusOne });
     const gu = this.scratch.get('gu', T * 2 * I * 4);
     const act = this.scratch.get('act', T * I * 4);
-    ops.matmul({ x: xn, w: Lw.wGateUp, wDtype: this.m.dtype, y: gu, T, N: 2 * I, K: D });
+    ops.matmulParts({ x: xn, w: Lw.wGateUp, y: gu, T, K: D });
     ops.glu({ gu, out: act, T, I, act: c.activation });
     this.residual(act, Lw.wDown, I, Lw.postFfnNorm);
   }
 
   /** x ← x + (norm?)(a · Wᵀ), ping-ponging between the two x buffers. */
-  private residual(a: GPUBuffer, w: GPUBuffer, K: number, postNorm?: GPUBuffer) {
+  private residual(a: GPUBuffer, w: WeightMatrix, K: number, postNorm?: GPUBuffer) {
     const { T, c } = this;
     const D = c.hidden;
     if (postNorm) {
       const tmp = this.scratch.get('tmp', T * D * 4);
-      this.ops.matmul({ x: a, w, wDtype: this.m.dtype, y: tmp, T, N: D, K });
+      this.ops.matmulParts({ x: a, w, y: tmp, T, K });
       this.ops.rmsnorm({ x: tmp, w: postNorm, y: this.other!, T, D, eps: c.rmsEps, plusOne: c.normPlusOne, residual: this.x! });
     } else {
-      this.ops.matmul({ x: a, w, wDtype: this.m.dtype, y: this.other!, T, N: D, K, residual: this.x! });
+      this.ops.matmulParts({ x: a, w, y: this.other!, T, K, residual: this.x! });
     }
     [this.x, this.other] = [this.other, this.x];
   }
@@ -191,6 +191,16 @@ export class ForwardPass {
 
   /** Logits [R, V] for pass rows `which` (indices into the current rows). */
   async logits(which: number[]): Promise<Float32Array> {
+    // The logits of the rows computed together are one buffer, which a binding must hold: blocks of rows.
+    const V = this.c.vocabSize;
+    const block = Math.max(1, Math.floor(this.m.plan.bufferLimit / (V * 4)));
+    if (which.length <= block) return this.logitsOf(which);
+    const out = new Float32Array(which.length * V);
+    for (let i = 0; i < which.length; i += block) out.set(await this.logitsOf(which.slice(i, i + block)), i * V);
+    return out;
+  }
+
+  private async logitsOf(which: number[]): Promise<Float32Array> {
     const { c } = this;
     const D = c.hidden, V = c.vocabSize, R = which.length;
     let src = this.x!;
@@ -202,7 +212,7 @@ export class ForwardPass {
     const xn = this.scratch.get('xn', R * D * 4);
     this.ops.rmsnorm({ x: src, w: this.m.finalNorm, y: xn, T: R, D, eps: c.rmsEps, plusOne: c.normPlusOne });
     const out = this.scratch.get('logits', R * V * 4);
-    this.ops.matmul({ x: xn, w: this.m.lmHead, wDtype: this.m.dtype, y: out, T: R, N: V, K: D });
+    this.ops.matmulParts({ x: xn, w: this.m.lmHead, y: out, T: R, K: D });
     return new Float32Array(await this.ops.d.read(out, 0, R * V * 4));
   }
 }

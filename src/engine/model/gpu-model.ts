@@ -2,18 +2,21 @@
  * A model's weights on the GPU, in the layout the forward pass wants:
  * q/k/v fused into one [qDim + 2 kvDim, D] matrix (one matmul per layer),
  * gate and up fused into [2I, D], matrices f32 or packed f16, norms and
- * biases f32.
+ * biases f32. A matrix larger than one buffer may be (the adapter's storage
+ * binding and buffer limits) is stored as row ranges, each its own buffer,
+ * as the plan (gpu-plan.ts) lays them out: typically a large vocabulary's
+ * embedding and LM head.
  */
 import type { ModelConfig } from './config';
 import type { HostTensor, HostWeights, LayerTensorName } from './weights';
 import { layerName } from './weights';
 import { floatToHalf, halfToFloat } from '../f16';
-import type { StoreDType } from '../ops';
-import { paddedBytes, planGpuMemory, type GpuPlan } from './gpu-plan';
+import type { StoreDType, WeightMatrix } from '../ops';
+import { paddedBytes, partLabel, planGpuMemory, splitRows, type AdapterLimits, type GpuPlan, type PlannedBuffer } from './gpu-plan';
 
 export interface GpuLayer {
-  attnNorm: GPUBuffer; wqkv: GPUBuffer; bqkv?: GPUBuffer; qNorm?: GPUBuffer; kNorm?: GPUBuffer;
-  wo: GPUBuffer; postAttnNorm?: GPUBuffer; ffnNorm: GPUBuffer; wGateUp: GPUBuffer; wDown: GPUBuffer; postFfnNorm?: GPUBuffer;
+  attnNorm: GPUBuffer; wqkv: WeightMatrix; bqkv?: GPUBuffer; qNorm?: GPUBuffer; kNorm?: GPUBuffer;
+  wo: WeightMatrix; postAttnNorm?: GPUBuffer; ffnNorm: GPUBuffer; wGateUp: WeightMatrix; wDown: WeightMatrix; postFfnNorm?: GPUBuffer;
 }
 
 export class OutOfGpuMemoryError extends Error {
@@ -29,9 +32,9 @@ export class OutOfGpuMemoryError extends Error {
 
 export class GpuModel {
   bytes = 0;
-  embed!: GPUBuffer;
+  embed!: WeightMatrix;
   finalNorm!: GPUBuffer;
-  lmHead!: GPUBuffer;
+  lmHead!: WeightMatrix;
   layers: GpuLayer[] = [];
   private buffers: GPUBuffer[] = [];
 
@@ -50,9 +53,15 @@ export class GpuModel {
     return this.config.nKvHeads * this.config.headDim;
   }
 
-  static async upload(device: GPUDevice, config: ModelConfig, w: HostWeights, dtype: StoreDType): Promise<GpuModel> {
+  /**
+   * @param limits the buffer limits to plan by: the device's, or smaller ones (tests force split matrices so).
+   */
+  static async upload(device: GPUDevice, config: ModelConfig, w: HostWeights, dtype: StoreDType, limits: AdapterLimits = device.limits): Promise<GpuModel> {
+    if (limits.maxStorageBufferBindingSize > device.limits.maxStorageBufferBindingSize || limits.maxBufferSize > device.limits.maxBufferSize) {
+      throw new Error('GpuModel.upload: the limits to plan by exceed the device\'s');
+    }
     // Every buffer is checked against the adapter's limits before the first is created.
-    const plan = planGpuMemory(config, dtype, device.limits);
+    const plan = planGpuMemory(config, dtype, limits);
     if (plan.problems.length) throw new OutOfGpuMemoryError(plan.problems.join(' '), plan.problems);
     const m = new GpuModel(device, config, dtype, plan);
     device.pushErrorScope('out-of-memory');
@@ -102,17 +111,45 @@ export class GpuModel {
     return b;
   }
 
-  /** Row-concatenation of [out_i, in] matrices, stored in the model's dtype. */
-  private matrix(label: string, parts: HostTensor[]): GPUBuffer {
-    const n = parts.reduce((a, p) => a + p.data.length, 0);
-    const buf = this.alloc(label, n * (this.dtype === 'f16' ? 2 : 4));
-    let off = 0;
-    for (const p of parts) {
-      const data = this.dtype === 'f16' ? toHalves(p) : toFloats(p);
-      this.device.queue.writeBuffer(buf, off, data.buffer, data.byteOffset, data.byteLength);
-      off += data.byteLength;
+  /**
+   * Row-concatenation of [out_i, in] matrices, stored in the model's dtype: in one buffer, or in the plan's row
+   * ranges when it is larger than one buffer may be.
+   */
+  private matrix(label: string, tensors: HostTensor[]): WeightMatrix {
+    const cols = tensors[0].shape[tensors[0].shape.length - 1];
+    const rows = tensors.reduce((a, t) => a + t.data.length / cols, 0);
+    const rowBytes = cols * (this.dtype === 'f16' ? 2 : 4);
+    const ranges = splitRows(rows, rowBytes, this.plan.bufferLimit);
+    if (!ranges) throw new Error(`${label}: rows of ${rowBytes} bytes do not fit one buffer`); // the plan refused it already
+    const parts = ranges.map((r, i) => ({ ...r, buffer: this.alloc(partLabel(label, i, ranges.length), r.rows * rowBytes) }));
+    if (parts.length === 1) {
+      // Whole: each tensor as converted (an odd f16 count padded by toHalves).
+      let off = 0;
+      for (const t of tensors) {
+        const data = this.dtype === 'f16' ? toHalves(t) : toFloats(t);
+        this.device.queue.writeBuffer(parts[0].buffer, off, data.buffer, data.byteOffset, data.byteLength);
+        off += data.byteLength;
+      }
+    } else {
+      // Each tensor's rows go to the parts they overlap.
+      let first = 0;
+      for (const t of tensors) {
+        const data = this.dtype === 'f16' ? toHalves(t) : toFloats(t);
+        const end = first + t.data.length / cols;
+        for (const p of parts) {
+          const a = Math.max(first, p.row0), b = Math.min(end, p.row0 + p.rows);
+          if (a >= b) continue;
+          this.device.queue.writeBuffer(p.buffer, (a - p.row0) * rowBytes, data.buffer, data.byteOffset + (a - first) * rowBytes, (b - a) * rowBytes);
+        }
+        first = end;
+      }
     }
-    return buf;
+    return { rows, cols, dtype: this.dtype, parts };
+  }
+
+  /** Label and size of every buffer created, in order (what the plan lists). */
+  get allocated(): PlannedBuffer[] {
+    return this.buffers.map((b) => ({ label: b.label, bytes: b.size }));
   }
 
   private vector(label: string, parts: HostTensor[]): GPUBuffer {

@@ -1,7 +1,9 @@
 /**
  * Activation buffers of a forward pass, sized for a number of rows and grown
  * by doubling, so repeated decode steps reuse the same buffers (and the
- * dispatcher's cached bind groups).
+ * dispatcher's cached bind groups). Doubling stops at the adapter's limit
+ * for a buffer bound whole, so a request that fits the limit gets a buffer
+ * that does.
  */
 
 export class Scratch {
@@ -19,6 +21,9 @@ export class Scratch {
     if (have && have.bytes >= bytes) return have.buf;
     let size = 256;
     while (size < bytes) size *= 2;
+    const L = this.device.limits;
+    const cap = Math.floor(Math.min(L.maxStorageBufferBindingSize, L.maxBufferSize) / 16) * 16;
+    if (size > cap) size = Math.max(Math.ceil(bytes / 16) * 16, cap);
     if (have) {
       // Work recorded against the old buffer but not yet submitted would fail validation once it is destroyed.
       this.beforeWrite();
