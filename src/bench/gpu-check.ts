@@ -5,10 +5,12 @@
  *   2. copy: the adapter's buffer-copy bandwidth (bytes read + written);
  *   3. matmul: each matmul kernel variant alone, on Llama-3.2-1B's products (--matmul-model)
  *      (prefill's and decode's), so the per-adapter choice can be checked;
- *   4. engine: prefill at several lengths and decode, for each real-shape
+ *   4. attention: the attention kernel alone in each launch shape (rows per
+ *      invocation, key slices), at decode, link-recompute and prefill sizes;
+ *   5. engine: prefill at several lengths and decode, for each real-shape
  *      model (shapes.json, random weights), with the decode roofline that its
  *      weight bytes and the measured copy bandwidth allow;
- *   5. link: TTFT of linking algorithms at long contexts in 512-token chunks.
+ *   6. link: TTFT of linking algorithms at long contexts in 512-token chunks.
  * Everything goes to one JSON file, rewritten after every step, so a run cut
  * short still leaves what it measured. Every figure carries the adapter.
  *
@@ -26,12 +28,13 @@ import { SHAPE_NAMES, shapeConfig, syntheticWeights } from './shapes';
 import { benchPrefillDecode, prefillFlops } from './prefill';
 import { benchTtft, compileBenchChunks, ttftRatios } from './ttft';
 import { timeMatmuls } from './matmul';
+import { timeAttention, type AttentionCase } from './attention';
 import { GpuTier } from '../kvstore/gpu-tier';
 
 const { values: a } = parseArgs({
   options: {
     out: { type: 'string', default: '.' },
-    stages: { type: 'string', default: 'parity,copy,matmul,engine,link' },
+    stages: { type: 'string', default: 'parity,copy,matmul,attention,engine,link' },
     models: { type: 'string', default: SHAPE_NAMES.filter((n) => n !== 'tiny-llama').join(',') },
     lengths: { type: 'string', default: '512,2048,8192' },
     contexts: { type: 'string', default: '8192,32768' },
@@ -184,6 +187,29 @@ async function main() {
       e.destroy();
     }
   }
+  if (stages.has('attention')) {
+    const e = Engine.create(gpu, loadKernelSources());
+    const rows: Record<string, unknown>[] = [];
+    report.attention = rows;
+    const m = shapeConfig(a['matmul-model']!), sm = shapeConfig(a['link-models']!.split(',')[0]);
+    const head = (c: typeof m, T: number, n: number): AttentionCase => ({ T, n, H: c.nHeads, NKV: c.nKvHeads, HD: c.headDim });
+    // Decode and a LegoLink recompute at 32K, a prefill block, and the 1B model's 2048-token prefill (all keys visible).
+    const cases = a['matmul-model'] === 'tiny-llama' ? [head(m, 1, 256), head(m, 64, 256)]
+      : [head(sm, 1, 32768), head(sm, 1016, 32768), head(sm, 4096, 8192), head(m, 2048, 2048)];
+    try {
+      for (const c of cases) {
+        for (const t of await timeAttention(e, c)) {
+          rows.push({ adapter, ...t });
+          log(`[${adapter}] attention T=${c.T} n=${c.n} H=${c.H} HD=${c.HD}, ${t.rowsPerThread} row(s) a thread, ${t.splits} slices${t.chosen ? ' (chosen)' : ''}: ${t.ms.toFixed(3)} ms, ${t.gflops.toFixed(0)} GFLOP/s`);
+        }
+        save();
+      }
+    } catch (err) {
+      rows.push({ adapter, error: String((err as Error)?.stack ?? err) });
+    } finally {
+      e.destroy();
+    }
+  }
   const lengths = a.lengths!.split(',').map(Number);
   if (stages.has('engine')) {
     const rows: Record<string, unknown>[] = [];
@@ -263,7 +289,7 @@ async function main() {
   gpu.release();
   // A failed parity test or a stage that threw makes the run fail (the rehearsal in CI relies on it).
   const p = report.parity as { status: number | null; pass: number } | undefined;
-  const errors = ['matmul', 'engine', 'link'].flatMap((k) => ((report[k] as { error?: string }[] | undefined) ?? []).filter((r) => r.error));
+  const errors = ['matmul', 'attention', 'engine', 'link'].flatMap((k) => ((report[k] as { error?: string }[] | undefined) ?? []).filter((r) => r.error));
   if ((p && (p.status !== 0 || !(p.pass > 0))) || errors.length) process.exitCode = 1;
 }
 

@@ -29,6 +29,9 @@ export interface PrefillRow {
   /** Decode steps/s right after this prefill (only after the first length). */
   decode_tokens_per_s?: number;
   decode_context?: number;
+  /** GPU busy time of one decode step (timestamp queries), beside its wall time: the rest is the host's. */
+  decode_gpu_ms?: number;
+  decode_wall_ms?: number;
 }
 
 export interface PrefillBenchOptions {
@@ -58,7 +61,7 @@ export async function benchPrefillDecode(e: Engine, opts: PrefillBenchOptions): 
     }
     const tokens = benchTokens(n, c.vocabSize);
     const steps = rows.length === 0 ? opts.decodeSteps ?? 16 : 0;
-    const cache = e.newCache(n + steps + 1);
+    const cache = e.newCache(n + 2 * steps + 2);
     try {
       // Warm up at this very length: on a GPU the kernel variants (and their pipelines) depend on the row count.
       if (!rows.length || (e.gpu.profile === 'gpu' && n <= 4096)) {
@@ -77,11 +80,19 @@ export async function benchPrefillDecode(e: Engine, opts: PrefillBenchOptions): 
         for (let i = 1; i <= steps; i++) await e.decode(cache, tokens[i]);
         row.decode_tokens_per_s = (steps / (performance.now() - t1)) * 1000;
         row.decode_context = n;
+        row.decode_wall_ms = 1000 / row.decode_tokens_per_s;
+        if (e.ops.d.startGpuTimer()) {
+          const probe = Math.min(8, steps);
+          for (let i = 0; i < probe; i++) await e.decode(cache, tokens[i]);
+          const gpuMs = await e.ops.d.stopGpuTimer();
+          if (gpuMs !== null) row.decode_gpu_ms = gpuMs / probe;
+        }
       }
       rows.push(row);
       log(
         `prefill ${n}: ${ms.toFixed(0)} ms, ${row.tokens_per_s.toFixed(0)} tok/s, ${gflops.toFixed(1)} GFLOP/s ` +
-          `(${(row.attention_share * 100).toFixed(0)}% attention)` + (row.decode_tokens_per_s ? `; decode ${row.decode_tokens_per_s.toFixed(1)} tok/s` : ''),
+          `(${(row.attention_share * 100).toFixed(0)}% attention)` + (row.decode_tokens_per_s ? `; decode ${row.decode_tokens_per_s.toFixed(1)} tok/s` : '') +
+          (row.decode_gpu_ms !== undefined ? ` (GPU busy ${row.decode_gpu_ms.toFixed(2)} of ${row.decode_wall_ms!.toFixed(2)} ms a step)` : ''),
       );
     } finally {
       cache.destroy();

@@ -63,6 +63,8 @@ export interface AttentionArgs {
   bounds: GPUBuffer;
   /** Slices of the key range run in parallel (flash-decoding); default: chosen for the adapter (see attentionSplits). */
   splits?: number;
+  /** Query rows per invocation; default: 4 on CPU adapters (they share key loads), 1 on GPUs (registers, occupancy). */
+  rowsPerThread?: 1 | 4;
 }
 export interface ScoresArgs extends Omit<AttentionArgs, 'v' | 'out' | 'T' | 'bounds'> {
   rows: GPUBuffer; R: number; head: number; out: GPUBuffer;
@@ -157,8 +159,9 @@ export class Ops {
 
   attention(a: AttentionArgs) {
     checkAligned(a.qStride, a.qOffset, a.HD);
-    // Several query rows per invocation share key loads; large heads keep one row to spare registers.
-    const TQ = a.T >= 4 && a.HD <= 64 ? 4 : 1;
+    // On CPU adapters several query rows per invocation share key loads; large heads keep one row to spare
+    // registers. GPUs keep one row per invocation: four rows' accumulators would spill and cut occupancy.
+    const TQ = a.T >= 4 && a.HD <= 64 && (a.rowsPerThread ?? (this.matmulProfile === 'cpu' ? 4 : 1)) === 4 ? 4 : 1;
     const work = Math.ceil(a.T / TQ) * a.H;
     const splits = a.splits ?? (this.matmulProfile === 'gpu' ? attentionSplits(work, a.n) : 1);
     const split = splits > 1;

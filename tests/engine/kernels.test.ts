@@ -176,9 +176,12 @@ for (const kvDtype of ['f32', 'f16'] as const) {
       const full = Uint32Array.from({ length: 2 * a.T }, (_, i) => (i % 2 ? a.n : 0));
       for (const bounds of [narrow, full]) {
         // Unsplit, and the key range in slices merged by attention_combine (more slices than some rows have keys).
+        // One or four query rows per invocation (T = 5 leaves a partial group of four).
         for (const splits of [1, 2, 5]) {
-          h.ops.attention({ ...common, v: kv(a.v), out, T: a.T, bounds: h.upload(bounds), splits });
-          assertClose(await h.readF32(out, a.T * a.H * a.HD), ref.attention(a), 0, RT, `attention, ${splits} slices`);
+          for (const rowsPerThread of [1, 4] as const) {
+            h.ops.attention({ ...common, v: kv(a.v), out, T: a.T, bounds: h.upload(bounds), splits, rowsPerThread });
+            assertClose(await h.readF32(out, a.T * a.H * a.HD), ref.attention(a), 0, RT, `attention, ${splits} slices, ${rowsPerThread} rows a thread`);
+          }
         }
       }
       const rows = Uint32Array.from([0, 3, 4]);

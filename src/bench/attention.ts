@@ -1,0 +1,51 @@
+/**
+ * The attention kernel alone, in each of its launch shapes (query rows per
+ * invocation, key slices), for the GPU kit: every query row sees every key,
+ * so a case costs 4·T·n·H·HD FLOPs.
+ */
+import type { Engine } from '../engine/engine';
+
+export interface AttentionCase { T: number; n: number; H: number; NKV: number; HD: number }
+export interface AttentionTiming extends AttentionCase { rowsPerThread: 1 | 4; splits: number | 'auto'; chosen: boolean; ms: number; gflops: number }
+
+export async function timeAttention(e: Engine, c: AttentionCase, targetMs = 60): Promise<AttentionTiming[]> {
+  const dev = e.gpu.device;
+  const usage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST;
+  const W = (c.H + 2 * c.NKV) * c.HD;
+  const buf = (bytes: number, fill?: ArrayBufferView) => {
+    const b = dev.createBuffer({ size: Math.max(16, bytes), usage });
+    if (fill) dev.queue.writeBuffer(b, 0, fill.buffer, fill.byteOffset, fill.byteLength);
+    return b;
+  };
+  const noise = (n: number) => Float32Array.from({ length: n }, (_, i) => Math.sin(i * 12.9898) * 0.5);
+  const q = buf(c.T * W * 4, noise(c.T * W));
+  const k = buf(c.n * c.NKV * c.HD * 4, noise(c.n * c.NKV * c.HD));
+  const v = buf(c.n * c.NKV * c.HD * 4, noise(c.n * c.NKV * c.HD));
+  const qpos = buf(c.T * 4, new Int32Array(c.T).fill(c.n));
+  const kpos = buf(c.n * 4, Int32Array.from({ length: c.n }, (_, i) => i));
+  const bounds = buf(c.T * 8, Uint32Array.from({ length: 2 * c.T }, (_, i) => (i % 2 ? c.n : 0)));
+  const out = buf(c.T * c.H * c.HD * 4);
+  const rows: AttentionTiming[] = [];
+  try {
+    for (const rowsPerThread of [1, 4] as const) {
+      for (const splits of ['auto', 1] as const) {
+        const args = { q, qStride: W, qOffset: 0, k, v, kvDtype: 'f32' as const, qpos, kpos, out, T: c.T, n: c.n, H: c.H, NKV: c.NKV, HD: c.HD, window: 0, scale: 0.125, bounds, rowsPerThread, splits: splits === 'auto' ? undefined : splits };
+        const run = async (reps: number) => {
+          const t0 = performance.now();
+          for (let i = 0; i < reps; i++) e.ops.attention(args);
+          await e.ops.d.read(out, 0, 16);
+          return performance.now() - t0;
+        };
+        await run(1);
+        const once = await run(1);
+        const reps = Math.max(2, Math.min(200, Math.ceil(targetMs / Math.max(once, 0.01))));
+        const ms = (await run(reps)) / reps;
+        const chosen = splits === 'auto' && rowsPerThread === (e.ops.matmulProfile === 'cpu' ? 4 : 1);
+        rows.push({ ...c, rowsPerThread, splits, chosen, ms, gflops: (4 * c.T * c.n * c.H * c.HD) / ms / 1e6 });
+      }
+    }
+  } finally {
+    for (const b of [q, k, v, qpos, kpos, bounds, out]) b.destroy();
+  }
+  return rows;
+}
