@@ -2,7 +2,10 @@
 // row r = (t, g) starts at t * stride + offset + g * D, for t < T, g < G.
 // G > 1 normalises each head of a fused q/k/v row (Gemma 3's q/k norm).
 // out = x / sqrt(mean(x^2) + eps) * (w or 1 + w)  (+ res, when ADD_RESIDUAL)
-// IN_PLACE writes back into x. One invocation per row.
+// IN_PLACE writes back into x. One invocation per row, or with WG (real
+// GPUs) a workgroup of 64 per row summing strided slices and reducing them in
+// workgroup memory: one invocation walking a 2048-wide row alone, as decode's
+// single row does, would leave a GPU idle for a millisecond.
 #include "common"
 
 struct Params { T: u32, G: u32, D: u32, stride: u32, offset: u32, eps: f32, plus_one: u32, out_stride: u32 }
@@ -19,6 +22,46 @@ struct Params { T: u32, G: u32, D: u32, stride: u32, offset: u32, eps: f32, plus
 @group(0) @binding(4) var<storage, read> res: array<f32>;
 #endif
 
+#if WG
+var<workgroup> partial: array<f32, 64>;
+
+@compute @workgroup_size(64, 1, 1)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
+  let row = wid.x + wid.y * nwg.x;
+  // Uniform across the workgroup: every invocation of a surplus group returns, none reaches a barrier.
+  if (row >= p.T * p.G) { return; }
+  let t = row / p.G;
+  let g = row % p.G;
+  let base = t * p.stride + p.offset + g * p.D;
+  var ss = 0.0;
+  for (var i = li; i < p.D; i += 64u) {
+    let v = x[base + i];
+    ss += v * v;
+  }
+  partial[li] = ss;
+  workgroupBarrier();
+  for (var half = 32u; half > 0u; half >>= 1u) {
+    if (li < half) { partial[li] += partial[li + half]; }
+    workgroupBarrier();
+  }
+  let inv = inverseSqrt(partial[0] / f32(p.D) + p.eps);
+  let wadd = select(0.0, 1.0, p.plus_one != 0u);
+#if IN_PLACE
+  for (var i = li; i < p.D; i += 64u) {
+    x[base + i] = x[base + i] * inv * (w[i] + wadd);
+  }
+#else
+  let obase = t * p.out_stride + g * p.D;
+  for (var i = li; i < p.D; i += 64u) {
+    var v = x[base + i] * inv * (w[i] + wadd);
+#if ADD_RESIDUAL
+    v += res[obase + i];
+#endif
+    y[obase + i] = v;
+  }
+#endif
+}
+#else
 @compute @workgroup_size(64, 1, 1)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
   let row = flat_id(gid, nwg, 64u);
@@ -48,3 +91,4 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   }
 #endif
 }
+#endif

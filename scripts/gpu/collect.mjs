@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * `npm run gpu:collect -- <dir> docs/results/gpu-<name>.json`: folds what a
+ * `npm run gpu:collect -- <dir> docs/results/gpu-<name>.json ["<command run>"]`: folds what a
  * GPU-kit run wrote into its output folder (gpu-check.json, torch.json) into
  * one results file for docs/results/, which `npm run results` turns into the
  * "On a real GPU" section of docs/RESULTS.md.
@@ -8,7 +8,7 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-const [dir, out] = process.argv.slice(2);
+const [dir, out, command = 'bash scripts/gpu-check.sh --budget-s 330'] = process.argv.slice(2);
 if (!dir || !out) {
   console.error('usage: npm run gpu:collect -- <the run\'s output folder> docs/results/gpu-<name>.json');
   process.exit(2);
@@ -20,5 +20,5 @@ if (!kit) {
   process.exit(1);
 }
 if (kit.parity) delete kit.parity.tail; // the log's tail is for reading on the day, not for the record
-writeFileSync(out, JSON.stringify({ command: 'bash scripts/gpu-check.sh --budget-s 330', kit, torch: read('torch.json') }, null, 1) + '\n');
+writeFileSync(out, JSON.stringify({ command, kit, torch: read('torch.json') }, null, 1) + '\n');
 console.log(`gpu:collect: wrote ${out}`);

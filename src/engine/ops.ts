@@ -51,6 +51,8 @@ export interface RmsNormArgs {
   G?: number; stride?: number; offset?: number;
   /** Output (dense [T, G*D]); omitted means in place. */
   y?: GPUBuffer; residual?: GPUBuffer;
+  /** A workgroup per row instead of one invocation; default: on GPUs. */
+  perRow?: 'invocation' | 'workgroup';
 }
 export interface RopeArgs {
   x: GPUBuffer; cs: GPUBuffer; T: number; H: number; HD: number; stride: number; offset: number; interleaved: boolean;
@@ -143,12 +145,13 @@ export class Ops {
   rmsnorm(a: RmsNormArgs) {
     const G = a.G ?? 1;
     const inPlace = !a.y;
-    const pipe = this.lib.pipeline('rmsnorm', { IN_PLACE: inPlace, ADD_RESIDUAL: !!a.residual });
+    const wg = (a.perRow ?? (this.matmulProfile === 'gpu' ? 'workgroup' : 'invocation')) === 'workgroup';
+    const pipe = this.lib.pipeline('rmsnorm', { IN_PLACE: inPlace, ADD_RESIDUAL: !!a.residual, WG: wg });
     const b: Record<number, GPUBuffer> = { 1: a.x, 2: a.w };
     if (a.y) b[3] = a.y;
     if (a.residual) b[4] = a.residual;
     const params = [u(a.T), u(G), u(a.D), u(a.stride ?? G * a.D), u(a.offset ?? 0), f(a.eps), u(a.plusOne ? 1 : 0), u(G * a.D)];
-    this.d.run1d(pipe, params, b, a.T * G);
+    this.d.run1d(pipe, params, b, a.T * G * (wg ? 64 : 1));
   }
 
   rope(a: RopeArgs) {
@@ -251,12 +254,13 @@ export class Ops {
 
 /**
  * How many slices to split attention's key range into on a real GPU: enough
- * invocations to fill it (about 32K), but never slices under 256 keys, where
- * merging would cost more than it saves. Long prompts against long caches
- * already have the rows to fill a GPU and stay unsplit.
+ * to reach about 8K invocations, never slices under 256 keys. Measured on an
+ * H100 (docs/results/gpu-h100-3.json): a decode row against 32K keys ran in
+ * 0.6 ms split against 32-41 ms whole, while 1016 rows against 32K keys (9K
+ * invocations already) ran 37 ms whole against 51 ms in four slices.
  */
 export function attentionSplits(invocations: number, keys: number): number {
-  return Math.max(1, Math.min(Math.ceil(32768 / invocations), Math.floor(keys / 256)));
+  return Math.max(1, Math.min(Math.ceil(8192 / invocations), Math.floor(keys / 256)));
 }
 
 /**

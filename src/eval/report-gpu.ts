@@ -7,6 +7,7 @@
 import type { PrefillRow } from '../bench/prefill';
 import type { TtftRow } from '../bench/ttft';
 
+type KernelRow = { variant?: string; rowsPerThread?: number; splits?: number | string; T: number; K?: number; N?: number; n?: number; H?: number; HD?: number; ms: number; gflops: number; weightGBps?: number; chosen: boolean };
 type EngineRow = PrefillRow & { adapter: string; model: string; weight_bytes: number; weight_dtype: string; skipped?: string; error?: string };
 type TorchRow = { model: string; tokens: number; tokens_per_s: number; gflops: number; decode_tokens_per_s?: number; skipped?: string; error?: string };
 type LinkRow = { model: string; context: number; chunks: number; chunk_tokens: number; tier?: 'host' | 'gpu'; results?: TtftRow[]; ratios?: Record<string, number>; skipped?: string; error?: string };
@@ -14,9 +15,11 @@ export interface GpuRun {
   command: string;
   kit: {
     started: string; budget_s: number; node: string;
-    adapter: { description: string; vendor: string; features: string[]; limits: Record<string, number> };
+    adapter: { description: string; vendor: string; features: string[]; adapter_features?: string[]; limits: Record<string, number> };
     parity?: { pass: number; fail: number; skipped: number; failed: string[]; files: string[] };
     copy?: { gbytes_per_s: number };
+    matmul?: KernelRow[];
+    attention?: KernelRow[];
     engine?: EngineRow[];
     link?: LinkRow[];
   };
@@ -55,13 +58,23 @@ export function gpuSection(runs: { file: string; r: GpuRun }[]): string {
   for (const { file, r } of runs) {
     const k = r.kit, t = r.torch;
     lines.push(`### ${k.adapter.description} · ${k.started.slice(0, 10)} · \`${file}\``, '');
-    lines.push(`\`${r.command}\` · adapter **${k.adapter.description}** (vendor ${k.adapter.vendor || '?'}; features ${k.adapter.features.join(', ') || 'none'}; max storage binding ${n0(k.adapter.limits.maxStorageBufferBindingSize / 2 ** 20)} MiB) · Node ${k.node}` +
+    lines.push(`\`${r.command}\` · adapter **${k.adapter.description}** (vendor ${k.adapter.vendor || '?'}; ${k.adapter.adapter_features ? `adapter features ${k.adapter.adapter_features.join(', ')}; shader-f16 ${k.adapter.adapter_features.includes('shader-f16') ? 'offered' : 'not offered'}` : `features ${k.adapter.features.join(', ') || 'none'}`}; max storage binding ${n0(k.adapter.limits.maxStorageBufferBindingSize / 2 ** 20)} MiB) · Node ${k.node}` +
       (t ? ` · PyTorch ${t.torch} with transformers ${t.transformers} on **${t.device}**` : ' · no PyTorch reference in this run'), '');
     if (k.parity) {
       lines.push(`Parity tests on this adapter (${k.parity.files.join(', ')}): **${k.parity.pass} passed, ${k.parity.fail} failed**` +
         (k.parity.failed.length ? ` (${k.parity.failed.join('; ')})` : '') + '.', '');
     }
     if (k.copy) lines.push(`Copy bandwidth (bytes read + written): WebGPU \`copyBufferToBuffer\` ${n0(k.copy.gbytes_per_s)} GB/s` + (t ? `; PyTorch \`copy_\` ${n0(t.copy_gbytes_per_s)} GB/s.` : '.'), '');
+    const mm = (k.matmul ?? []).filter((x) => x.ms);
+    if (mm.length) {
+      lines.push('Each matmul kernel alone on the products of a Llama-3.2-1B layer (f16 weights; *chosen* is what the engine picks for that shape):', '');
+      lines.push(table(['variant', '[T×K]·[K×N]', 'ms', 'GFLOP/s', 'weights GB/s', 'chosen'], mm.map((x) => [x.variant!, `[${x.T}×${x.K}]·[${x.K}×${x.N}]`, x.ms.toFixed(3), n0(x.gflops), n0(x.weightGBps), x.chosen ? 'yes' : ''])), '');
+    }
+    const at = (k.attention ?? []).filter((x) => x.ms);
+    if (at.length) {
+      lines.push('The attention kernel alone, every query row seeing every key (rows per invocation, key slices; *chosen* is what this run\'s engine picked):', '');
+      lines.push(table(['T × keys', 'heads × dim', 'rows a thread', 'slices', 'ms', 'GFLOP/s', 'chosen'], at.map((x) => [`${x.T} × ${x.n}`, `${x.H} × ${x.HD}`, x.rowsPerThread!, String(x.splits), x.ms.toFixed(3), n0(x.gflops), x.chosen ? 'yes' : ''])), '');
+    }
     const eng = k.engine ?? [];
     const torchRow = (m: string, n: number) => t?.rows.find((x) => x.model === m && x.tokens === n && !x.skipped && !x.error);
     lines.push('Prefill (tokens/s; GFLOP/s counts matmuls and attention):', '');
@@ -71,9 +84,10 @@ export function gpuSection(runs: { file: string; r: GpuRun }[]): string {
     })), '');
     const bw = Math.max(t?.copy_gbytes_per_s ?? 0, k.copy?.gbytes_per_s ?? 0);
     lines.push(`Decode (tokens/s after a ${eng.find((x) => x.decode_context)?.decode_context ?? '?'}-token prefill; the roofline is the GPU's best measured copy rate, ${n0(bw)} GB/s, over the weight bytes one step reads):`, '');
-    lines.push(table(['model', 'weights', 'LegoKV tok/s', 'roofline tok/s', 'LegoKV / roofline', 'PyTorch tok/s'], eng.filter((x) => x.decode_tokens_per_s).map((x) => {
+    lines.push(table(['model', 'weights', 'LegoKV tok/s', 'GPU busy / wall per step (ms)', 'roofline tok/s', 'LegoKV / roofline', 'PyTorch tok/s'], eng.filter((x) => x.decode_tokens_per_s).map((x) => {
       const roof = bw ? (bw * 1e9) / x.weight_bytes : undefined;
-      return [x.model, `${n0(x.weight_bytes / 2 ** 20)} MiB ${x.weight_dtype}`, n1(x.decode_tokens_per_s), n0(roof), pc(roof ? x.decode_tokens_per_s! / roof : undefined), n1(t?.rows.find((p) => p.model === x.model && p.decode_tokens_per_s)?.decode_tokens_per_s)];
+      const busy = x.decode_gpu_ms === undefined ? '–' : `${x.decode_gpu_ms.toFixed(1)} / ${(1000 / x.decode_tokens_per_s!).toFixed(1)}`;
+      return [x.model, `${n0(x.weight_bytes / 2 ** 20)} MiB ${x.weight_dtype}`, n1(x.decode_tokens_per_s), busy, n0(roof), pc(roof ? x.decode_tokens_per_s! / roof : undefined), n1(t?.rows.find((p) => p.model === x.model && p.decode_tokens_per_s)?.decode_tokens_per_s)];
     })), '');
     const notes = [...eng.filter((x) => x.skipped || x.error), ...(t?.rows ?? []).filter((x) => x.skipped || x.error)];
     for (const x of notes) lines.push(`- ${x.model}: ${x.skipped ?? x.error}`);

@@ -51,7 +51,9 @@ for (const name of ['llama3-smollm', 'qwen2', 'gemma3']) {
   }
   // Matrices larger than one buffer may be are stored in row parts (GpuModel, gpu-plan.ts): with a buffer limit
   // forced down to 2.5 rows of logits, the embedding and LM head (and, for the 64-wide models, q/k/v, gate/up and
-  // down) are split, and logits come in blocks of two rows. Every output is the same computation: equal bits.
+  // down) are split, and logits come in blocks of two rows. On CPU adapters every output is the same computation:
+  // equal bits. On a GPU the matmul variant follows each part's size (gemv, 64- or 128-row tiles), which changes
+  // only the summation order: there the two agree within 1e-6 of the logit range (f32 rounding).
   test(`${name}: weights split into row parts give the unsplit logits`, async (t) => {
     const h = await harness();
     const m = await loadHfFolder(nodeFolderFiles(dir), { name });
@@ -77,10 +79,15 @@ for (const name of ['llama3-smollm', 'qwen2', 'gemma3']) {
           return r;
         };
         const got = await run(split);
-        assert.deepEqual(got, await run(whole), `${name}/${c.name}: split and unsplit logits differ`);
+        const unsplit = await run(whole);
+        if (h.gpu.profile === 'cpu') assert.deepEqual(got, unsplit, `${name}/${c.name}: split and unsplit logits differ`);
+        else {
+          const s = maxDiffOverRange(got, unsplit);
+          assert.ok(s.d <= 1e-6 * s.range, `${name}/${c.name}: split and unsplit logits differ by ${s.d.toExponential(2)}`);
+        }
         const { d, range } = maxDiffOverRange(got, want);
         assert.ok(d <= 1e-3 * range, `${name}/${c.name}: max |Δlogit| ${d.toExponential(2)} against transformers`);
-        t.diagnostic(`${c.name}: equal bits to unsplit; max |Δlogit| against transformers ${d.toExponential(2)} (range ${range.toFixed(2)})`);
+        t.diagnostic(`${c.name}: ${h.gpu.profile === 'cpu' ? 'equal bits to unsplit' : 'within 1e-6 of the range of unsplit'}; max |Δlogit| against transformers ${d.toExponential(2)} (range ${range.toFixed(2)})`);
       }
     } finally {
       whole.destroy();

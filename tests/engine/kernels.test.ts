@@ -108,31 +108,34 @@ for (const wDtype of ['f32', 'f16'] as const) {
   }
 }
 
-test('rmsnorm: plain, (1 + w), strided heads in place, and with residual', async () => {
+// One invocation per row (CPU adapters), or a workgroup of 64 per row (GPUs), on rows shorter and longer than 64.
+for (const [perRow, D] of [['invocation', 16], ['workgroup', 16], ['workgroup', 200]] as const) {
+test(`rmsnorm (${perRow} per row, D=${D}): plain, (1 + w), strided heads in place, and with residual`, async () => {
   const h = await harness();
-  const T = 3, D = 16, eps = 1e-6;
+  const T = 3, eps = 1e-6;
   const x = rand(T * D, 5, 3);
   const w = rand(D, 6);
   const y = h.empty(T * D * 4);
   for (const plusOne of [false, true]) {
-    h.ops.rmsnorm({ x: h.upload(x), w: h.upload(w), y, T, D, eps, plusOne });
+    h.ops.rmsnorm({ x: h.upload(x), w: h.upload(w), y, T, D, eps, plusOne, perRow });
     assertClose(await h.readF32(y, T * D), ref.rmsnorm(x, w, T, D, eps, plusOne), 0, RT, `plusOne=${plusOne}`);
   }
   const res = rand(T * D, 7);
-  h.ops.rmsnorm({ x: h.upload(x), w: h.upload(w), y, T, D, eps, plusOne: false, residual: h.upload(res) });
+  h.ops.rmsnorm({ x: h.upload(x), w: h.upload(w), y, T, D, eps, plusOne: false, residual: h.upload(res), perRow });
   assertClose(await h.readF32(y, T * D), ref.rmsnorm(x, w, T, D, eps, false, 1, D, 0, res), 0, RT, 'residual');
   // Heads of width 8 at offset 8 inside rows of stride 40 (a fused qkv row), in place.
   const G = 3, HD = 8, stride = 40, offset = 8;
   const qkv = rand(T * stride, 8, 2);
   const wq = rand(HD, 9);
   const buf = h.upload(qkv);
-  h.ops.rmsnorm({ x: buf, w: h.upload(wq), T, D: HD, G, stride, offset, eps, plusOne: true });
+  h.ops.rmsnorm({ x: buf, w: h.upload(wq), T, D: HD, G, stride, offset, eps, plusOne: true, perRow });
   const got = await h.readF32(buf, T * stride);
   const normed = ref.rmsnorm(qkv, wq, T, HD, eps, true, G, stride, offset);
   const want = qkv.slice();
   for (let t = 0; t < T; t++) want.set(normed.subarray(t * G * HD, (t + 1) * G * HD), t * stride + offset);
   assertClose(got, want, 0, RT, 'strided in place');
 });
+}
 
 for (const interleaved of [true, false]) {
   test(`rope ${interleaved ? 'interleaved' : 'half-split'} on strided heads`, async () => {
