@@ -1,20 +1,27 @@
 /**
- * npm run bench:engine [-- --json out.json] [--lengths 128,512,2048]
+ * npm run bench:engine [-- --json out.json] [--lengths 128,512,2048] [--models a,b] [--no-llamacpp]
  *
  * Prefill throughput (tokens/s and achieved GFLOP/s, attention included) for
- * each bundled model at several lengths, decode tokens/s, and, in the same run
- * on the same adapter, the best GFLOP/s of a standalone matmul of comparable
- * shape over our matmul variants. Every figure carries the adapter's name.
+ * each known model at several lengths, decode tokens/s and GFLOP/s, and, in
+ * the same run on the same adapter: the best GFLOP/s of a standalone matmul of
+ * prefill's shape over our matmul variants, the GFLOP/s of decode's
+ * matrix-vector products timed alone (so decode's share of it says what the
+ * rest of a step costs), and for GGUF files llama.cpp on the CPU on the same
+ * file and token ids. Every figure carries the adapter's (or engine's) name.
  */
 import { existsSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { openModel } from '../node/session';
-import { bestMatmul } from './matmul';
-import { benchPrefillDecode } from './prefill';
+import { bestMatmul, decodeMatmulReference } from './matmul';
+import { benchPrefillDecode, benchTokens } from './prefill';
+import { benchLlamaCpp } from './llamacpp';
 import { KNOWN_MODELS } from '../eval/tokenizer';
 
 const { values: a } = parseArgs({
-  options: { json: { type: 'string' }, lengths: { type: 'string' }, models: { type: 'string' }, budget: { type: 'string', default: '120' } },
+  options: {
+    json: { type: 'string' }, lengths: { type: 'string' }, models: { type: 'string' }, budget: { type: 'string', default: '120' },
+    'decode-steps': { type: 'string', default: '16' }, 'no-llamacpp': { type: 'boolean', default: false },
+  },
 });
 const wanted = a.models ? a.models.split(',') : Object.keys(KNOWN_MODELS);
 const lengths = (a.lengths ?? '128,512,2048').split(',').map(Number);
@@ -32,13 +39,30 @@ for (const name of wanted) {
   const N = c.nHeads * c.headDim + 2 * c.nKvHeads * c.headDim;
   const mm = await bestMatmul(s.engine, 2048, c.hidden, N, s.engine.model!.dtype);
   console.log(`[${adapter}] ${name}: best standalone matmul [2048x${c.hidden}]·[${c.hidden}x${N}] = ${mm.gflops.toFixed(2)} GFLOP/s (${mm.variant})`);
+  const decodeSteps = Number(a['decode-steps']);
   const rows = await benchPrefillDecode(s.engine, {
-    lengths, budgetS: Number(a.budget), forced: !!a.lengths,
+    lengths, budgetS: Number(a.budget), forced: !!a.lengths, decodeSteps,
     log: (line) => console.log(`[${adapter}] ${name} ${line}`),
   });
+  const gemv = await decodeMatmulReference(s.engine);
   for (const r of rows) {
-    results.push({ adapter, model: name, ...r, matmul_best_gflops: mm.gflops, ratio_to_matmul: r.gflops / mm.gflops });
+    const decode = r.decode_gflops ? { decode_matmul_alone_gflops: gemv.gflops, decode_matmul_variant: gemv.variant, decode_ratio_to_matmul: r.decode_gflops / gemv.gflops } : {};
+    results.push({ adapter, model: name, ...r, matmul_best_gflops: mm.gflops, ratio_to_matmul: r.gflops / mm.gflops, ...decode });
     console.log(`[${adapter}] ${name} prefill ${r.tokens}: ${((r.gflops / mm.gflops) * 100).toFixed(0)}% of the standalone matmul`);
+    if (r.decode_gflops) {
+      console.log(`[${adapter}] ${name} decode: ${r.decode_gflops.toFixed(2)} GFLOP/s = ${((r.decode_gflops / gemv.gflops) * 100).toFixed(0)}% of its matrix-vector products timed alone (${gemv.gflops.toFixed(2)} GFLOP/s, ${gemv.variant}, ${gemv.ms.toFixed(1)} ms a token)`);
+    }
+  }
+  const first = rows[0];
+  if (path.endsWith('.gguf') && first && !a['no-llamacpp']) {
+    // The same token ids, prompt length and decode steps as our first row.
+    const peer = await benchLlamaCpp(path, benchTokens(first.tokens, c.vocabSize), decodeSteps);
+    if (peer instanceof Error) console.log(`${name}: llama.cpp not measured (${peer.message})`);
+    else {
+      results.push({ adapter: peer.engine, model: name, tokens: peer.prefill_tokens, tokens_per_s: peer.prefill_tokens_per_s, decode_tokens_per_s: peer.decode_tokens_per_s });
+      console.log(`[${peer.engine}] ${name} prefill ${peer.prefill_tokens}: ${peer.prefill_tokens_per_s.toFixed(0)} tok/s; decode ${peer.decode_tokens_per_s.toFixed(1)} tok/s`);
+      console.log(`[${adapter}] ${name}: prefill ${(first.tokens_per_s / peer.prefill_tokens_per_s).toFixed(3)}x and decode ${(first.decode_tokens_per_s! / peer.decode_tokens_per_s).toFixed(3)}x llama.cpp's on this CPU`);
+    }
   }
   s.close();
 }

@@ -12,7 +12,7 @@ export interface MatmulTiming {
 }
 
 /** Times every variant that can compute [T, K]·[K, N] on the engine's device (repetitions fill about `targetMs`). */
-export async function timeMatmuls(e: Engine, T: number, K: number, N: number, wDtype: StoreDType, targetMs = 60): Promise<MatmulTiming[]> {
+export async function timeMatmuls(e: Engine, T: number, K: number, N: number, wDtype: StoreDType, targetMs = 60, only?: MatmulVariant[]): Promise<MatmulTiming[]> {
   const dev = e.gpu.device;
   const usage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST;
   const wBytes = N * K * (wDtype === 'f16' ? 2 : 4);
@@ -21,7 +21,7 @@ export async function timeMatmuls(e: Engine, T: number, K: number, N: number, wD
   const y = dev.createBuffer({ size: T * N * 4, usage });
   const out: MatmulTiming[] = [];
   try {
-    for (const variant of e.ops.matmulVariants(T)) {
+    for (const variant of only ?? e.ops.matmulVariants(T)) {
       const run = async (reps: number) => {
         const t0 = performance.now();
         for (let i = 0; i < reps; i++) e.ops.matmul({ x, w, wDtype, y, T, N, K, variant });
@@ -43,4 +43,30 @@ export async function timeMatmuls(e: Engine, T: number, K: number, N: number, wD
 export async function bestMatmul(e: Engine, T: number, K: number, N: number, wDtype: StoreDType): Promise<{ gflops: number; variant: string }> {
   const all = await timeMatmuls(e, T, K, N, wDtype);
   return all.reduce((a, b) => (b.gflops > a.gflops ? b : a));
+}
+
+/**
+ * What decode's matrix-vector products cost on their own: every product of
+ * one token (q/k/v, output, gate/up, down in each layer, then the LM head)
+ * timed alone with the variant the engine picks, summed. A matrix larger
+ * than one binding is timed on the rows that fit and scaled, as the engine
+ * runs it in parts.
+ */
+export async function decodeMatmulReference(e: Engine): Promise<{ ms: number; gflops: number; variant: string }> {
+  const c = e.config;
+  const qDim = c.nHeads * c.headDim, kvDim = c.nKvHeads * c.headDim;
+  const products: [number, number, number][] = [[c.hidden, qDim + 2 * kvDim, c.nLayers], [qDim, c.hidden, c.nLayers], [c.hidden, 2 * c.intermediate, c.nLayers], [c.intermediate, c.hidden, c.nLayers], [c.hidden, c.vocabSize, 1]];
+  const dtype = e.model!.dtype;
+  const limit = Math.min(e.gpu.device.limits.maxStorageBufferBindingSize, e.gpu.device.limits.maxBufferSize);
+  let ms = 0, flops = 0;
+  const variants = new Set<string>();
+  for (const [K, N, times] of products) {
+    const fit = Math.min(N, Math.floor(limit / (K * (dtype === 'f16' ? 2 : 4))));
+    const variant = e.ops.pickMatmul(1, fit);
+    variants.add(variant);
+    const [t] = await timeMatmuls(e, 1, K, fit, dtype, 40, [variant]);
+    ms += t.ms * (N / fit) * times;
+    flops += 2 * K * N * times;
+  }
+  return { ms, gflops: flops / ms / 1e6, variant: [...variants].join('+') };
 }

@@ -32,6 +32,8 @@ export interface PrefillRow {
   /** GPU busy time of one decode step (timestamp queries), beside its wall time: the rest is the host's. */
   decode_gpu_ms?: number;
   decode_wall_ms?: number;
+  /** Decode's achieved GFLOP/s (decodeFlops over its wall time). */
+  decode_gflops?: number;
 }
 
 export interface PrefillBenchOptions {
@@ -42,6 +44,14 @@ export interface PrefillBenchOptions {
   forced?: boolean;
   decodeSteps?: number;
   log?: (line: string) => void;
+}
+
+/** FLOPs of one decode step at `context` cached rows: every weight once (LM head included), attention over the cache. */
+export function decodeFlops(c: ModelConfig, context: number): number {
+  const f = prefillFlops(c, 1);
+  let keys = 0;
+  for (const kind of c.layerKinds) keys += kind === 'local' ? Math.min(c.slidingWindow, context) : context;
+  return f.matmul + 4 * keys * c.nHeads * c.headDim;
 }
 
 /** Token ids that touch the whole vocabulary, deterministic. */
@@ -81,6 +91,7 @@ export async function benchPrefillDecode(e: Engine, opts: PrefillBenchOptions): 
         row.decode_tokens_per_s = (steps / (performance.now() - t1)) * 1000;
         row.decode_context = n;
         row.decode_wall_ms = 1000 / row.decode_tokens_per_s;
+        row.decode_gflops = decodeFlops(c, n + steps / 2) / row.decode_wall_ms / 1e6;
         if (e.ops.d.startGpuTimer()) {
           const probe = Math.min(8, steps);
           for (let i = 0; i < probe; i++) await e.decode(cache, tokens[i]);
