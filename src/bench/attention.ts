@@ -4,6 +4,7 @@
  * so a case costs 4·T·n·H·HD FLOPs.
  */
 import type { Engine } from '../engine/engine';
+import { perRep } from './matmul';
 
 export interface AttentionCase { T: number; n: number; H: number; NKV: number; HD: number }
 export interface AttentionTiming extends AttentionCase { rowsPerThread: 1 | 4; splits: number | 'auto'; chosen: boolean; ms: number; gflops: number }
@@ -39,7 +40,7 @@ export async function timeAttention(e: Engine, c: AttentionCase, targetMs = 60):
         await run(1);
         const once = await run(1);
         const reps = Math.max(2, Math.min(200, Math.ceil(targetMs / Math.max(once, 0.01))));
-        const ms = (await run(reps)) / reps;
+        const ms = await perRep(run, reps);
         const chosen = splits === 'auto' && rowsPerThread === (e.ops.matmulProfile === 'cpu' ? 4 : 1);
         rows.push({ ...c, rowsPerThread, splits, chosen, ms, gflops: (4 * c.T * c.n * c.H * c.HD) / ms / 1e6 });
       }

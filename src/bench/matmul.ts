@@ -11,6 +11,16 @@ export interface MatmulTiming {
   weightGBps: number;
 }
 
+/**
+ * Milliseconds per repetition of `run(reps)` (which ends with one read back): the slope between `reps` and
+ * `2 * reps` repetitions, so the fixed cost of submitting and reading back, large on CPU adapters, drops out.
+ */
+export async function perRep(run: (reps: number) => Promise<number>, reps: number): Promise<number> {
+  const a = await run(reps);
+  const b = await run(2 * reps);
+  return b > a ? (b - a) / reps : b / (2 * reps);
+}
+
 /** Times every variant that can compute [T, K]·[K, N] on the engine's device (repetitions fill about `targetMs`). */
 export async function timeMatmuls(e: Engine, T: number, K: number, N: number, wDtype: StoreDType, targetMs = 60, only?: MatmulVariant[]): Promise<MatmulTiming[]> {
   const dev = e.gpu.device;
@@ -31,7 +41,7 @@ export async function timeMatmuls(e: Engine, T: number, K: number, N: number, wD
       await run(1);
       const once = await run(1);
       const reps = Math.max(3, Math.min(500, Math.ceil(targetMs / Math.max(once, 0.01))));
-      const ms = (await run(reps)) / reps;
+      const ms = await perRep(run, reps);
       out.push({ variant, T, K, N, ms, gflops: (2 * T * N * K) / ms / 1e6, weightGBps: wBytes / ms / 1e6 });
     }
   } finally {
