@@ -77,13 +77,16 @@ export function formatAlgorithm(a: LinkAlgorithm): string {
 export function staticRecomputeRows(layout: LinkLayout, a: LinkAlgorithm): number[] {
   const set = new Set<number>(layout.uncached);
   set.add(layout.tokens.length - 1);
-  const chunks = layout.segments;
+  // EPIC leaves out "the first chunk" because it starts the prompt: its first tokens are the prompt's own sinks.
+  // A chunk after uncached text (a chat template's system and user headers) starts nothing, so it is treated
+  // like every other chunk: only a chunk at row 0 is left out.
+  const chunks = layout.segments.filter((s) => s.start > 0);
   if (a.kind === 'full') return layout.tokens.map((_, i) => i);
   if (a.kind === 'legolink') {
-    for (const s of chunks.slice(1)) for (let i = 0; i < Math.min(a.k, s.length); i++) set.add(s.start + i);
+    for (const s of chunks) for (let i = 0; i < Math.min(a.k, s.length); i++) set.add(s.start + i);
   } else if (a.kind === 'attnlink') {
     const half = Math.floor(a.k / 2);
-    for (const s of chunks.slice(1)) {
+    for (const s of chunks) {
       for (let i = Math.max(0, s.start - half); i < s.start + Math.min(half, s.length); i++) set.add(i);
     }
   } else if (a.kind === 'cacheblend') {

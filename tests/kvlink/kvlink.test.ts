@@ -100,6 +100,12 @@ test('recomputed rows: legolink, attnlink, naive and cacheblend pick what the pa
   assert.deepEqual(staticRecomputeRows(layout, parseAlgorithm('naive')), [30, 31]);
   assert.deepEqual(staticRecomputeRows(layout, parseAlgorithm('legolink:2')), [10, 11, 20, 21, 30, 31]);
   assert.deepEqual(staticRecomputeRows(layout, parseAlgorithm('attnlink:4')), [8, 9, 10, 11, 18, 19, 20, 21, 30, 31]);
+  // After uncached text (a chat template's headers: BOS at row 0, then 3 tokens), the first chunk no longer starts
+  // the prompt: its first rows are sinks like any other chunk's, so legolink and attnlink recompute them too.
+  const templated = layoutParts([{ kind: 'text', tokens: [7, 8, 9] }, { kind: 'cache', chunk: a }, { kind: 'cache', chunk: b }, { kind: 'text', tokens: [5, 6] }], bosId);
+  assert.deepEqual(templated.segments.map((s) => s.start), [4, 14]);
+  assert.deepEqual(staticRecomputeRows(templated, parseAlgorithm('legolink:2')), [0, 1, 2, 3, 4, 5, 14, 15, 24, 25]);
+  assert.deepEqual(staticRecomputeRows(templated, parseAlgorithm('attnlink:4')), [0, 1, 2, 3, 4, 5, 12, 13, 14, 15, 24, 25]);
   const cb = await link(engine, parts, parseAlgorithm('cacheblend:0.2'), { bosId });
   // 20% of the 30 cached rows, plus the two uncached ones.
   assert.equal(cb.recomputed, 6 + 2);
