@@ -11,7 +11,7 @@
 import { renameSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { runHost } from './env';
-import { otherCores, sampleCpu } from './host-cpu';
+import { otherCores, sampleCpu, type CpuSample } from './host-cpu';
 import { parseAlgorithm, formatAlgorithm } from '../kvlink/algorithms';
 import type { EvalCase } from './dataset';
 import { variantFor, type EvalBackend, type VariantName } from './backend';
@@ -132,6 +132,8 @@ export interface RunOptions {
   onProgress?: (p: Progress) => void;
   /** Called after a case whose answers were timed while other programs kept more than BUSY_HOST_CORES busy. */
   onBusyHost?: (caseId: string, otherCpu: number) => void;
+  /** Reads the machine's CPU counters (default: /proc, see host-cpu.ts); tests give their own readings. */
+  sampleCpu?: () => CpuSample | null;
   command?: string;
   modelSha256?: string;
   /** An earlier, stopped run of the same evaluation to continue (see `resumeMismatch`). */
@@ -250,7 +252,7 @@ export async function runEval(o: RunOptions): Promise<EvalResults> {
       // Start each case with a different algorithm, so no algorithm always pays for going first.
       const order = algorithms.map((_, i) => algorithms[(i + index) % algorithms.length]);
       const rows: CaseResult[] = [];
-      const cpu0 = sampleCpu();
+      const cpu0 = (o.sampleCpu ?? sampleCpu)();
       for (const a of order) {
         if (stopped()) break;
         progress('answer', a);
@@ -278,7 +280,7 @@ export async function runEval(o: RunOptions): Promise<EvalResults> {
         save();
       }
       // One figure for the case, over all its timed answers, on each of its rows.
-      const other = otherCores(cpu0, sampleCpu());
+      const other = otherCores(cpu0, (o.sampleCpu ?? sampleCpu)());
       for (const row of rows) row.other_cpu = other;
       if (rows.length) save();
       if (other !== null && other > BUSY_HOST_CORES) o.onBusyHost?.(c.id, other);
