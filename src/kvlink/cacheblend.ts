@@ -70,7 +70,9 @@ export async function cacheBlendPass(
     const dev = await deviations(engine, cache, layout, layer);
     chosen = topRows(dev, chosen, steps[s], cachedRows.length);
     const keepRows = [...new Set([...chosen, ...always])].sort((x, y) => x - y);
-    pass.select(keepRows.map((r) => Array.from(pass.rows).indexOf(r)));
+    // Cache row → its index among the pass's rows (a lookup per kept row: 32K rows made indexOf scans take seconds).
+    const at = new Map(Array.from(pass.rows, (r, i) => [r, i] as const));
+    pass.select(keepRows.map((r) => at.get(r)!));
     if (s + 1 < steps.length) runLayer(layer + 1);
   }
   for (let l = check + steps.length; l < L; l++) runLayer(l);
