@@ -28,6 +28,8 @@ export interface PeerFigures {
   /** The greedy continuation as text. */
   text: string;
   weight_dtype?: string;
+  /** LegoKV: the smallest gap between the top two logits along its greedy path, and at which generated token (1-based). */
+  min_top2_gap?: { gap: number; token: number };
   /** llama.cpp's own timings, as wllama reported them (wllama only). */
   timings?: RawCompletionResponse['timings'];
   log?: string[];
@@ -95,18 +97,28 @@ async function legokv(o: LegoOptions): Promise<PeerFigures & { ids: number[]; pr
     warm.destroy();
     const cache = engine.newCache(ids.length + o.decodeTokens + 1);
     try {
+      // Greedy, noting how close the runner-up came (where engines with other arithmetic may part ways).
+      const out: number[] = [];
+      let gap = { gap: Infinity, token: 0 };
+      const pick = (logits: Float32Array) => {
+        const t = argmax(logits);
+        let second = -Infinity;
+        for (let i = 0; i < logits.length; i++) if (i !== t && logits[i] > second) second = logits[i];
+        if (logits[t] - second < gap.gap) gap = { gap: logits[t] - second, token: out.length + 1 };
+        return t;
+      };
       const t1 = now();
-      let next = argmax((await engine.prefill(cache, ids, undefined, { logits: 'last' })).logits);
+      let next = pick((await engine.prefill(cache, ids, undefined, { logits: 'last' })).logits);
       const prefillMs = now() - t1;
-      const out = [next];
+      out.push(next);
       const t2 = now();
-      for (let i = 1; i < o.decodeTokens; i++) out.push((next = argmax(await engine.decode(cache, next))));
+      for (let i = 1; i < o.decodeTokens; i++) out.push((next = pick(await engine.decode(cache, next))));
       const decodeMs = now() - t2;
       const steps = o.decodeTokens - 1;
       return {
         adapter: gpu.adapter.description, load_ms: loadMs, prompt_tokens: ids.length, prefill_ms: prefillMs,
         prefill_tokens_per_s: (ids.length / prefillMs) * 1000, decode_steps: steps, decode_ms: decodeMs,
-        decode_tokens_per_s: (steps / decodeMs) * 1000, text: tok.decode(out), weight_dtype: gm.dtype, ids, prompt: tok.decode(ids),
+        decode_tokens_per_s: (steps / decodeMs) * 1000, text: tok.decode(out), weight_dtype: gm.dtype, min_top2_gap: gap, ids, prompt: tok.decode(ids),
       };
     } finally {
       cache.destroy();
