@@ -28,8 +28,9 @@ export interface PeerFigures {
   /** The greedy continuation as text. */
   text: string;
   weight_dtype?: string;
-  /** LegoKV: the smallest gap between the top two logits along its greedy path, and at which generated token (1-based). */
-  min_top2_gap?: { gap: number; token: number };
+  /** LegoKV: each generated token's text, and the gap between its logit and the runner-up's (where other arithmetic may pick the runner-up). */
+  pieces?: string[];
+  top2_gaps?: number[];
   /** llama.cpp's own timings, as wllama reported them (wllama only). */
   timings?: RawCompletionResponse['timings'];
   log?: string[];
@@ -98,13 +99,12 @@ async function legokv(o: LegoOptions): Promise<PeerFigures & { ids: number[]; pr
     const cache = engine.newCache(ids.length + o.decodeTokens + 1);
     try {
       // Greedy, noting how close the runner-up came (where engines with other arithmetic may part ways).
-      const out: number[] = [];
-      let gap = { gap: Infinity, token: 0 };
+      const out: number[] = [], gaps: number[] = [];
       const pick = (logits: Float32Array) => {
         const t = argmax(logits);
         let second = -Infinity;
         for (let i = 0; i < logits.length; i++) if (i !== t && logits[i] > second) second = logits[i];
-        if (logits[t] - second < gap.gap) gap = { gap: logits[t] - second, token: out.length + 1 };
+        gaps.push(Math.round((logits[t] - second) * 1e4) / 1e4);
         return t;
       };
       const t1 = now();
@@ -118,7 +118,8 @@ async function legokv(o: LegoOptions): Promise<PeerFigures & { ids: number[]; pr
       return {
         adapter: gpu.adapter.description, load_ms: loadMs, prompt_tokens: ids.length, prefill_ms: prefillMs,
         prefill_tokens_per_s: (ids.length / prefillMs) * 1000, decode_steps: steps, decode_ms: decodeMs,
-        decode_tokens_per_s: (steps / decodeMs) * 1000, text: tok.decode(out), weight_dtype: gm.dtype, min_top2_gap: gap, ids, prompt: tok.decode(ids),
+        decode_tokens_per_s: (steps / decodeMs) * 1000, text: tok.decode(out), weight_dtype: gm.dtype, top2_gaps: gaps,
+        pieces: out.map((_, i) => tok.decode(out.slice(0, i + 1)).slice(tok.decode(out.slice(0, i)).length)), ids, prompt: tok.decode(ids),
       };
     } finally {
       cache.destroy();

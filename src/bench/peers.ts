@@ -58,8 +58,9 @@ export interface PeerRow extends Partial<Omit<PeerFigures, 'log'>> {
   /** wllama rows: LegoKV's figure over this one, same model and adapter flags, same run. */
   ratio_prefill?: number;
   ratio_decode?: number;
-  /** wllama rows: its greedy text equals LegoKV's. */
+  /** wllama rows: its greedy text equals LegoKV's; if not, the first of LegoKV's tokens it does not share, and that token's top-two logit gap in LegoKV. */
   same_text?: boolean;
+  parted_at?: { token: number; legokv_top2_gap: number };
   /** wllama's log lines about threads, WebGPU and weight buffers. */
   log?: string[];
 }
@@ -128,6 +129,16 @@ const figures = (r: PeerRow) =>
     (r.ratio_prefill ? `; LegoKV/wllama: prefill ${f2(r.ratio_prefill)}×, decode ${f2(r.ratio_decode)}×` : '') +
     (r.same_text === undefined ? '' : r.same_text ? '; same text as LegoKV' : '; text differs from LegoKV\'s');
 
+/** The first (1-based) of LegoKV's generated tokens whose text leaves the other engine's text. */
+function partedAt(lego: PeerRow, text: string): PeerRow['parted_at'] {
+  let prefix = '';
+  for (const [i, piece] of (lego.pieces ?? []).entries()) {
+    prefix += piece;
+    if (!text.startsWith(prefix)) return { token: i + 1, legokv_top2_gap: lego.top2_gaps?.[i] ?? NaN };
+  }
+  return undefined;
+}
+
 /** Every engine on one model in one page: LegoKV first (its tokenizer gives the prompt), then wllama. */
 async function runModel(page: Page, cfg: string, model: string, path: string, o: { promptTokens: number; decodeTokens: number; threads: number; engines: Set<EngineName> }): Promise<PeerRow[]> {
   const spec = ADAPTERS[cfg];
@@ -160,6 +171,7 @@ async function runModel(page: Page, cfg: string, model: string, path: string, o:
       row.ratio_prefill = lego.prefill_tokens_per_s! / row.prefill_tokens_per_s;
       row.ratio_decode = lego.decode_tokens_per_s! / row.decode_tokens_per_s!;
       row.same_text = row.text === lego.text;
+      if (!row.same_text) row.parted_at = partedAt(lego, row.text ?? '');
     }
     rows.push(row);
     say(row);

@@ -36,8 +36,8 @@ export function peersSection(r: PeersResults, file = 'peers.json'): string {
   ), '');
   const parted = [...new Set(rows.filter((x) => x.same_text === false).map((x) => x.model))];
   for (const m of parted) {
-    const gaps = r.rows.filter((x) => x.model === m && x.engine === 'legokv' && x.min_top2_gap).map((x) => `${n2(x.min_top2_gap!.gap)} at token ${x.min_top2_gap!.token} (${x.adapter_config})`);
-    lines.push(`${m}: the greedy texts part ways. The arithmetic differs (LegoKV stores ${r.rows.find((x) => x.model === m && x.weight_dtype)?.weight_dtype ?? '?'} weights and computes in f32; llama.cpp multiplies the quantized weights with activations quantized to 8 bits), and greedy decoding follows either where the top two logits nearly tie: the smallest top-two gap along LegoKV's path was ${gaps.join(', ') || 'not recorded'}. Token-for-token agreement with llama.cpp is checked on prompts without near-ties (tests/engine/llamacpp-parity.test.ts).`, '');
+    const where = rows.filter((x) => x.model === m && x.parted_at).map((x) => `token ${x.parted_at!.token}, gap ${n2(x.parted_at!.legokv_top2_gap)} (${x.adapter_config})`);
+    lines.push(`${m}: the greedy texts part ways. The arithmetic differs (LegoKV stores ${r.rows.find((x) => x.model === m && x.weight_dtype)?.weight_dtype ?? '?'} weights and computes in f32; llama.cpp multiplies the quantized weights with activations quantized to 8 bits), and greedy decoding follows either where the top two logits nearly tie. The first token LegoKV chose differently, and its lead over the runner-up in LegoKV's logits: ${[...new Set(where)].join('; ') || 'not recorded'}. Token-for-token agreement with llama.cpp is checked on prompts without near-ties (tests/engine/llamacpp-parity.test.ts).`, '');
   }
   const others = r.rows.filter((x) => x.prefill_tokens_per_s === undefined);
   // One line per engine, flags and outcome, naming the models it held for.

@@ -161,8 +161,8 @@ test('RESULTS.md: the peers section comes from peers.json, with the ratios and w
     host: { cpus: 2, cpu_model: 'AMD EPYC 7B13', loadavg_start: [1.5, 1, 1], loadavg_end: [2.5, 1, 1], uptime_start: '', uptime_end: '' },
     adapters: { swiftshader: { core: 'Test Adapter 9000', compatibility: 'Test Adapter 9000', worker_core: 'Test Adapter 9000', worker_compatibility: 'Test Adapter 9000' } },
     rows: [
-      fig('legokv', 'Test Adapter 9000', 3, 0.5, { weight_dtype: 'f16', min_top2_gap: { gap: 0.046, token: 3 } }),
-      fig('wllama-wasm', 'none (WebAssembly on the CPU)', 12, 2.5, { threads: 1, ratio_prefill: 0.25, ratio_decode: 0.2, same_text: false }),
+      fig('legokv', 'Test Adapter 9000', 3, 0.5, { weight_dtype: 'f16' }),
+      fig('wllama-wasm', 'none (WebAssembly on the CPU)', 12, 2.5, { threads: 1, ratio_prefill: 0.25, ratio_decode: 0.2, same_text: false, parted_at: { token: 3, legokv_top2_gap: 0.046 } }),
       { model: 'tiny.gguf', adapter_config: 'swiftshader', engine: 'wllama-webgpu', threads: 1, adapter: 'Test Adapter 9000', skipped: 'ggml-webgpu offered llama.cpp no device (adapter has shader-f16: false)' },
     ],
   }));
@@ -171,7 +171,7 @@ test('RESULTS.md: the peers section comes from peers.json, with the ratios and w
   assert.match(markdown, /wllama \*\*9\.9\.9\*\* \(llama\.cpp b1-abc\).*host load 1\.5 → 2\.5 on 2 CPUs/);
   assert.match(markdown, /\| tiny\.gguf \| LegoKV \(its WGSL kernels\) \| Test Adapter 9000 \| 3\.0 \| 0\.5 \| – \| – \| – \|/);
   assert.match(markdown, /\| tiny\.gguf \| wllama, WASM CPU \| none \(WebAssembly on the CPU\) \| 12\.0 \| 2\.5 \| 0\.25 \| 0\.20 \| no \|/);
-  assert.match(markdown, /tiny\.gguf: the greedy texts part ways.*stores f16 weights.*0\.05 at token 3 \(swiftshader\)/);
+  assert.match(markdown, /tiny\.gguf: the greedy texts part ways.*stores f16 weights.*token 3, gap 0\.05 \(swiftshader\)/);
   assert.match(markdown, /wllama, WebGPU \(ggml-webgpu\), swiftshader flags \(adapter Test Adapter 9000\), tiny\.gguf: ggml-webgpu offered llama\.cpp no device/);
   assert.match(markdown, /needs `shader-f16`/);
   assert.match(markdown, /\| swiftshader \| Test Adapter 9000 \| Test Adapter 9000 \|/);
