@@ -234,7 +234,7 @@ export function buildResults(dir: string, outPath: string): { markdown: string; 
   for (const step of RERUN) parts.push(`- ${step.what}: \`npm ${step.args.join(' ')}\``);
   parts.push('');
   if (gpus.length) parts.push('- on a lent GPU machine: `npm run gpu:kit` here, then `bash scripts/gpu-check.sh --budget-s 330` there (scripts/gpu/README.md), and `npm run gpu:collect -- <its output folder> docs/results/gpu-<name>.json` here', '');
-  if (peers) parts.push(`- LegoKV against wllama (not run by --rerun, about 10 minutes): \`${peers.command}\``, '');
+  if (peers) parts.push(`- LegoKV against wllama (not run by --rerun, about 5 minutes): \`${peers.command}\``, '');
   if (!scalings.length && !load && !evals.length) parts.push(`No results in ${dir} yet: run \`npm run results -- --rerun\`.`, '');
   return { markdown: parts.join('\n').replace(/\n{3,}/g, '\n\n'), charts };
 }
