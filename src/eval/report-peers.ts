@@ -34,6 +34,14 @@ export function peersSection(r: PeersResults, file = 'peers.json'): string {
     rows.map((x) => [x.model, ENGINE[x.engine], x.adapter ?? x.adapter_config, n1(x.prefill_tokens_per_s), n1(x.decode_tokens_per_s), n2(x.ratio_prefill), n2(x.ratio_decode),
       x.same_text === undefined ? '–' : x.same_text ? 'yes' : 'no']),
   ), '');
+  // wllama's WASM path does not use the adapter, so its repeats under each set of flags show the run's own noise.
+  const spread = [...new Set(rows.map((x) => x.model))].flatMap((m) => {
+    const w = rows.filter((x) => x.model === m && x.engine === 'wllama-wasm');
+    if (w.length < 2) return [];
+    const ratio = (k: 'prefill_tokens_per_s' | 'decode_tokens_per_s') => Math.max(...w.map((x) => x[k]!)) / Math.min(...w.map((x) => x[k]!));
+    return [`${m} ${n2(ratio('prefill_tokens_per_s'))}× in prefill and ${n2(ratio('decode_tokens_per_s'))}× in decode`];
+  });
+  if (spread.length) lines.push(`wllama's WASM CPU path ignores the adapter, so it ran once under each set of flags: its fastest over its slowest run, ${spread.join(', ')}, is how far this run's figures can move with the host's other work alone.`, '');
   const parted = [...new Set(rows.filter((x) => x.same_text === false).map((x) => x.model))];
   for (const m of parted) {
     const where = rows.filter((x) => x.model === m && x.parted_at).map((x) => `token ${x.parted_at!.token}, gap ${n2(x.parted_at!.legokv_top2_gap)} (${x.adapter_config})`);

@@ -174,6 +174,7 @@ test('RESULTS.md: the peers section comes from peers.json, with the ratios and w
   assert.match(markdown, /tiny\.gguf: the greedy texts part ways.*stores f16 weights.*token 3, gap 0\.05 \(swiftshader\)/);
   assert.match(markdown, /wllama, WebGPU \(ggml-webgpu\), swiftshader flags \(adapter Test Adapter 9000\), tiny\.gguf: ggml-webgpu offered llama\.cpp no device/);
   assert.match(markdown, /needs `shader-f16`/);
+  assert.ok(!/fastest over its slowest/.test(markdown), 'one wllama WASM row per model: no spread');
   assert.match(markdown, /\| swiftshader \| Test Adapter 9000 \| Test Adapter 9000 \|/);
   assert.ok(!/NaN|undefined/.test(markdown));
 });
