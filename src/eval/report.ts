@@ -17,6 +17,8 @@ import { aggregate, answeredByAll, BUSY_HOST_CORES, type EvalResults } from './r
 import { accuracyChart, loadChart, scalingChart } from './charts';
 import { REPO_ROOT } from './tokenizer';
 import { gpuSection, type GpuRun } from './report-gpu';
+import { peersSection } from './report-peers';
+import type { PeersResults } from '../bench/peers';
 
 /** The measurements behind docs/RESULTS.md, as `npm run …` argument lists (run in order by --rerun). */
 export const RERUN: { what: string; args: string[] }[] = [
@@ -225,11 +227,14 @@ export function buildResults(dir: string, outPath: string): { markdown: string; 
   }
   const gpus = files.filter((f) => /^gpu-.+\.json$/.test(f)).map((file) => ({ file, r: read<GpuRun>(file) }));
   if (gpus.length) parts.push(gpuSection(gpus));
+  const peers = files.includes('peers.json') ? read<PeersResults>('peers.json') : null;
+  if (peers) parts.push(peersSection(peers));
   parts.push('## Reproducing', '');
   parts.push('`npm run results -- --rerun` runs, in order:', '');
   for (const step of RERUN) parts.push(`- ${step.what}: \`npm ${step.args.join(' ')}\``);
   parts.push('');
   if (gpus.length) parts.push('- on a lent GPU machine: `npm run gpu:kit` here, then `bash scripts/gpu-check.sh --budget-s 330` there (scripts/gpu/README.md), and `npm run gpu:collect -- <its output folder> docs/results/gpu-<name>.json` here', '');
+  if (peers) parts.push(`- LegoKV against wllama (not run by --rerun, about 5 minutes): \`${peers.command}\``, '');
   if (!scalings.length && !load && !evals.length) parts.push(`No results in ${dir} yet: run \`npm run results -- --rerun\`.`, '');
   return { markdown: parts.join('\n').replace(/\n{3,}/g, '\n\n'), charts };
 }

@@ -150,3 +150,31 @@ test('busy-host note: one figure per case, the busy ones counted; nothing for fi
     "Other programs' CPU while the cases were timed (`other_cpu`): at most 1.00 cores, 0.63 on average over 3 cases; **2 cases were timed on a busy host** (over 0.25 of a core), so on a CPU adapter their TTFTs are inflated, while x holds.");
   assert.match(busyHostNote([0.3, null], 'point')!, /\*\*1 point was timed on a busy host\*\* \(over 0\.25 of a core\), so on a CPU adapter its TTFTs are inflated\.$/);
 });
+
+test('RESULTS.md: the peers section comes from peers.json, with the ratios and why a WebGPU row has no figures', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'legokv-results-'));
+  const fig = (engine: string, adapter: string, prefill: number, decode: number, extra = {}) => ({
+    model: 'tiny.gguf', adapter_config: 'swiftshader', engine, adapter, prompt_tokens: 128, prefill_ms: 1, prefill_tokens_per_s: prefill, decode_steps: 23, decode_ms: 1, decode_tokens_per_s: decode, text: ' a b', ...extra,
+  });
+  writeFileSync(join(dir, 'peers.json'), JSON.stringify({
+    command: 'npm run bench:peers', date: '2025-01-04T00:00:00Z', wllama_version: '9.9.9', llama_cpp: 'b1-abc', chromium: '156', commit: 'abc123', prompt_tokens: 128, decode_tokens: 24,
+    host: { cpus: 2, cpu_model: 'AMD EPYC 7B13', loadavg_start: [1.5, 1, 1], loadavg_end: [2.5, 1, 1], uptime_start: '', uptime_end: '' },
+    adapters: { swiftshader: { core: 'Test Adapter 9000', compatibility: 'Test Adapter 9000', worker_core: 'Test Adapter 9000', worker_compatibility: 'Test Adapter 9000' } },
+    rows: [
+      fig('legokv', 'Test Adapter 9000', 3, 0.5, { weight_dtype: 'f16' }),
+      fig('wllama-wasm', 'none (WebAssembly on the CPU)', 12, 2.5, { threads: 1, ratio_prefill: 0.25, ratio_decode: 0.2, same_text: false, parted_at: { token: 3, legokv_top2_gap: 0.046 } }),
+      { model: 'tiny.gguf', adapter_config: 'swiftshader', engine: 'wllama-webgpu', threads: 1, adapter: 'Test Adapter 9000', skipped: 'ggml-webgpu offered llama.cpp no device (adapter has shader-f16: false)' },
+    ],
+  }));
+  const { markdown } = buildResults(dir, join(dir, '..', 'RESULTS.md'));
+  assert.match(markdown, /## LegoKV against wllama in the browser/);
+  assert.match(markdown, /wllama \*\*9\.9\.9\*\* \(llama\.cpp b1-abc\).*host load 1\.5 → 2\.5 on 2 CPUs/);
+  assert.match(markdown, /\| tiny\.gguf \| LegoKV \(its WGSL kernels\) \| Test Adapter 9000 \| 3\.0 \| 0\.5 \| – \| – \| – \|/);
+  assert.match(markdown, /\| tiny\.gguf \| wllama, WASM CPU \| none \(WebAssembly on the CPU\) \| 12\.0 \| 2\.5 \| 0\.25 \| 0\.20 \| no \|/);
+  assert.match(markdown, /tiny\.gguf: the greedy texts part ways.*stores f16 weights.*token 3, gap 0\.05 \(swiftshader\)/);
+  assert.match(markdown, /wllama, WebGPU \(ggml-webgpu\), swiftshader flags \(adapter Test Adapter 9000\), tiny\.gguf: ggml-webgpu offered llama\.cpp no device/);
+  assert.match(markdown, /needs `shader-f16`/);
+  assert.ok(!/fastest over its slowest/.test(markdown), 'one wllama WASM row per model: no spread');
+  assert.match(markdown, /\| swiftshader \| Test Adapter 9000 \| Test Adapter 9000 \|/);
+  assert.ok(!/NaN|undefined/.test(markdown));
+});
