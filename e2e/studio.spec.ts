@@ -178,21 +178,32 @@ test('documents → compile → reload → link in a new order → three algorit
     expect(kind === 'PNG' ? body.subarray(1, 4).toString() : JSON.parse(body.toString()).length).toBe(kind === 'PNG' ? 'PNG' : 3);
   }
 
-  // Compare: five algorithms side by side; LegoLink-0's chunks are compiled on demand (their own variant).
-  await page.getByRole('button', { name: 'Compare 5 algorithms' }).click();
+  // Compare: six algorithms side by side, the ordinary prompt first; LegoLink-0's chunks are compiled on demand
+  // (their own variant), the prompt's never: it has one BOS where full has one per chunk, and computes every token.
+  await page.getByRole('button', { name: 'Compare 6 algorithms' }).click();
   const latest = page.getByTestId('answers-latest').getByTestId('answer-card');
-  await expect(latest).toHaveCount(5);
-  for (let i = 0; i < 5; i++) await expect(latest.nth(i)).toContainText('done');
+  await expect(latest).toHaveCount(6);
+  for (let i = 0; i < 6; i++) await expect(latest.nth(i)).toContainText('done');
   await expect(latest.filter({ has: page.getByRole('heading', { name: 'legolink0' }) })).toContainText('compiled first');
   await expect(page.getByTestId('cache-entry')).toHaveCount(total + 3);
+  const byName = (name: string) => latest.filter({ has: page.getByRole('heading', { name, exact: true }) });
+  const prompt = byName('prompt');
+  await expect(latest.nth(0)).toHaveAttribute('aria-label', 'Answer with prompt');
+  await expect(prompt.getByTestId('answer-text')).not.toHaveText('…');
+  await expect(prompt).toContainText('lookup 0.0 · load 0.0');
+  await expect(prompt).not.toContainText('compiled first');
+  const counts = async (card: typeof prompt) => /^(\d+) of (\d+)/.exec((await card.getByTestId('recomputed').textContent()) ?? '')!.slice(1).map(Number);
+  const [promptRe, promptAll] = await counts(prompt);
+  expect(promptRe).toBe(promptAll);
+  expect((await counts(byName('full')))[1]).toBe(promptAll + 2);
 
   // Stop ends a long answer early. Decoding runs in slow motion (?debug: 50 ms after every token), so the answer
   // is still streaming when Stop is pressed even on a busy machine; otherwise it can end (EOS) before the click.
   await setDecodeDelay(page, 50);
   await page.getByLabel('Answer tokens').fill('400');
   await page.getByRole('button', { name: 'Ask (full)' }).click();
-  await expect(latest).toHaveCount(6);
-  const long = latest.nth(5);
+  await expect(latest).toHaveCount(7);
+  const long = latest.nth(6);
   await expect(long).toContainText('answering');
   await page.getByRole('button', { name: 'Stop answering' }).click();
   await expect(long).toContainText('stopped');

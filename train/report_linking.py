@@ -112,7 +112,9 @@ def linking_section(n_layers: int) -> str:
                    f"the question rows' attention (softmax, mean over {sk['cases']} cases, {sk['layers']} layers, every "
                    f"head and question row) that lands on the first {sk['sink_tokens']} token(s) of each linked chunk, "
                    "against the share of one ordinary token of the same chunk. Chunk 1 starts the prompt; every "
-                   "later chunk starts with its own BOS at a later position.\n")
+                   "later chunk starts with its own BOS at a later position"
+                   + (", except under prompt, the ordinary prompt, whose one BOS starts chunk 1 and whose later chunks "
+                      "start with their own first token" if 'prompt' in sk['algorithms'] else '') + ".\n")
         out.append('| algorithm | chunk | cases | start share | whole-chunk share | one ordinary token | start / ordinary token |')
         out.append('| --- | ---: | ---: | ---: | ---: | ---: | ---: |')
         for al, v in sk['algorithms'].items():

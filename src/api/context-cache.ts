@@ -12,7 +12,9 @@
  * (the cache id is a content hash, so compiling twice reuses the cache);
  * chatCompletion resolves the cache parts through the store (recompiling a
  * chunk whose stored blob turned out corrupt), links them with the chosen
- * algorithm (KVLink) and streams the answer (generate).
+ * algorithm (KVLink) and streams the answer (generate). The `prompt`
+ * algorithm reads no cache: it takes each chunk's tokens from the store's
+ * index and computes the request as an ordinary prompt.
  */
 import type { Engine } from '../engine/engine';
 import type { ModelConfig } from '../engine/model/config';
@@ -23,7 +25,7 @@ import { GpuTier } from '../kvstore/gpu-tier';
 import { LoadingController } from '../kvlink/controller';
 import { formatAlgorithm, parseAlgorithm } from '../kvlink/algorithms';
 import { link, type TtftBreakdown } from '../kvlink/link';
-import type { LinkLayout } from '../kvlink/layout';
+import { textOnlyChunk, type LinkLayout } from '../kvlink/layout';
 import type { ScoresRequest, ScoresResult } from '../engine/model/forward';
 import { decodeTokens, TextStream } from '../generate/generate';
 import { buildParts, type ChatMessage } from './messages';
@@ -32,7 +34,7 @@ export type { ChatMessage, ContentPart } from './messages';
 
 export interface CompletionRequest {
   messages: ChatMessage[];
-  /** A KVLink spec: naive, full, cacheblend:0.15, legolink:16, attnlink:16, legolink0, promptcache. */
+  /** A KVLink spec: prompt, naive, full, cacheblend:0.15, legolink:16, attnlink:16, legolink0, promptcache. */
   algorithm?: string;
   maxTokens?: number;
   temperature?: number;
@@ -156,6 +158,12 @@ export class ContextCache {
     let linked: Awaited<ReturnType<typeof link>>;
     try {
       const parts = await buildParts(req.messages, tok, config.bosId, async (id) => {
+        if (algo.kind === 'prompt') {
+          // The chunk's tokens, from the index read above: no cached row is looked up or loaded.
+          const src = sources.get(id);
+          if (!src) throw new Error(`Cache ${id} is not in the store; compile its chunk again`);
+          return textOnlyChunk(id, src.tokens, config.bosId);
+        }
         const r = await this.load(id, sources);
         this.gpuTier.hold(r.chunk);
         held.push(r.chunk);

@@ -10,11 +10,15 @@ export function table(headers: string[], rows: (string | number)[][], align: ('l
 
 const ms = (x: number) => (Number.isFinite(x) ? x.toFixed(x < 10 ? 1 : 0) : '-');
 
+const f3 = (x: number | null | undefined) => (x === null || x === undefined || !Number.isFinite(x) ? '-' : x.toFixed(3));
+
+/** The per-algorithm table; *agree w/ prompt* only where the run has the ordinary prompt. */
 export function resultsTable(results: AlgorithmResult[]): string {
+  const withPrompt = results.some((r) => r.algorithm === 'prompt');
   return table(
-    ['algorithm', 'n', 'accuracy', 'agree w/ full', 'TTFT mean ms', 'TTFT median ms', 'lookup', 'load', 'recompute', 'first token', 'recomputed'],
+    ['algorithm', 'n', 'accuracy', 'agree w/ full', ...(withPrompt ? ['agree w/ prompt'] : []), 'TTFT mean ms', 'TTFT median ms', 'lookup', 'load', 'recompute', 'first token', 'recomputed'],
     results.map((r) => [
-      r.algorithm, r.n, Number.isFinite(r.accuracy) ? r.accuracy.toFixed(3) : '-', r.agreement_with_full === null || !Number.isFinite(r.agreement_with_full) ? '-' : r.agreement_with_full.toFixed(3), ms(r.ttft_ms_mean), ms(r.ttft_ms_median),
+      r.algorithm, r.n, f3(r.accuracy), f3(r.agreement_with_full), ...(withPrompt ? [f3(r.agreement_with_prompt)] : []), ms(r.ttft_ms_mean), ms(r.ttft_ms_median),
       ms(r.breakdown_ms_mean.lookup), ms(r.breakdown_ms_mean.load), ms(r.breakdown_ms_mean.recompute), ms(r.breakdown_ms_mean.first_token),
       Number.isFinite(r.recompute_fraction) ? `${(r.recompute_fraction * 100).toFixed(1)}%` : '-',
     ]),

@@ -1,6 +1,6 @@
 /**
  * npm run eval -- --model <m> --data <file.jsonl>
- *     [--algorithms full,naive,cacheblend:0.15,legolink:16,legolink0,attnlink:16,promptcache]
+ *     [--algorithms prompt,full,naive,cacheblend:0.15,legolink:16,legolink0,attnlink:16,promptcache]
  *     [--max-new-tokens 32] [--out results.json] [--backend node|browser] [--limit N]
  *     [--dtype f32|f16] [--kv-dtype f32|f16] [--no-warmup] [--resume]
  *
@@ -30,7 +30,8 @@ import { modelDigest } from './env';
 import { resolveModelPath } from './tokenizer';
 import { ProgressBar, resultsTable } from './format';
 
-export const ALL_ALGORITHMS = 'full,naive,cacheblend:0.15,legolink:16,legolink0,attnlink:16,promptcache';
+/** Every algorithm, the two references first: the ordinary prompt and EPIC's full recompute over the linked chunks. */
+export const ALL_ALGORITHMS = 'prompt,full,naive,cacheblend:0.15,legolink:16,legolink0,attnlink:16,promptcache';
 
 async function main() {
   const { values: a } = parseArgs({

@@ -66,6 +66,12 @@ export interface AlgorithmResult {
    */
   agreement_with_full: number | null;
   /**
+   * The same F1 against the answer to the ordinary prompt (`prompt`: one BOS, nothing cached): how close an
+   * algorithm comes to what the model says without LegoKV. Null without prompt in the run; absent in files
+   * written before it existed.
+   */
+  agreement_with_prompt?: number | null;
+  /**
    * Median over cases of full's TTFT divided by this algorithm's, both from
    * the same case: a ratio measured side by side, so it holds even when a
    * resumed run finished its cases on different hosts. Null without full.
@@ -148,11 +154,17 @@ export function algorithmParams(spec: string): Record<string, unknown> {
 
 export function aggregate(algorithms: string[], cases: CaseResult[]): AlgorithmResult[] {
   const fulls = cases.filter((c) => c.algorithm === 'full');
-  const full = new Map(fulls.map((c) => [c.id, c.prediction]));
+  const answersOf = (algorithm: string) => new Map(cases.filter((c) => c.algorithm === algorithm).map((c) => [c.id, c.prediction]));
+  const full = answersOf('full');
+  const prompt = answersOf('prompt');
   const fullTtft = new Map(fulls.map((c) => [c.id, c.ttft_ms]));
+  /** Mean F1 of the answers against a reference's answers to the same cases, null where it answered none of them. */
+  const agreement = (rs: CaseResult[], ref: Map<string, string>) => {
+    const f1 = rs.filter((r) => ref.has(r.id)).map((r) => qaF1(r.prediction, ref.get(r.id)!));
+    return f1.length ? mean(f1) : null;
+  };
   return algorithms.map((algorithm) => {
     const rs = cases.filter((c) => c.algorithm === algorithm);
-    const agree = rs.filter((r) => full.has(r.id)).map((r) => qaF1(r.prediction, full.get(r.id)!));
     const speedups = rs.filter((r) => fullTtft.has(r.id) && r.ttft_ms > 0).map((r) => fullTtft.get(r.id)! / r.ttft_ms);
     const b = (k: keyof CaseResult['breakdown_ms']) => mean(rs.map((r) => r.breakdown_ms[k]));
     return {
@@ -163,7 +175,8 @@ export function aggregate(algorithms: string[], cases: CaseResult[]): AlgorithmR
       recompute_fraction: mean(rs.map((r) => r.recompute_fraction)),
       breakdown_ms_mean: { lookup: b('lookup'), load: b('load'), recompute: b('recompute'), first_token: b('first_token') },
       prompt_tokens_mean: mean(rs.map((r) => r.prompt_tokens)),
-      agreement_with_full: agree.length ? mean(agree) : null,
+      agreement_with_full: agreement(rs, full),
+      agreement_with_prompt: agreement(rs, prompt),
       speedup_vs_full_median: speedups.length ? median(speedups) : null,
     };
   });

@@ -1,5 +1,5 @@
 /**
- * npm run sinks -- --model <m> --data <file.jsonl> [--limit 20] [--algorithms naive,legolink:16,full]
+ * npm run sinks -- --model <m> --data <file.jsonl> [--limit 20] [--algorithms prompt,naive,legolink:16,full]
  *     [--sink-tokens 1] [--out sinks.json]
  *
  * The attention-sink report: how much of the question's attention lands on
@@ -12,6 +12,10 @@
  * the studio's attention map), turned into softmax probabilities, and summed
  * over each chunk's first `--sink-tokens` rows.
  *
+ * The ordinary prompt (`prompt`: one BOS, the chunks' own tokens) is the
+ * reference row: there no chunk but the first starts with a BOS, and its
+ * segments mark each chunk's tokens (the first holding the prompt's BOS).
+ *
  * Per chunk index (1 = the prompt's real start) it prints and writes: the
  * mean share on the chunk's start, the share on the whole chunk, and the
  * mean share of one ordinary token of that chunk, so "start / token" says how
@@ -20,7 +24,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { readDataset } from './dataset';
+import { readDataset, type EvalCase } from './dataset';
 import { NodeBackend } from './node-backend';
 import { table } from './format';
 import { variantFor, type VariantName } from './backend';
@@ -43,30 +47,35 @@ function mean(cells: (Acc | undefined)[], k: keyof Omit<Acc, 'n'>): number {
   return n ? live.reduce((t, x) => t + x[k], 0) / n : NaN;
 }
 
-async function main() {
-  const { values: a } = parseArgs({
-    options: {
-      model: { type: 'string', default: 'qa-demo' }, data: { type: 'string' }, limit: { type: 'string', default: '20' },
-      algorithms: { type: 'string', default: 'naive,legolink:16,full' }, 'sink-tokens': { type: 'string', default: '1' }, out: { type: 'string' },
-    },
-  });
-  if (!a.data) {
-    console.error('usage: npm run sinks -- --model <m> --data <file.jsonl> [--limit 20] [--algorithms naive,legolink:16,full] [--sink-tokens 1] [--out sinks.json]');
-    process.exit(2);
-  }
-  const cases = readDataset(a.data).slice(0, Number(a.limit));
-  const algorithms = a.algorithms!.split(',').map((x) => x.trim()).filter(Boolean);
-  const sinkTokens = Number(a['sink-tokens']);
-  const backend = await NodeBackend.open(a.model!);
+/** The report's default rows: the two references (the ordinary prompt, full recompute) and the linking algorithms. */
+export const SINK_ALGORITHMS = 'prompt,naive,legolink:16,full';
+
+export interface SinkReport {
+  adapter: string;
+  model: string;
+  data?: string;
+  cases: number;
+  layers: number;
+  sink_tokens: number;
+  command?: string;
+  algorithms: Record<string, {
+    per_chunk: { chunk: number; start_share: number; chunk_share: number; token_share: number; cases: number }[];
+    per_layer: { layer: number; first_start_share: number; later_start_share: number }[];
+  }>;
+}
+
+/** Links every case with every algorithm once and averages the question rows' attention on each chunk (see above). */
+export async function sinkReport(
+  backend: NodeBackend, cases: EvalCase[], algorithms: string[], sinkTokens: number, onCase?: (done: number) => void,
+): Promise<SinkReport> {
   const L = backend.layers;
-  console.error(`[${backend.adapter}] ${backend.model}: ${cases.length} cases, ${L} layers, algorithms ${algorithms.join(', ')}`);
   // acc[algorithm][layer][chunk index]
   const acc = new Map<string, Acc[][]>(algorithms.map((al) => [al, Array.from({ length: L }, () => [])]));
   const variants = new Set<VariantName>(algorithms.map(variantFor));
   const casesWithChunk: number[] = [];
-  try {
-    for (const [ci, c] of cases.entries()) {
-      const p = await backend.prepare(c, variants);
+  for (const [ci, c] of cases.entries()) {
+    const p = await backend.prepare(c, variants);
+    try {
       c.chunks.forEach((_, i) => (casesWithChunk[i] = (casesWithChunk[i] ?? 0) + 1));
       for (const al of algorithms) {
         // One link per algorithm captures every layer and head.
@@ -81,27 +90,52 @@ async function main() {
           });
         }
       }
+    } finally {
       await backend.release(p);
-      process.stderr.write(`\rcase ${ci + 1}/${cases.length}`);
     }
+    onCase?.(ci + 1);
+  }
+  return {
+    adapter: backend.adapter, model: backend.model, cases: cases.length, layers: L, sink_tokens: sinkTokens,
+    algorithms: Object.fromEntries(algorithms.map((al) => {
+      const layers = acc.get(al)!;
+      const chunks = Math.max(...layers.map((x) => x.length));
+      return [al, {
+        per_chunk: Array.from({ length: chunks }, (_, i) => {
+          const cells = layers.map((x) => x[i]);
+          return {
+            chunk: i + 1, start_share: mean(cells, 'start'), chunk_share: mean(cells, 'chunk'), token_share: mean(cells, 'tokens'),
+            cases: casesWithChunk[i] ?? 0,
+          };
+        }),
+        per_layer: layers.map((cells, l) => ({ layer: l, first_start_share: mean(cells.slice(0, 1), 'start'), later_start_share: mean(cells.slice(1), 'start') })),
+      }];
+    })),
+  };
+}
+
+async function main() {
+  const { values: a } = parseArgs({
+    options: {
+      model: { type: 'string', default: 'qa-demo' }, data: { type: 'string' }, limit: { type: 'string', default: '20' },
+      algorithms: { type: 'string', default: SINK_ALGORITHMS }, 'sink-tokens': { type: 'string', default: '1' }, out: { type: 'string' },
+    },
+  });
+  if (!a.data) {
+    console.error(`usage: npm run sinks -- --model <m> --data <file.jsonl> [--limit 20] [--algorithms ${SINK_ALGORITHMS}] [--sink-tokens 1] [--out sinks.json]`);
+    process.exit(2);
+  }
+  const cases = readDataset(a.data).slice(0, Number(a.limit));
+  const algorithms = a.algorithms!.split(',').map((x) => x.trim()).filter(Boolean);
+  const sinkTokens = Number(a['sink-tokens']);
+  const backend = await NodeBackend.open(a.model!);
+  console.error(`[${backend.adapter}] ${backend.model}: ${cases.length} cases, ${backend.layers} layers, algorithms ${algorithms.join(', ')}`);
+  try {
+    const report = await sinkReport(backend, cases, algorithms, sinkTokens, (n) => process.stderr.write(`\rcase ${n}/${cases.length}`));
     process.stderr.write('\n');
-    const result = {
-      adapter: backend.adapter, model: backend.model, data: a.data, cases: cases.length, layers: L, sink_tokens: sinkTokens,
-      command: ['npm run sinks --', ...process.argv.slice(2)].join(' '),
-      algorithms: Object.fromEntries(algorithms.map((al) => {
-        const layers = acc.get(al)!;
-        const chunks = Math.max(...layers.map((x) => x.length));
-        return [al, {
-          per_chunk: Array.from({ length: chunks }, (_, i) => {
-            const cells = layers.map((x) => x[i]);
-            return {
-              chunk: i + 1, start_share: mean(cells, 'start'), chunk_share: mean(cells, 'chunk'), token_share: mean(cells, 'tokens'),
-              cases: casesWithChunk[i] ?? 0,
-            };
-          }),
-          per_layer: layers.map((cells, l) => ({ layer: l, first_start_share: mean(cells.slice(0, 1), 'start'), later_start_share: mean(cells.slice(1), 'start') })),
-        }];
-      })),
+    const { adapter, model, cases: n, layers, sink_tokens, algorithms: byAlgorithm } = report;
+    const result: SinkReport = {
+      adapter, model, data: a.data, cases: n, layers, sink_tokens, command: ['npm run sinks --', ...process.argv.slice(2)].join(' '), algorithms: byAlgorithm,
     };
     const f = (x: number) => (Number.isFinite(x) ? x.toFixed(3) : '-');
     console.log(`[${result.adapter}] ${result.model} on ${a.data}: attention share of the question rows (first ${sinkTokens} token(s) of each chunk)`);

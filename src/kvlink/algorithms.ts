@@ -3,18 +3,26 @@
  *
  * | spec | recomputes | from |
  * | --- | --- | --- |
+ * | prompt | every token of the ordinary prompt: one BOS, the chunks' own tokens, no cache read | the reference a user knows |
  * | naive | uncached tokens only | EPIC baseline |
- * | full | every token (no reuse) | EPIC baseline |
+ * | full | every token of the linked layout, each chunk keeping its BOS (no reuse) | EPIC baseline (Full Recompute) |
  * | cacheblend:auto[:floor] | as cacheblend, with r picked by the loading controller (controller.ts) | CacheBlend §5 |
  * | cacheblend:r | layer 0 and the check layer fully, then the r of cached tokens with the largest squared V deviation at the check layer, plus uncached | CacheBlend §4 |
  * | legolink:k | first k tokens of every chunk but the first, plus uncached | EPIC §4 |
  * | attnlink:k | k/2 tokens each side of every chunk boundary, plus uncached | Epic (earlier) |
  * | legolink0 | uncached only, on caches compiled with 4 sink tokens dropped | EPIC §4 |
  * | promptcache | uncached only; modules stay at their schema positions | Prompt Cache §3 |
+ *
+ * The two references differ only in the chunks' BOS rows: `full` is EPIC's
+ * Full Recompute over the linked layout, where every chunk keeps the BOS it
+ * was compiled with (EPIC Fig. 4), while `prompt` is the question asked as an
+ * ordinary prompt, the chunks' tokens after the prompt's one BOS
+ * (layout.ts `promptLayout`), everything computed and nothing read from a cache.
  */
 import type { LinkLayout } from './layout';
 
 export type LinkAlgorithm =
+  | { kind: 'prompt' }
   | { kind: 'naive' }
   | { kind: 'full' }
   | { kind: 'cacheblend'; r: number; checkLayer: number; gradual: boolean; /** cacheblend:auto — the loading controller picks r, not below this floor */ auto?: number }
@@ -23,7 +31,8 @@ export type LinkAlgorithm =
   | { kind: 'legolink0' }
   | { kind: 'promptcache' };
 
-export const DEFAULT_ALGORITHMS = ['full', 'naive', 'cacheblend:0.15', 'legolink:16', 'legolink0'];
+/** The algorithms compared side by side by default (the studio's Compare): the two references first. */
+export const DEFAULT_ALGORITHMS = ['prompt', 'full', 'naive', 'cacheblend:0.15', 'legolink:16', 'legolink0'];
 
 /** Parses "cacheblend:0.15", "legolink:16", "cacheblend:0.15:gradual" and the plain names. */
 export function parseAlgorithm(spec: string): LinkAlgorithm {
@@ -34,6 +43,7 @@ export function parseAlgorithm(spec: string): LinkAlgorithm {
     return v;
   };
   switch (name) {
+    case 'prompt':
     case 'naive':
     case 'full':
     case 'legolink0':
@@ -53,11 +63,15 @@ export function parseAlgorithm(spec: string): LinkAlgorithm {
     case 'attnlink':
       return { kind: name, k: Math.round(num(16)) };
     default:
-      throw new Error(`Unknown linking algorithm "${spec}" (known: naive, full, cacheblend:r, legolink:k, attnlink:k, legolink0, promptcache)`);
+      throw new Error(`Unknown linking algorithm "${spec}" (known: prompt, naive, full, cacheblend:r, legolink:k, attnlink:k, legolink0, promptcache)`);
   }
 }
 
-/** The compile variant whose chunks an algorithm links: LegoLink-0's sink-free caches, Prompt Cache's modules, or plain. */
+/**
+ * The compile variant whose chunks an algorithm links: LegoLink-0's sink-free caches, Prompt Cache's modules, or
+ * plain. `prompt` reads no cached row, but a request names its chunks by cache ids, so it takes the plain ones
+ * (the store's index gives their tokens).
+ */
 export function compileVariantOf(spec: string): 'plain' | 'legolink0' | 'promptcache' {
   const kind = parseAlgorithm(spec).kind;
   return kind === 'legolink0' || kind === 'promptcache' ? kind : 'plain';
@@ -81,7 +95,7 @@ export function staticRecomputeRows(layout: LinkLayout, a: LinkAlgorithm): numbe
   // A chunk after uncached text (a chat template's system and user headers) starts nothing, so it is treated
   // like every other chunk: only a chunk at row 0 is left out.
   const chunks = layout.segments.filter((s) => s.start > 0);
-  if (a.kind === 'full') return layout.tokens.map((_, i) => i);
+  if (a.kind === 'full' || a.kind === 'prompt') return layout.tokens.map((_, i) => i);
   if (a.kind === 'legolink') {
     for (const s of chunks) for (let i = 0; i < Math.min(a.k, s.length); i++) set.add(s.start + i);
   } else if (a.kind === 'attnlink') {

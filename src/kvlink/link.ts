@@ -8,12 +8,16 @@
  * algorithm's rows are recomputed through every layer with the engine's
  * selective-row pass, each attending by position id to every row; the last
  * row's logits give the first token.
+ *
+ * `prompt` lays the parts out as an ordinary prompt instead (layout.ts
+ * `promptLayout`) and computes every row: nothing is loaded or staged, so its
+ * TTFT is recompute and first-token time alone.
  */
 import type { Engine } from '../engine/engine';
 import type { KVCache } from '../engine/model/kv-cache';
 import type { ScoresRequest, ScoresResult } from '../engine/model/forward';
 import { staticRecomputeRows, type LinkAlgorithm } from './algorithms';
-import { layoutParts, type LinkLayout, type LinkPart } from './layout';
+import { layoutParts, promptLayout, type LinkLayout, type LinkPart } from './layout';
 import { cacheBlendPass } from './cacheblend';
 import { LoadingController } from './controller';
 
@@ -76,7 +80,7 @@ export function link(engine: Engine, parts: LinkPart[], algo: LinkAlgorithm, opt
 }
 
 async function linkNow(engine: Engine, parts: LinkPart[], algo: LinkAlgorithm, opts: LinkOptions): Promise<LinkResult> {
-  const layout = layoutParts(parts, opts.bosId);
+  const layout = algo.kind === 'prompt' ? promptLayout(parts, opts.bosId) : layoutParts(parts, opts.bosId);
   const N = layout.tokens.length;
   const L = engine.config.nLayers;
   const cache = engine.newCache(N + (opts.reserve ?? 64));
@@ -84,10 +88,12 @@ async function linkNow(engine: Engine, parts: LinkPart[], algo: LinkAlgorithm, o
     const t0 = performance.now();
     cache.setPositions(0, layout.positions);
     // One writer for every cached chunk; layer l of all of them is staged right before layer l is recomputed.
-    const segments = algo.kind === 'full' ? [] : layout.segments;
+    // full and prompt recompute every row, so they stage none.
+    const segments = algo.kind === 'full' || algo.kind === 'prompt' ? [] : layout.segments;
     const writer = engine.rowWriter(cache, segments.map((s) => ({ start: s.start, positions: layout.positions.slice(s.start, s.start + s.length) })));
     let stagingMs = 0;
     const loadLayer = (l: number) => {
+      if (!segments.length) return;
       const a = performance.now();
       writer.layer(l, segments.map((s) => s.chunk.gpu?.[l] ?? s.chunk.layers[l]));
       engine.ops.d.flush();

@@ -52,7 +52,7 @@ export function AttentionPanel() {
   const model = useApp((s) => s.model);
   const [ref, width] = useWidth<HTMLDivElement>();
   const setSettings = (p: Partial<Settings>) => set((x) => ({ settings: { ...x.settings, ...p } }));
-  const names = [...new Set([...Object.keys(maps), 'naive', 'legolink:16', 'full', 'cacheblend:0.15', 'legolink0'])];
+  const names = [...new Set([...Object.keys(maps), 'naive', 'legolink:16', 'full', 'prompt', 'cacheblend:0.15', 'legolink0'])];
   const layers = model?.layers ?? 1;
   const heads = model?.heads ?? 1;
   const colW = Math.floor((width - 16) / 2);

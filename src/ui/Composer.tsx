@@ -5,7 +5,7 @@
  */
 import { useState, type DragEvent } from 'react';
 import { useShallow } from 'zustand/react/shallow';
-import { useStudio, allChunks, algorithmSpec, framingFor, ALGORITHMS, type Settings } from './studio-store';
+import { useStudio, allChunks, algorithmSpec, framingFor, ALGORITHMS, COMPARE_ALGORITHMS, type Settings } from './studio-store';
 import { askSelected, compareAll, stopAll } from './ask-actions';
 import { promptFor, useApp } from './store';
 import { moveItem } from './list-ops';
@@ -111,7 +111,7 @@ export function Composer() {
       </label>
       <div className="row">
         <button className="primary" onClick={() => void askSelected()} disabled={!canAsk}>Ask ({algorithmSpec(st)})</button>
-        <button onClick={() => void compareAll()} disabled={!canAsk} title={st.compare.join(', ')}>Compare {st.compare.length} algorithms</button>
+        <button onClick={() => void compareAll()} disabled={!canAsk} title={COMPARE_ALGORITHMS.join(', ')}>Compare {COMPARE_ALGORITHMS.length} algorithms</button>
         <button aria-label="Stop answering" onClick={stopAll} disabled={!asking}>Stop</button>
       </div>
       <StudioError at="ask" />

@@ -6,9 +6,10 @@
 import type { AskResult, ChunkRef, StudioEvent, SweepPoint } from '../worker/studio-protocol';
 import { client, refreshLibrary } from './doc-actions';
 import { describeError, isAbort } from './errors';
-import { algorithmSpec, allChunks, frameQuestion, framingFor, mapTarget, studio, type AnswerCard, type Settings } from './studio-store';
+import { algorithmSpec, allChunks, COMPARE_ALGORITHMS, frameQuestion, framingFor, mapTarget, studio, type AnswerCard, type Settings } from './studio-store';
 import { engineClient } from './actions';
 import { useApp } from './store';
+import { parseAlgorithm } from '../kvlink/algorithms';
 
 let job: number | null = null;
 let stopped = false;
@@ -40,7 +41,9 @@ async function askWith(algorithm: string, group: number, opts: { maxTokens?: num
   const chunks = composerChunks();
   const st = s.settings;
   const card: AnswerCard = {
-    id: nextCard++, group, algorithm, question: st.question, chunkLabels: chunks.map((c) => c.label), status: 'compiling', text: '',
+    id: nextCard++, group, algorithm, question: st.question, chunkLabels: chunks.map((c) => c.label), text: '',
+    // prompt compiles nothing: it goes straight to computing the prompt.
+    status: parseAlgorithm(algorithm).kind === 'prompt' ? 'linking' : 'compiling',
   };
   s.set((x) => ({ answers: [card, ...x.answers].slice(0, 40) }));
   const onEvent = (ev: StudioEvent) => {
@@ -103,7 +106,7 @@ export function askSelected() {
 
 /** The same question through every Compare algorithm, one after another. */
 export function compareAll() {
-  return run(studio().settings.compare, { newGroup: true });
+  return run([...COMPARE_ALGORITHMS], { newGroup: true });
 }
 
 /** Asks the two map algorithms again (after changing layer or head). */

@@ -21,9 +21,11 @@ export async function hydrateStudio(): Promise<void> {
   try {
     const saved = (await get(KEY, store)) as Saved | undefined;
     if (saved?.version === 1) {
+      // Compare's list was a setting once; older saves still carry one (without prompt), which is not used.
+      const { compare: _, ...settings } = (saved.settings ?? {}) as Partial<StudioState['settings']> & { compare?: unknown };
       useStudio.getState().set({
         docs: saved.docs ?? [], splits: saved.splits ?? {}, composer: saved.composer ?? [],
-        settings: { ...DEFAULT_SETTINGS, ...saved.settings },
+        settings: { ...DEFAULT_SETTINGS, ...settings },
       });
     }
   } catch (e) {

@@ -10,6 +10,10 @@ import type {
   AskFirst, AttentionMap, ChunkInfo, LibraryResult, SweepPoint,
 } from '../worker/studio-protocol';
 import type { Normalization } from '../analysis/attention-math';
+import { DEFAULT_ALGORITHMS } from '../kvlink/algorithms';
+
+/** What Compare runs side by side: the two references (the ordinary prompt, full recompute) and the linking algorithms. */
+export const COMPARE_ALGORITHMS: readonly string[] = DEFAULT_ALGORITHMS;
 
 export type DocKind = 'txt' | 'md' | 'html' | 'pdf' | 'paste' | 'sample';
 
@@ -32,7 +36,7 @@ export interface DocSplit {
 
 export interface Settings {
   defaultMode: SplitMode;
-  /** Algorithm kind (naive, full, cacheblend, legolink, attnlink, legolink0) and its parameters. */
+  /** Algorithm kind (prompt, naive, full, cacheblend, legolink, attnlink, legolink0, promptcache) and its parameters. */
   algorithm: string;
   k: number;
   r: number;
@@ -46,7 +50,6 @@ export interface Settings {
   norm: Normalization;
   contrast: 'linear' | 'sqrt';
   sinkTokens: number;
-  compare: string[];
   sweepChunk: number;
   sweepLengths: number[];
 }
@@ -118,7 +121,6 @@ export const DEFAULT_SETTINGS: Settings = {
   norm: 'softmax',
   contrast: 'sqrt',
   sinkTokens: 4,
-  compare: ['full', 'naive', 'cacheblend:0.15', 'legolink:16', 'legolink0'],
   sweepChunk: 32,
   sweepLengths: [64, 128, 256, 384],
 };
@@ -183,8 +185,9 @@ export function frameQuestion(framing: string, question: string): string {
 
 /** The algorithms the composer offers: every KVLink algorithm (its parameter k or r is set beside it). */
 export const ALGORITHMS: { value: Settings['algorithm']; label: string }[] = [
+  { value: 'prompt', label: 'Ordinary prompt (one BOS, no cache)' },
   { value: 'naive', label: 'Naive (no recompute)' },
-  { value: 'full', label: 'Full recompute' },
+  { value: 'full', label: 'Full recompute (each chunk keeps its BOS)' },
   { value: 'cacheblend', label: 'CacheBlend-r' },
   { value: 'legolink', label: 'LegoLink-k' },
   { value: 'attnlink', label: 'AttnLink-k' },

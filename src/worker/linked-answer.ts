@@ -1,7 +1,8 @@
 /**
  * Asking over linked chunks, for the studio: ContextCache's chatCompletion
  * plus what the page shows besides the answer: chunks compiled on demand
- * (LegoLink-0 needs its own variant), and the attention scores of one layer
+ * (LegoLink-0 needs its own variant; `prompt` compiles and reads none, it
+ * links the chunks' tokens as an ordinary prompt), and the attention scores of one layer
  * and head, for the question rows (captured by KVLink while linking) and for
  * every generated row (captured by Engine.step while decoding).
  *
@@ -13,6 +14,7 @@ import type { ContextCache } from '../api/context-cache';
 import { buildParts, moduleSchemaPositions, type ChatMessage } from '../api/messages';
 import { cacheId, type CompileVariant, type CompiledChunk } from '../kvcompile/compile';
 import { link } from '../kvlink/link';
+import { textOnlyChunk } from '../kvlink/layout';
 import { compileVariantOf, formatAlgorithm, parseAlgorithm } from '../kvlink/algorithms';
 import { TextStream } from '../generate/generate';
 import { rng, sample } from '../generate/sampling';
@@ -117,14 +119,18 @@ export async function askLinked(
       throw new Error(`Layer ${layer} / head ${head} is out of range (${config.nLayers} layers, ${config.nHeads} heads)`);
     }
   }
-  const variants = await askVariants(lego, req.chunks, req.question, compileVariantOf(algorithm));
-  const compiled = await compileChunks(lego, req.chunks, variants, signal, emit);
+  // prompt reads no cache: nothing is compiled, and each chunk is its tokens.
+  const variants = algo.kind === 'prompt' ? null : await askVariants(lego, req.chunks, req.question, compileVariantOf(algorithm));
+  const compiled = variants
+    ? await compileChunks(lego, req.chunks, variants, signal, emit)
+    : { ids: req.chunks.map((_, i) => `chunk ${i}`), compiled: 0, ms: 0 };
   signal?.throwIfAborted();
 
   const chunkOf = new Map(compiled.ids.map((id, i) => [id, i]));
   let lookupMs = 0, hostLoadMs = 0;
   const parts = await buildParts(askMessages(compiled.ids, req.question), tok, config.bosId, async (id) => {
     const i = chunkOf.get(id)!;
+    if (!variants) return textOnlyChunk(id, req.chunks[i].tokens, config.bosId);
     const r = await loadChunk(lego, id, req.chunks[i].tokens, variants[i]);
     lookupMs += r.lookupMs;
     hostLoadMs += r.loadMs;

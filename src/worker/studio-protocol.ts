@@ -60,7 +60,7 @@ export interface AskRequest {
   /** The chunks in the order they are linked. */
   chunks: ChunkRef[];
   question: string;
-  /** A KVLink spec: full, naive, cacheblend:0.15, legolink:16, attnlink:16, legolink0, promptcache. */
+  /** A KVLink spec: prompt, full, naive, cacheblend:0.15, legolink:16, attnlink:16, legolink0, promptcache. */
   algorithm: string;
   maxTokens: number;
   temperature: number;

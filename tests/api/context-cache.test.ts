@@ -3,7 +3,8 @@
  * KVStore over memory backends): compileContext returns content-hash ids and
  * reuses stored caches; chatCompletion mixes cache and text parts in any
  * order, streams text and reports TTFT; full and legolink:k>=len give the
- * same greedy answer; a corrupt stored blob is recompiled,
+ * same greedy answer; prompt answers as an ordinary prompt without reading
+ * a cache; a corrupt stored blob is recompiled,
  * never used; expireCache drops an entry.
  */
 import { test } from 'node:test';
@@ -48,6 +49,15 @@ test('compileContext, chatCompletion with mixed parts, corrupt blob recompiled, 
     assert.equal(full.streamed, full.done.text);
     assert.equal(lego16.done.text, full.done.text, 'legolink with k >= chunk length answers like full');
     assert.ok(full.done.tokens > 0);
+
+    // prompt: one BOS instead of one per chunk, every row computed, no cached row read.
+    const hits = [(await store.stats()).hits, lego.gpuTier.stats().hits];
+    const prompt = await collect(lego.chatCompletion({ messages, algorithm: 'prompt', maxTokens: 12 }));
+    assert.deepEqual([(await store.stats()).hits, lego.gpuTier.stats().hits], hits, 'prompt read nothing from the store or the GPU tier');
+    assert.equal(prompt.first.promptTokens, full.first.promptTokens - 1);
+    assert.equal(prompt.first.recomputed, prompt.first.promptTokens);
+    assert.equal(prompt.first.ttft.lookupMs + prompt.first.ttft.loadMs, 0, 'its TTFT is all compute');
+    assert.ok(prompt.done.tokens > 0);
 
     const tok = s.model.tokenizer;
 

@@ -1,10 +1,10 @@
 /**
  * The runner's browser backend end to end: the app's inference worker in
  * headless Chromium (through a Vite dev server) answers two small cases on
- * stories260K with full, legolink:16, naive and promptcache, and must put the same
+ * stories260K with prompt, full, legolink:16, naive and promptcache, and must put the same
  * tokens in front of the model as the Node backend (same prompt lengths and
- * recomputed counts) and, greedy with the same kernels, answer full
- * recompute and Prompt Cache with the same text. A cancelled answer stops in the worker and
+ * recomputed counts) and, greedy with the same kernels, answer the ordinary
+ * prompt, full recompute and Prompt Cache with the same text. A cancelled answer stops in the worker and
  * the next one still works. Needs /usr/bin/chromium (or LEGOKV_CHROMIUM).
  */
 import { test, after } from 'node:test';
@@ -38,7 +38,7 @@ const cases: EvalCase[] = [
 ];
 const data = join(dir, 'tiny.jsonl');
 writeFileSync(data, toJsonl(cases));
-const algorithms = ['full', 'legolink:16', 'naive', 'promptcache'];
+const algorithms = ['prompt', 'full', 'legolink:16', 'naive', 'promptcache'];
 let browser: BrowserBackend | null = null;
 after(async () => browser?.close());
 
@@ -71,10 +71,11 @@ test('browser backend: same tokens and the same full-recompute answers as the No
     assert.ok(c.ttft_ms > 0 && c.ttft_wall_ms >= c.ttft_ms, `${key(c)}: TTFT ${c.ttft_ms} ms, wall ${c.ttft_wall_ms} ms`);
     assert.ok(c.breakdown_ms.recompute > 0 && c.breakdown_ms.first_token > 0 && c.breakdown_ms.lookup >= 0 && c.breakdown_ms.load >= 0);
     assert.ok(c.new_tokens > 0 && c.new_tokens <= 4 && c.compile_ms > 0);
-    if (c.algorithm === 'full') {
+    if (c.algorithm === 'full' || c.algorithm === 'prompt') {
       assert.equal(c.recompute_fraction, 1);
-      assert.equal(c.prediction, ref.prediction, `${c.id}: full recompute answers alike`);
+      assert.equal(c.prediction, ref.prediction, `${c.id}: ${c.algorithm} answers alike`);
     } else assert.ok(c.recompute_fraction < 1, key(c));
+    if (c.algorithm === 'prompt') assert.equal(c.breakdown_ms.lookup + c.breakdown_ms.load, 0, `${c.id}: the ordinary prompt reads no cache`);
     // Prompt Cache modules sit at the same schema positions in both backends: the same numbers, the same answer.
     if (c.algorithm === 'promptcache') assert.equal(c.prediction, ref.prediction, `${c.id}: Prompt Cache answers alike`);
   }

@@ -41,6 +41,7 @@ test('aggregate: per-algorithm means, medians and agreement with full', () => {
   assert.equal(r[0].ttft_ms_median, 20);
   assert.equal(r[1].accuracy, 0.25);
   assert.equal(r[0].agreement_with_full, 1);
+  assert.equal(r[0].agreement_with_prompt, null, 'no prompt, no agreement with it');
   assert.ok(Math.abs(r[1].agreement_with_full! - (2 / 3) / 2) < 1e-12);
   assert.deepEqual(r[1].params, {});
   // per case, side by side: a: 30/4 = 7.5, b: 10/2 = 5 → median 6.25 (the ratio of means would be 20/3)
@@ -176,5 +177,31 @@ test('RESULTS.md: the peers section comes from peers.json, with the ratios and w
   assert.match(markdown, /needs `shader-f16`/);
   assert.ok(!/fastest over its slowest/.test(markdown), 'one wllama WASM row per model: no spread');
   assert.match(markdown, /\| swiftshader \| Test Adapter 9000 \| Test Adapter 9000 \|/);
+  assert.ok(!/NaN|undefined/.test(markdown));
+});
+
+test('RESULTS.md: the two references are explained; a run with prompt shows its row, agreement with it and its chart point', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'legokv-results-'));
+  const c = (id: string, algorithm: string, prediction: string, ttft: number, load: number): CaseResult => ({
+    id, algorithm, metric: 'f1', score: 1, prediction, answers: ['x'], ttft_ms: ttft, ttft_wall_ms: ttft, breakdown_ms: { lookup: 0, load, recompute: ttft - load - 1, first_token: 1 },
+    recomputed: 10, prompt_tokens: 100, recompute_fraction: 0.1, new_tokens: 1, decode_tokens_per_s: 10, compile_ms: 5,
+  });
+  const run = (algorithms: string[], cases: CaseResult[]) => JSON.stringify({
+    kind: 'eval', adapter: 'Test Adapter', model: 'm', data: 'd.jsonl', backend: 'node', algorithms, max_new_tokens: 4, started_at: '2025-01-02T00:00:00Z',
+    finished_at: '2025-01-02T00:01:00Z', complete: true, loadavg_start: 1, loadavg_end: 1, cpus: 2, results: [], cases, errors: [],
+  });
+  writeFileSync(join(dir, 'eval-new.json'), run(['prompt', 'full', 'naive'], [c('a', 'prompt', 'red fox', 38, 0), c('a', 'full', 'red fox', 40, 0), c('a', 'naive', 'red', 10, 2)]));
+  writeFileSync(join(dir, 'eval-old.json'), run(['full', 'naive'], [c('a', 'full', 'red fox', 40, 0), c('a', 'naive', 'red', 10, 2)]));
+  const { markdown, charts } = buildResults(dir, join(dir, '..', 'RESULTS.md'));
+  assert.match(markdown, /\*\*full\*\* is EPIC's Full Recompute over the linked layout/);
+  assert.match(markdown, /\*\*prompt\*\* is the question asked as an ordinary prompt: one BOS/);
+  const [newer, older] = [markdown.indexOf('### d.jsonl'), markdown.lastIndexOf('### d.jsonl')].map((i) => markdown.slice(i, markdown.indexOf('![', i)));
+  assert.match(newer, /\| algorithm \| n \| accuracy \| agree w\/ full \| agree w\/ prompt \| TTFT mean \(ms\) \|/);
+  assert.match(newer, /\| prompt \| 1 \| 1\.000 \| 1\.000 \| 1\.000 \| 38 \| 38 \| 1\.05 \| 0\.0 \|/);
+  assert.match(newer, /\| naive \| 1 \| 1\.000 \| 0\.667 \| 0\.667 \| 10 \|/);
+  assert.match(older, /\| algorithm \| n \| accuracy \| agree w\/ full \| TTFT mean \(ms\) \|/, 'a file without prompt: no such column');
+  assert.doesNotMatch(older, /\| prompt \|/);
+  assert.match(charts['eval-new.svg'], />prompt<\/text>/);
+  assert.doesNotMatch(charts['eval-old.svg'], />prompt<\/text>/);
   assert.ok(!/NaN|undefined/.test(markdown));
 });

@@ -1,6 +1,6 @@
 /**
- * The evaluation runner end to end in Node on stories260K: two cases, two
- * algorithms, results JSON in the documented schema; a stop signal keeps
+ * The evaluation runner end to end in Node on stories260K: two cases, the
+ * ordinary prompt and two linking algorithms, results JSON in the documented schema; a stop signal keeps
  * what was measured; Prompt Cache modules sit at the positions the chunks
  * take in the prompt; Ctrl-C on the command line exits cleanly with the
  * results written so far; a stopped run resumes, keeping its finished cases,
@@ -30,20 +30,21 @@ let backend: NodeBackend | null = null;
 const open = async () => (backend ??= await NodeBackend.open('stories260K'));
 after(async () => backend?.close());
 
-test('2 cases × 2 algorithms: results JSON in the documented schema', async () => {
+test('2 cases × 3 algorithms: results JSON in the documented schema, with the ordinary prompt\'s row', async () => {
   const b = await open();
   const out = join(dir, 'results.json');
   const seen: string[] = [];
   const res = await runEval({
-    backend: b, cases, data, algorithms: ['full', 'legolink:16'], maxNewTokens: 6, out, warmup: false,
+    backend: b, cases, data, algorithms: ['full', 'legolink:16', 'prompt'], maxNewTokens: 6, out, warmup: false,
     onProgress: (p) => seen.push(`${p.phase}:${p.caseId}:${p.algorithm ?? ''}`),
   });
   const j = JSON.parse(readFileSync(out, 'utf8')) as EvalResults;
   assert.deepEqual(j, JSON.parse(JSON.stringify(res, (_k, v) => (typeof v === 'number' && !Number.isFinite(v) ? null : v))));
   for (const k of ['adapter', 'model', 'data', 'results', 'cases']) assert.ok(k in j, k);
   assert.ok(j.adapter.length > 0 && j.model === 'stories260K.bin' && j.data === data && j.complete && j.cases_planned === 2);
-  assert.deepEqual(j.results.map((r) => r.algorithm), ['full', 'legolink:16']);
+  assert.deepEqual(j.results.map((r) => r.algorithm), ['full', 'legolink:16', 'prompt']);
   assert.deepEqual(j.results[1].params, { k: 16 });
+  assert.deepEqual(j.results[2].params, {});
   for (const r of j.results) {
     assert.equal(r.n, 2);
     for (const k of ['accuracy', 'ttft_ms_mean', 'ttft_ms_median', 'recompute_fraction'] as const) assert.equal(typeof r[k], 'number', k);
@@ -52,7 +53,15 @@ test('2 cases × 2 algorithms: results JSON in the documented schema', async () 
   assert.equal(j.results[0].recompute_fraction, 1, 'full recomputes every token');
   assert.ok(j.results[1].recompute_fraction < 0.5);
   assert.equal(j.results[0].agreement_with_full, 1);
-  assert.equal(j.cases.length, 4);
+  assert.equal(j.results[2].agreement_with_prompt, 1);
+  assert.equal(j.results[2].recompute_fraction, 1, 'prompt computes every token');
+  for (const c of j.cases.filter((x) => x.algorithm === 'prompt')) {
+    const full = j.cases.find((x) => x.id === c.id && x.algorithm === 'full')!;
+    const chunks = cases.find((x) => x.id === c.id)!.chunks.length;
+    assert.equal(c.prompt_tokens, full.prompt_tokens - (chunks - 1), 'one BOS where full has one per chunk');
+    assert.equal(c.breakdown_ms.lookup + c.breakdown_ms.load, 0, 'no cache looked up or loaded');
+  }
+  assert.equal(j.cases.length, 6);
   for (const c of j.cases) {
     assert.ok(typeof c.prediction === 'string' && c.new_tokens > 0 && c.new_tokens <= 6);
     assert.ok(c.breakdown_ms.recompute > 0 && c.prompt_tokens > 300);

@@ -8,7 +8,10 @@
  *  - any order of the chunks, repeats included, links (and full/legolink
  *    agree for each order), while naive differs from full once there are
  *    several chunks (the point of the papers);
- *  - the recomputed rows of each algorithm are the ones the papers name.
+ *  - the recomputed rows of each algorithm are the ones the papers name;
+ *  - prompt equals a plain prefill of one BOS, the chunks' own tokens and
+ *    the question, reads no cached row, and differs from full, whose chunks
+ *    keep their BOS.
  * Tolerance: 1e-4 absolute plus relative on logits (the same f32 math in a
  * different grouping of rows).
  */
@@ -23,7 +26,7 @@ import { loadKernelSources } from '../../src/node/gpu';
 import { compileChunk, type CompileContext } from '../../src/kvcompile/compile';
 import { link } from '../../src/kvlink/link';
 import { parseAlgorithm, staticRecomputeRows } from '../../src/kvlink/algorithms';
-import { layoutParts, type LinkPart } from '../../src/kvlink/layout';
+import { layoutParts, textOnlyChunk, type LinkPart } from '../../src/kvlink/layout';
 import { assertClose, harness } from '../helpers/gpu';
 
 const MODELS = {
@@ -85,6 +88,38 @@ for (const name of ['stories', 'qwen2', 'gemma3'] as const) {
     assert.equal(r.recomputedRowLayers, 3 * engine.config.nLayers, 'a static algorithm runs its rows through every layer');
     assertClose(r.logits, await plainLast(engine, layout.tokens, layout.positions), 1e-4, 1e-4, 'naive single chunk');
     r.cache.destroy();
+    engine.destroy();
+  });
+}
+
+for (const name of ['stories', 'gemma3'] as const) {
+  test(`${name}: prompt equals a plain prefill of [BOS] + the chunks' tokens + question, and differs from full`, async () => {
+    const { engine, ctx, bosId, V } = await setup(name);
+    const texts = [toks(7, 1, V), toks(5, 2, V), toks(9, 3, V)];
+    const chunks = await Promise.all(texts.map((t) => compileChunk(ctx, t)));
+    const question = toks(4, 9, V);
+    const tail: LinkPart = { kind: 'text', tokens: question };
+    const parts: LinkPart[] = [...chunks.map((chunk) => ({ kind: 'cache' as const, chunk })), tail];
+    const plain = [bosId, ...texts.flat(), ...question];
+    const want = await plainLast(engine, plain, plain.map((_, i) => i));
+    const r = await link(engine, parts, parseAlgorithm('prompt'), { bosId });
+    assert.deepEqual(r.layout.tokens, plain, 'one BOS, then the chunks and the question');
+    assert.deepEqual(r.layout.uncached, plain.map((_, i) => i), 'every row computed');
+    assert.equal(r.recomputed, plain.length);
+    // Chunk 1 holds the prompt's BOS, as in a linked layout; the others only their own tokens.
+    assert.deepEqual(r.layout.segments.map((s) => [s.start, s.length]), [[0, 8], [8, 5], [13, 9]]);
+    assert.equal(r.ttft.loadMs, 0, 'nothing loaded or staged');
+    assert.equal(r.ttft.lookupMs, 0);
+    assertClose(r.logits, want, 1e-4, 1e-4, `${name} prompt`);
+    // Chunks known by their tokens alone (no rows) give the same prompt, bit for bit.
+    const bare = await link(engine, [...texts.map((t, i) => ({ kind: 'cache' as const, chunk: textOnlyChunk(`t${i}`, t, bosId) })), tail], parseAlgorithm('prompt'), { bosId });
+    assertClose(bare.logits, r.logits, 0, 0, `${name} prompt from tokens only`);
+    const full = await link(engine, parts, parseAlgorithm('full'), { bosId });
+    assert.equal(full.layout.tokens.length, plain.length + 2, 'full keeps chunks 2 and 3\'s BOS');
+    let diff = 0;
+    for (let i = 0; i < want.length; i++) diff = Math.max(diff, Math.abs(full.logits[i] - r.logits[i]));
+    assert.ok(diff > 1e-3, `${name}: full over chunks with their own BOS should differ from the ordinary prompt (max diff ${diff})`);
+    for (const x of [r, bare, full]) x.cache.destroy();
     engine.destroy();
   });
 }

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { binSums, columnSums, downsample, heatColour, normalizeMap, normalizeRow, sinkShares } from '../../src/analysis/attention-math';
 import { moveItem, wordStep } from '../../src/ui/list-ops';
 import { paretoFront, parseResults } from '../../src/ui/pareto';
-import { ALGORITHMS, DEFAULT_SETTINGS, algorithmSpec, frameQuestion, framingFor, mapTarget } from '../../src/ui/studio-store';
+import { ALGORITHMS, COMPARE_ALGORITHMS, DEFAULT_SETTINGS, algorithmSpec, frameQuestion, framingFor, mapTarget } from '../../src/ui/studio-store';
 import type { BundledModel } from '../../src/ui/store';
 import { parseAlgorithm } from '../../src/kvlink/algorithms';
 import type { AttentionMap } from '../../src/worker/studio-protocol';
@@ -87,8 +87,10 @@ test('map target: the chosen layer and head, kept inside the loaded model', () =
 
 test('the composer offers every linking algorithm, each as a spec KVLink parses', () => {
   const kinds = ALGORITHMS.map((a) => parseAlgorithm(algorithmSpec({ algorithm: a.value, k: 16, r: 0.15 })).kind);
-  assert.deepEqual(kinds.sort(), ['attnlink', 'cacheblend', 'full', 'legolink', 'legolink0', 'naive', 'promptcache']);
+  assert.deepEqual(kinds.sort(), ['attnlink', 'cacheblend', 'full', 'legolink', 'legolink0', 'naive', 'prompt', 'promptcache']);
   assert.equal(algorithmSpec({ algorithm: 'legolink', k: 4.4, r: 0 }), 'legolink:4');
+  assert.deepEqual(COMPARE_ALGORITHMS.slice(0, 2), ['prompt', 'full'], 'Compare starts with the two references');
+  for (const a of COMPARE_ALGORITHMS) parseAlgorithm(a);
   assert.equal(algorithmSpec({ algorithm: 'cacheblend', k: 0, r: 3 }), 'cacheblend:1');
 });
 

@@ -3,7 +3,8 @@
  * backends): KVSplit of the sample documents, compile with per-chunk
  * progress and reuse, the library, asking with attention scores for a layer
  * and head (question rows from KVLink, one row per decode step), LegoLink-0
- * compiled on demand, cancel, empty documents, and the TTFT sweep.
+ * compiled on demand, the ordinary prompt with nothing compiled or read,
+ * cancel, empty documents, and the TTFT sweep.
  */
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -79,6 +80,17 @@ test('split, compile with progress, reuse, library, ask with scores, legolink0 o
   const l0 = await ask('legolink0');
   assert.equal(l0.result.first.compiledOnDemand, 3, 'legolink0 compiles its own variant on demand');
   assert.equal((await ask('legolink0')).result.first.compiledOnDemand, 0);
+
+  // prompt: nothing compiled or read, one BOS for the whole prompt, every row computed.
+  const prompt = await ask('prompt');
+  assert.deepEqual(prompt.events.filter((e) => e.kind !== 'text').map((e) => e.kind), ['first-token']);
+  const pf = prompt.result.first;
+  assert.equal(pf.compiledOnDemand, 0);
+  assert.equal(pf.promptTokens, full.result.first.promptTokens - (order.length - 1));
+  assert.equal(pf.recomputed, pf.promptTokens);
+  assert.equal(pf.ttft.lookupMs + pf.ttft.loadMs, 0, 'its TTFT is all compute');
+  assert.ok(prompt.result.tokens > 0);
+  assert.deepEqual(prompt.result.map!.segments.map((x) => x.label), order.map((x) => x.label));
 
   const ac = new AbortController();
   const cancelled = studio.handle({ type: 'ask', req: { chunks: order, question: ' Tom', algorithm: 'naive', maxTokens: 200, temperature: 0 } }, ac.signal, (e) => {
