@@ -22,6 +22,35 @@ struct Params { T: u32, G: u32, D: u32, stride: u32, offset: u32, eps: f32, plus
 @group(0) @binding(4) var<storage, read> res: array<f32>;
 #endif
 
+// Sum of squares of row (t, g)'s elements first, first + step, ...
+fn sum_squares(base: u32, first: u32, step: u32) -> f32 {
+  var ss = 0.0;
+  for (var i = first; i < p.D; i += step) {
+    let v = x[base + i];
+    ss += v * v;
+  }
+  return ss;
+}
+
+// Writes elements first, first + step, ... of row (t, g), scaled by `inv`.
+fn write_row(t: u32, g: u32, base: u32, inv: f32, first: u32, step: u32) {
+  let wadd = select(0.0, 1.0, p.plus_one != 0u);
+#if IN_PLACE
+  for (var i = first; i < p.D; i += step) {
+    x[base + i] = x[base + i] * inv * (w[i] + wadd);
+  }
+#else
+  let obase = t * p.out_stride + g * p.D;
+  for (var i = first; i < p.D; i += step) {
+    var v = x[base + i] * inv * (w[i] + wadd);
+#if ADD_RESIDUAL
+    v += res[obase + i];
+#endif
+    y[obase + i] = v;
+  }
+#endif
+}
+
 #if WG
 var<workgroup> partial: array<f32, 64>;
 
@@ -33,33 +62,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let t = row / p.G;
   let g = row % p.G;
   let base = t * p.stride + p.offset + g * p.D;
-  var ss = 0.0;
-  for (var i = li; i < p.D; i += 64u) {
-    let v = x[base + i];
-    ss += v * v;
-  }
-  partial[li] = ss;
+  partial[li] = sum_squares(base, li, 64u);
   workgroupBarrier();
   for (var half = 32u; half > 0u; half >>= 1u) {
     if (li < half) { partial[li] += partial[li + half]; }
     workgroupBarrier();
   }
-  let inv = inverseSqrt(partial[0] / f32(p.D) + p.eps);
-  let wadd = select(0.0, 1.0, p.plus_one != 0u);
-#if IN_PLACE
-  for (var i = li; i < p.D; i += 64u) {
-    x[base + i] = x[base + i] * inv * (w[i] + wadd);
-  }
-#else
-  let obase = t * p.out_stride + g * p.D;
-  for (var i = li; i < p.D; i += 64u) {
-    var v = x[base + i] * inv * (w[i] + wadd);
-#if ADD_RESIDUAL
-    v += res[obase + i];
-#endif
-    y[obase + i] = v;
-  }
-#endif
+  write_row(t, g, base, inverseSqrt(partial[0] / f32(p.D) + p.eps), li, 64u);
 }
 #else
 @compute @workgroup_size(64, 1, 1)
@@ -69,26 +78,6 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   let t = row / p.G;
   let g = row % p.G;
   let base = t * p.stride + p.offset + g * p.D;
-  var ss = 0.0;
-  for (var i = 0u; i < p.D; i++) {
-    let v = x[base + i];
-    ss += v * v;
-  }
-  let inv = inverseSqrt(ss / f32(p.D) + p.eps);
-  let wadd = select(0.0, 1.0, p.plus_one != 0u);
-#if IN_PLACE
-  for (var i = 0u; i < p.D; i++) {
-    x[base + i] = x[base + i] * inv * (w[i] + wadd);
-  }
-#else
-  let obase = t * p.out_stride + g * p.D;
-  for (var i = 0u; i < p.D; i++) {
-    var v = x[base + i] * inv * (w[i] + wadd);
-#if ADD_RESIDUAL
-    v += res[obase + i];
-#endif
-    y[obase + i] = v;
-  }
-#endif
+  write_row(t, g, base, inverseSqrt(sum_squares(base, 0u, 1u) / f32(p.D) + p.eps), 0u, 1u);
 }
 #endif
