@@ -90,6 +90,7 @@ test('documents → compile → reload → link in a new order → three algorit
   await lily.getByLabel('Chunk tokens (lily.txt)').fill('24');
   await expect(lily.getByTestId('chunk')).not.toHaveCount(2);
   // Where the middle character of the first chunk is drawn (a Range over the text node), clicked with the mouse.
+  await lily.locator('.chunk-text').first().scrollIntoViewIfNeeded();
   const at = await lily.locator('.chunk-text').first().evaluate((el) => {
     const node = el.firstChild!;
     const r = document.createRange();
