@@ -9,6 +9,7 @@ import { describeError, isAbort } from './errors';
 import { algorithmSpec, allChunks, frameQuestion, framingFor, mapTarget, studio, type AnswerCard, type Settings } from './studio-store';
 import { engineClient } from './actions';
 import { useApp } from './store';
+import { currentContext } from './prompt-context';
 
 let job: number | null = null;
 let stopped = false;
@@ -43,6 +44,7 @@ async function askWith(algorithm: string, group: number, opts: { maxTokens?: num
     id: nextCard++, group, algorithm, question: st.question, chunkLabels: chunks.map((c) => c.label), status: 'compiling', text: '',
   };
   s.set((x) => ({ answers: [card, ...x.answers].slice(0, 40) }));
+  const ctx = currentContext();
   const onEvent = (ev: StudioEvent) => {
     if (ev.kind === 'first-token') patchCard(card.id, { status: 'streaming', first: ev.first });
     else if (ev.kind === 'text') patchCard(card.id, (c) => ({ text: c.text + ev.text }));
@@ -56,7 +58,10 @@ async function askWith(algorithm: string, group: number, opts: { maxTokens?: num
   try {
     const r = await j.result;
     patchCard(card.id, { algorithm: r.algorithm, status: r.cancelled ? 'stopped' : 'done', text: r.text, tokens: r.tokens, decodeTokensPerS: r.decodeTokensPerS, first: r.first });
-    if (r.map) studio().set((x) => ({ maps: { ...x.maps, [r.algorithm]: r.map! } }));
+    // A map is kept only while its model and prompt are the current ones (and replaces those of another prompt).
+    if (r.map && currentContext() === ctx) {
+      studio().set((x) => ({ maps: { ...(x.mapsContext === ctx ? x.maps : {}), [r.algorithm]: r.map! }, sinkGrid: x.mapsContext === ctx ? x.sinkGrid : null, mapsContext: ctx }));
+    }
     return r;
   } catch (e) {
     patchCard(card.id, { status: isAbort(e) ? 'stopped' : 'error', error: isAbort(e) ? undefined : describeError(e, 'Asking') });
