@@ -3,7 +3,7 @@
  * turn), streamed into answer cards; the attention maps that come back; and
  * the TTFT sweep. Stop cancels whatever runs.
  */
-import type { AskResult, ChunkRef, StudioEvent, SweepPoint } from '../worker/studio-protocol';
+import type { AskResult, ChunkRef, SinkMapResult, StudioEvent, SweepPoint } from '../worker/studio-protocol';
 import { client, refreshLibrary } from './doc-actions';
 import { describeError, isAbort } from './errors';
 import { algorithmSpec, allChunks, frameQuestion, framingFor, mapTarget, studio, type AnswerCard, type Settings } from './studio-store';
@@ -118,6 +118,37 @@ export function refreshMaps() {
 
 export function askAlgorithms(algorithms: string[], opts: { maxTokens?: number } = {}) {
   return run(algorithms, opts);
+}
+
+/**
+ * Links the composer's chunks once with `algorithm` and measures, in every layer and head, the question's
+ * attention on chunk starts (the demo picks its map from it). Null when stopped or failed (the error is shown).
+ */
+export async function measureSinkMap(algorithm = 'naive'): Promise<SinkMapResult | null> {
+  const s = studio();
+  if (s.busy) return null;
+  const chunks = composerChunks();
+  if (!chunks.length || !s.settings.question.trim()) {
+    s.set({ error: { message: 'Add chunks to the composer and type a question first.', at: 'ask' } });
+    return null;
+  }
+  stopped = false;
+  s.set({ busy: 'ask', error: null });
+  const ctx = currentContext();
+  const j = client().studio<SinkMapResult>({ type: 'sink-map', req: { chunks, question: askedText(s.settings), algorithm } });
+  job = j.id;
+  try {
+    const grid = await j.result;
+    if (currentContext() !== ctx) return null;
+    studio().set((x) => ({ sinkGrid: grid, maps: x.mapsContext === ctx ? x.maps : {}, mapsContext: ctx }));
+    return grid;
+  } catch (e) {
+    if (!isAbort(e)) studio().set({ error: { message: describeError(e, 'Measuring the sinks'), at: 'ask' } });
+    return null;
+  } finally {
+    job = null;
+    studio().set({ busy: null });
+  }
 }
 
 export function stopAll() {
