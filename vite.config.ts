@@ -9,11 +9,12 @@ const localModels = join(root, '.cache/models');
 /**
  * Offers models fetched by `npm start` into .cache/models (git-ignored) next
  * to the bundled ones: /models/index.json gains an entry for every model of
- * scripts/models.json whose file is present, and /local-models/<file> serves them.
+ * scripts/models.json whose file is present (with what it answers, `use`, and how questions are put to it,
+ * `prompt`, where models.json gives them), and /local-models/<file> serves them.
  */
 function localModelsPlugin(): Plugin {
   const fetchable = JSON.parse(readFileSync(join(root, 'scripts/models.json'), 'utf8')) as Record<
-    string, { id: string; label: string; licence: string }
+    string, { id: string; label: string; licence: string; use?: string; ownDocuments?: boolean; prompt?: unknown }
   >;
   return {
     name: 'legokv-local-models',
@@ -24,7 +25,8 @@ function localModelsPlugin(): Plugin {
           const index = JSON.parse(readFileSync(join(root, 'public/models/index.json'), 'utf8'));
           for (const [file, m] of Object.entries(fetchable)) {
             if (existsSync(join(localModels, file))) {
-              index.models.push({ id: m.id, label: m.label, base: 'local-models/', files: [file], licence: m.licence });
+              const { id, label, licence, use, ownDocuments, prompt } = m;
+              index.models.push({ id, label, use, ownDocuments, base: 'local-models/', files: [file], licence, prompt });
             }
           }
           res.setHeader('content-type', 'application/json');

@@ -5,10 +5,12 @@
  * and picked (the file input), compiled, still listed after a reload, linked
  * in a new order by drag and drop, asked with three algorithms; answers with
  * TTFT, a drawn attention map and a TTFT chart. Bad files get clear alerts.
- * Screenshots of the main screens go to test-results/screens/.
+ * Screenshots of the main screens go to test-results/screens/. The guided
+ * demo has its own file (demo.spec.ts).
  */
 import { test, expect, type Page } from '@playwright/test';
 import { readFile } from 'node:fs/promises';
+import { canvasColours } from './helpers';
 
 const LILY = 'Lily had a red kite. She ran to the hill to fly it every day.\n\nOne day the string broke and the kite flew away. Lily was sad, but her friend Ben helped her find it in a tree.';
 const TOM = 'Tom had a big dog named Max. Max liked to run in the park.\n\nOne day Max jumped into the pond to get a blue ball. Tom laughed and gave him a warm towel.';
@@ -34,42 +36,6 @@ function setDecodeDelay(page: Page, ms: number) {
   return page.evaluate((d) => (globalThis as unknown as { legokv: { setDecodeDelay(ms: number): Promise<void> } }).legokv.setDecodeDelay(d), ms);
 }
 
-/** True when the canvas holds more than a handful of distinct colours (a drawn heatmap, not a blank box). */
-function canvasColours(page: Page, index: number) {
-  return page.getByTestId('attention-canvas').nth(index).evaluate((c: HTMLCanvasElement) => {
-    const d = c.getContext('2d')!.getImageData(0, 0, c.width, c.height).data;
-    const seen = new Set<number>();
-    for (let i = 0; i < d.length; i += 4) if (d[i + 3] > 0) seen.add((d[i] << 16) | (d[i + 1] << 8) | d[i + 2]);
-    return seen.size;
-  });
-}
-
-/** Presses Tab until the focused control's accessible text is `name`; returns how many presses it took. */
-async function tabTo(page: Page, name: string): Promise<number> {
-  for (let i = 1; i <= 300; i++) {
-    await page.keyboard.press('Tab');
-    const focused = await page.evaluate(() => {
-      const a = document.activeElement as HTMLElement | null;
-      return a ? (a.getAttribute('aria-label') ?? a.textContent ?? '').trim() : '';
-    });
-    if (focused === name) return i;
-  }
-  throw new Error(`Tab never reached "${name}"`);
-}
-
-/** Controls without a name a screen reader could read (no text, aria-label, labelledby, title or label). */
-function unnamedControls(page: Page) {
-  return page.evaluate(() => [...document.querySelectorAll('button, input, select, textarea, [role="button"]')]
-    .filter((el) => {
-      const e = el as HTMLElement;
-      if (e.closest('[aria-hidden="true"]') || (e as HTMLInputElement).type === 'hidden') return false;
-      const label = e.id ? document.querySelector(`label[for="${CSS.escape(e.id)}"]`) : null;
-      return !(e.getAttribute('aria-label') || e.getAttribute('aria-labelledby') || e.title || label || e.closest('label')
-        || (e.tagName === 'BUTTON' && e.textContent?.trim()));
-    })
-    .map((e) => e.outerHTML.slice(0, 120)));
-}
-
 test('documents → compile → reload → link in a new order → three algorithms, attention map and TTFT chart', async ({ page }) => {
   test.setTimeout(360_000); // the longest flow: about 30 s alone, several times that on a loaded 2-core machine
   await page.goto('/?debug&model=stories260K');
@@ -90,6 +56,7 @@ test('documents → compile → reload → link in a new order → three algorit
   await lily.getByLabel('Chunk tokens (lily.txt)').fill('24');
   await expect(lily.getByTestId('chunk')).not.toHaveCount(2);
   // Where the middle character of the first chunk is drawn (a Range over the text node), clicked with the mouse.
+  await lily.locator('.chunk-text').first().scrollIntoViewIfNeeded();
   const at = await lily.locator('.chunk-text').first().evaluate((el) => {
     const node = el.firstChild!;
     const r = document.createRange();
@@ -283,39 +250,4 @@ test('a PDF (through pdfjs) and pasted text become documents; evaluation results
   await expect(page.getByTestId('pareto-chart').locator('.recharts-scatter-symbol')).toHaveCount(6);
   await page.getByLabel('Pareto metric').selectOption('agreement');
   await expect(page.getByTestId('pareto-chart')).toContainText('legolink:16');
-});
-
-test('guided demo by keyboard: sample stories, compile, naive and legolink maps; fits a laptop screen; a lost device recovers', async ({ page }) => {
-  await page.goto('/?debug&model=stories260K');
-  await ready(page);
-  // Keyboard only: Tab reaches the demo's first step and Enter runs it.
-  await page.locator('body').click({ position: { x: 1, y: 1 } });
-  await tabTo(page, 'Run step 1');
-  await page.keyboard.press('Enter');
-  await expect(page.getByRole('button', { name: 'Again step 1' })).toBeVisible();
-  for (let i = 2; i <= 4; i++) {
-    await page.getByRole('button', { name: `Run step ${i}` }).click();
-    await expect(page.getByRole('button', { name: `Again step ${i}` })).toBeVisible();
-  }
-  await expect(page.getByTestId('document')).toHaveCount(3);
-  await expect(page.getByTestId('composer-item')).toHaveCount(6);
-  await expect(page.getByTestId('demo-summary')).toContainText('Naive');
-  expect(await canvasColours(page, 0)).toBeGreaterThan(20);
-  expect(await canvasColours(page, 1)).toBeGreaterThan(20);
-  await page.screenshot({ path: 'test-results/screens/studio-demo-maps.png' });
-  // With documents, answers and maps on the page: no sideways scrolling at 1280 px or on a 1366×768 laptop, and
-  // every control is named.
-  for (const size of [{ width: 1280, height: 900 }, { width: 1366, height: 768 }]) {
-    await page.setViewportSize(size);
-    expect(await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth), `${size.width} px`).toBeLessThanOrEqual(0);
-  }
-  expect(await unnamedControls(page)).toEqual([]);
-  await page.evaluate(() => (globalThis as unknown as { legokv: { simulateDeviceLoss(): Promise<void> } }).legokv.simulateDeviceLoss());
-  await expect(page.getByRole('alert').filter({ hasText: 'GPU device was lost' })).toBeVisible();
-  await page.getByRole('button', { name: 'Again step 3' }).click();
-  await expect(page.getByTestId('answers-latest').getByTestId('answer-card').last()).toContainText('done');
-  await expect(page.getByTestId('answers-latest').getByTestId('answer-card').filter({ hasText: 'failed' })).toHaveCount(0);
-  await page.goto('/?debug&model=stories260K#demo');
-  await ready(page);
-  await page.screenshot({ path: 'test-results/screens/studio-demo.png' });
 });

@@ -21,6 +21,7 @@ import { DemoPanel } from './DemoPanel';
 import { startEngine } from './actions';
 import { hydrateStudio } from './persist';
 import { resplitStale } from './doc-actions';
+import { useClearStale } from './prompt-context';
 
 const NAV = [
   ['demo', 'Demo'], ['documents', 'Documents'], ['ask', 'Ask'], ['attention', 'Attention map'], ['charts', 'Charts'],
@@ -34,6 +35,7 @@ export function App() {
   const s = useApp(useShallow((a) => ({ fatal: a.fatal, adapter: a.adapter, model: a.model, progress: !!a.progress, notice: a.notice })));
   const hydrated = useStudio((x) => x.hydrated);
   const modelKey = s.model?.cacheKey;
+  useClearStale();
 
   useEffect(() => {
     void hydrateStudio();

@@ -10,6 +10,7 @@ import { refreshMaps } from './ask-actions';
 import { Heatmap } from './Heatmap';
 import { sinkShares, type Normalization } from '../analysis/attention-math';
 import type { AttentionMap } from '../worker/studio-protocol';
+import { useCurrentMeasures } from './prompt-context';
 
 const pct = (v: number) => `${(100 * v).toFixed(1)}%`;
 
@@ -43,7 +44,8 @@ function useWidth<T extends HTMLElement>(): [React.RefObject<T | null>, number] 
 }
 
 export function AttentionPanel() {
-  const maps = useStudio((s) => s.maps);
+  // Only maps of the current model and prompt: another prompt's shares would be read as this one's.
+  const { maps } = useCurrentMeasures();
   const pair = useStudio((s) => s.mapPair);
   const st = useStudio((s) => s.settings);
   const busy = useStudio((s) => s.busy);

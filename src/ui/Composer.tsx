@@ -103,7 +103,8 @@ export function Composer() {
         <textarea aria-label="Question" rows={2} placeholder={profile?.example} value={st.question} onChange={(e) => setSettings({ question: e.target.value })} />
       </label>
       <label className="stack small">
-        Framing: the uncached text after the chunks, with {'{question}'} for the question (with a chat template, the user's message)
+        Framing: the uncached text after the chunks, with {'{question}'} for the question
+        {model?.chatTemplate ? ` (chunks and framing are the user's message in ${model.id}'s ${model.chatTemplate} chat template)` : ' (no chat template: the prompt is the chunks and this text)'}
         <textarea
           aria-label="Question framing" rows={1} value={framing} disabled={!model}
           onChange={(e) => model && setSettings({ framings: { ...st.framings, [model.id]: e.target.value } })}

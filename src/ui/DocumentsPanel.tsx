@@ -11,6 +11,7 @@ import { promptFor, useApp } from './store';
 import { DocumentCard } from './DocumentCard';
 import { CompileBar } from './CompileBar';
 import { ModeControl } from './ModeControl';
+import { ModelRoles } from './ModelRoles';
 
 export function DocumentsPanel() {
   const docs = useStudio((s) => s.docs);
@@ -67,6 +68,7 @@ export function DocumentsPanel() {
   return (
     <section className="panel" id="documents" aria-labelledby="documents-title">
       <h2 id="documents-title">Documents</h2>
+      <ModelRoles />
       <div
         className={`dropzone${over ? ' over' : ''}`}
         data-testid="doc-dropzone"

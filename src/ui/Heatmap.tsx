@@ -1,6 +1,7 @@
 /**
  * One attention map on a canvas: rows are the question and generated tokens,
- * columns the context tokens (chunk boundaries marked and labelled), a
+ * columns the context tokens (chunk boundaries marked and labelled above and
+ * below the cells, so that a chunk's first column stays visible), a
  * column-sum strip under it; hovering shows the tokens and the value. Long
  * contexts are downsampled to the canvas width (each drawn column is the
  * maximum of its tokens), and the panel says so.
@@ -36,6 +37,11 @@ export function Heatmap({ map, norm, width, contrast }: Props) {
   const cellH = Math.max(2, Math.min(14, Math.floor(MAX_H / Math.max(1, binned.rows))));
   const mapH = cellH * binned.rows;
   const height = LABEL_H + mapH + GAP + STRIP_H;
+  // Where things are drawn, in CSS pixels and drawn columns (for tests that read the pixels back).
+  const layout = useMemo(() => JSON.stringify({
+    top: LABEL_H, height: mapH, rows: binned.rows, cols: binned.cols, questionRows: map.rows.filter((r) => r.kind === 'question').length,
+    segments: map.segments.map((s) => [Math.floor(s.start / binned.factor), Math.ceil((s.start + s.length) / binned.factor)]),
+  }), [map, binned, mapH]);
 
   useEffect(() => {
     const c = canvas.current;
@@ -79,8 +85,11 @@ export function Heatmap({ map, norm, width, contrast }: Props) {
       const x = Math.round((m.at / binned.factor) * cellW) + 0.5;
       ctx.strokeStyle = m.colour;
       ctx.lineWidth = 1;
+      // Above and below the cells, not across them: a line over a chunk's first column would hide its sink.
       ctx.beginPath();
       ctx.moveTo(x, (i % 2) * 14 + 12);
+      ctx.lineTo(x, LABEL_H);
+      ctx.moveTo(x, LABEL_H + mapH);
       ctx.lineTo(x, LABEL_H + mapH + GAP + STRIP_H);
       ctx.stroke();
       ctx.fillStyle = m.colour;
@@ -136,7 +145,7 @@ export function Heatmap({ map, norm, width, contrast }: Props) {
   return (
     <div className="heatmap" style={{ width }}>
       <canvas
-        ref={canvas} style={{ width, height }} data-testid="attention-canvas" onMouseMove={onMove} onMouseLeave={() => setHover(null)}
+        ref={canvas} style={{ width, height }} data-testid="attention-canvas" data-layout={layout} onMouseMove={onMove} onMouseLeave={() => setHover(null)}
         tabIndex={0} onKeyDown={onKey} onBlur={() => setHover(null)}
         role="img" aria-label={`Attention map of ${map.algorithm}, layer ${map.layer}, head ${map.head}: ${map.rows.length} query rows over ${map.columns.length} tokens. Arrow keys read the cells.`}
       />

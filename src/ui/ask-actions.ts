@@ -3,13 +3,14 @@
  * turn), streamed into answer cards; the attention maps that come back; and
  * the TTFT sweep. Stop cancels whatever runs.
  */
-import type { AskResult, ChunkRef, StudioEvent, SweepPoint } from '../worker/studio-protocol';
+import type { AskResult, ChunkRef, SinkMapResult, StudioEvent, SweepPoint } from '../worker/studio-protocol';
 import { client, refreshLibrary } from './doc-actions';
 import { describeError, isAbort } from './errors';
 import { algorithmSpec, allChunks, COMPARE_ALGORITHMS, frameQuestion, framingFor, mapTarget, studio, type AnswerCard, type Settings } from './studio-store';
 import { engineClient } from './actions';
 import { useApp } from './store';
 import { parseAlgorithm } from '../kvlink/algorithms';
+import { currentContext } from './prompt-context';
 
 let job: number | null = null;
 let stopped = false;
@@ -46,6 +47,7 @@ async function askWith(algorithm: string, group: number, opts: { maxTokens?: num
     status: parseAlgorithm(algorithm).kind === 'prompt' ? 'linking' : 'compiling',
   };
   s.set((x) => ({ answers: [card, ...x.answers].slice(0, 40) }));
+  const ctx = currentContext();
   const onEvent = (ev: StudioEvent) => {
     if (ev.kind === 'first-token') patchCard(card.id, { status: 'streaming', first: ev.first });
     else if (ev.kind === 'text') patchCard(card.id, (c) => ({ text: c.text + ev.text }));
@@ -59,7 +61,10 @@ async function askWith(algorithm: string, group: number, opts: { maxTokens?: num
   try {
     const r = await j.result;
     patchCard(card.id, { algorithm: r.algorithm, status: r.cancelled ? 'stopped' : 'done', text: r.text, tokens: r.tokens, decodeTokensPerS: r.decodeTokensPerS, first: r.first });
-    if (r.map) studio().set((x) => ({ maps: { ...x.maps, [r.algorithm]: r.map! } }));
+    // A map is kept only while its model and prompt are the current ones (and replaces those of another prompt).
+    if (r.map && currentContext() === ctx) {
+      studio().set((x) => ({ maps: { ...(x.mapsContext === ctx ? x.maps : {}), [r.algorithm]: r.map! }, sinkGrid: x.mapsContext === ctx ? x.sinkGrid : null, mapsContext: ctx }));
+    }
     return r;
   } catch (e) {
     patchCard(card.id, { status: isAbort(e) ? 'stopped' : 'error', error: isAbort(e) ? undefined : describeError(e, 'Asking') });
@@ -116,6 +121,37 @@ export function refreshMaps() {
 
 export function askAlgorithms(algorithms: string[], opts: { maxTokens?: number } = {}) {
   return run(algorithms, opts);
+}
+
+/**
+ * Links the composer's chunks once with `algorithm` and measures, in every layer and head, the question's
+ * attention on chunk starts (the demo picks its map from it). Null when stopped or failed (the error is shown).
+ */
+export async function measureSinkMap(algorithm = 'naive'): Promise<SinkMapResult | null> {
+  const s = studio();
+  if (s.busy) return null;
+  const chunks = composerChunks();
+  if (!chunks.length || !s.settings.question.trim()) {
+    s.set({ error: { message: 'Add chunks to the composer and type a question first.', at: 'ask' } });
+    return null;
+  }
+  stopped = false;
+  s.set({ busy: 'ask', error: null });
+  const ctx = currentContext();
+  const j = client().studio<SinkMapResult>({ type: 'sink-map', req: { chunks, question: askedText(s.settings), algorithm } });
+  job = j.id;
+  try {
+    const grid = await j.result;
+    if (currentContext() !== ctx) return null;
+    studio().set((x) => ({ sinkGrid: grid, maps: x.mapsContext === ctx ? x.maps : {}, mapsContext: ctx }));
+    return grid;
+  } catch (e) {
+    if (!isAbort(e)) studio().set({ error: { message: describeError(e, 'Measuring the sinks'), at: 'ask' } });
+    return null;
+  } finally {
+    job = null;
+    studio().set({ busy: null });
+  }
 }
 
 export function stopAll() {

@@ -23,7 +23,14 @@ export interface PromptProfile {
   samples?: { mode: SplitMode; files: { file: string; title: string }[] };
 }
 
-export type BundledModel = BundledModelRef & { label: string; prompt?: PromptProfile };
+export type BundledModel = BundledModelRef & {
+  label: string;
+  /** What it answers, in a phrase (shown in the studio's model list). */
+  use?: string;
+  /** The model the studio offers for the user's own documents (SmolLM2-135M-Instruct, where it was fetched). */
+  ownDocuments?: boolean;
+  prompt?: PromptProfile;
+};
 
 /** The prompt profile of a bundled model, by id (none for models from elsewhere). */
 export const promptFor = (bundled: readonly BundledModel[], id: string | undefined): PromptProfile | undefined =>

@@ -7,7 +7,7 @@ import { create } from 'zustand';
 import { promptFor, type BundledModel } from './store';
 import type { SplitMode } from '../kvsplit/types';
 import type {
-  AskFirst, AttentionMap, ChunkInfo, LibraryResult, SweepPoint,
+  AskFirst, AttentionMap, ChunkInfo, LibraryResult, SinkMapResult, SweepPoint,
 } from '../worker/studio-protocol';
 import type { Normalization } from '../analysis/attention-math';
 import { DEFAULT_ALGORITHMS } from '../kvlink/algorithms';
@@ -99,8 +99,12 @@ export interface StudioState {
   compile: CompileState;
   library: LibraryResult | null;
   answers: AnswerCard[];
-  /** Latest attention map per algorithm. */
+  /** Latest attention map per algorithm, all for the prompt `mapsContext` names. */
   maps: Record<string, AttentionMap>;
+  /** The sink map measured over every layer and head (the guided demo's pick), for `mapsContext` too. */
+  sinkGrid: SinkMapResult | null;
+  /** The model and prompt the maps and the sink map belong to (promptContext); they are cleared when it changes. */
+  mapsContext: string | null;
   /** The two algorithms whose maps are shown side by side. */
   mapPair: [string, string];
   sweep: { points: SweepPoint[]; done: number; total: number };
@@ -139,6 +143,8 @@ export const useStudio = create<StudioState>((set) => ({
   library: null,
   answers: [],
   maps: {},
+  sinkGrid: null,
+  mapsContext: null,
   mapPair: ['naive', 'legolink:16'],
   sweep: { points: [], done: 0, total: 0 },
   set: (p) => set(p),
@@ -181,6 +187,18 @@ export function framingFor(settings: Pick<Settings, 'framings'>, modelId: string
 /** The text that follows the chunks: the framing with the question put in (appended when the framing has no slot). */
 export function frameQuestion(framing: string, question: string): string {
   return framing.includes(QUESTION) ? framing.split(QUESTION).join(question) : framing + question;
+}
+
+/**
+ * Names the prompt an ask links: the model (weights, precision, tokenizer), the composer's chunks (their cache
+ * ids, which hash model and tokens) and the text after them. Maps and sink shares hold for one such prompt only.
+ */
+export function promptContext(
+  s: Pick<StudioState, 'docs' | 'splits' | 'composer' | 'settings'>, modelKey: string | undefined, framing: string,
+): string {
+  const all = allChunks(s);
+  const chunks = s.composer.flatMap((k) => { const c = all.get(k); return c ? [c.chunk.ids.plain] : []; });
+  return JSON.stringify([modelKey ?? null, chunks, frameQuestion(framing, s.settings.question)]);
 }
 
 /** The algorithms the composer offers: every KVLink algorithm (its parameter k or r is set beside it). */

@@ -82,10 +82,12 @@ async function load(id: number, ref: ModelSource, requested?: 'f32' | 'f16'): Pr
   modelRef = { ref: resolved.cacheKey && ref.kind === 'files' ? { kind: 'cached', key: resolved.cacheKey } : ref, weightDtype };
   const c = m.config;
   const plan = gm.plan;
+  const format = (m.tokenizer as { chatFormat?: string | null }).chatFormat;
+  const chatTemplate = !m.tokenizer.applyChatTemplate ? null : format === 'chatml' ? 'ChatML' : format === 'gemma' ? 'Gemma' : 'its own';
   return {
     id: resolved.name, source: resolved.source, arch: c.arch, params: plan.params, layers: c.nLayers, heads: c.nHeads, hidden: c.hidden,
-    vocab: c.vocabSize, gpuBytes: gm.bytes, weightDtype, kvBytesPerToken: plan.kvBytesPerToken, hasChatTemplate: !!m.tokenizer.applyChatTemplate,
-    cacheKey: modelKey,
+    vocab: c.vocabSize, gpuBytes: gm.bytes, weightDtype, kvBytesPerToken: plan.kvBytesPerToken, hasChatTemplate: !!chatTemplate,
+    chatTemplate, cacheKey: modelKey,
   };
 }
 

@@ -32,7 +32,7 @@ export function chunkId(lego: ContextCache, tokens: number[], variant: CompileVa
 }
 
 /** The prompt an ask links: its chunks in order, then the question as text (chat template where the model has one). */
-const askMessages = (ids: string[], question: string): ChatMessage[] =>
+export const askMessages = (ids: string[], question: string): ChatMessage[] =>
   [{ role: 'user', content: [...ids.map((id) => ({ type: 'cache' as const, id })), { type: 'text', text: question }] }];
 
 /**
@@ -83,7 +83,7 @@ export async function compileChunks(
 }
 
 /** Reads a compiled chunk from the store; a missing or corrupt one is compiled again from its tokens. */
-async function loadChunk(lego: ContextCache, id: string, tokens: number[], variant: CompileVariant) {
+export async function loadChunk(lego: ContextCache, id: string, tokens: number[], variant: CompileVariant) {
   let r = await lego.store.get(id);
   const t = r.timing;
   const lookupMs = t.ms - t.readMs - t.decodeMs;

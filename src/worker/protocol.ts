@@ -99,6 +99,8 @@ export interface ModelInfo {
   /** GPU memory the KV cache takes per context token (f32 keys and values, every layer). */
   kvBytesPerToken: number;
   hasChatTemplate: boolean;
+  /** The chat template questions are wrapped in: `ChatML`, `Gemma`, `its own` (a Hugging Face template), or null. */
+  chatTemplate: string | null;
   /** Names weights, precision and tokenizer in cache ids (the studio's chunks are cut and hashed for it). */
   cacheKey: string;
 }

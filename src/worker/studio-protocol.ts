@@ -6,6 +6,7 @@
 import type { SplitMode } from '../kvsplit/types';
 import type { StoreStats } from '../kvstore/types';
 import type { TtftBreakdown } from '../kvlink/link';
+import type { SinkGrid } from '../analysis/sink-grid';
 
 /** One chunk of a document, as KVSplit cut it, with the cache ids it has under each compile variant. */
 export interface ChunkInfo {
@@ -110,6 +111,21 @@ export interface AskResult {
   map: AttentionMap | null;
 }
 
+/** Link the chunks once and measure, per layer and head, the question's attention on chunk starts (the demo's pick). */
+export interface SinkMapRequest {
+  chunks: ChunkRef[];
+  question: string;
+  /** A KVLink spec; the demo measures `naive`. */
+  algorithm: string;
+}
+
+export interface SinkMapResult extends SinkGrid {
+  algorithm: string;
+  promptTokens: number;
+  /** Time the link with every layer's and head's scores took. */
+  ms: number;
+}
+
 export interface SweepRequest {
   /** Text repeated as needed to reach each context length. */
   text: string;
@@ -136,6 +152,7 @@ export type StudioRequest =
   | { type: 'expire'; cacheId: string }
   | { type: 'clear-library' }
   | { type: 'ask'; req: AskRequest }
+  | { type: 'sink-map'; req: SinkMapRequest }
   | { type: 'sweep'; req: SweepRequest };
 
 export type StudioEvent =

@@ -11,6 +11,7 @@ import { createBrowserKVStore, type EntryInfo, type KVStore } from '../kvstore';
 import { splitDocument } from '../kvsplit';
 import { askLinked, askVariants, chunkId, compileChunks, VARIANTS } from './linked-answer';
 import { runSweep } from './sweep';
+import { measureSinks } from './sink-map';
 import type { LibraryEntry, LibraryResult, SplitResult, StudioEvent, StudioRequest } from './studio-protocol';
 
 /** The loaded model as the studio needs it; `key` names weights, precision and tokenizer (part of cache ids). */
@@ -20,7 +21,7 @@ export interface ModelSession {
   key: string;
 }
 
-export const STUDIO_TYPES: ReadonlySet<string> = new Set(['split', 'tokenize', 'compile', 'library', 'expire', 'clear-library', 'ask', 'sweep']);
+export const STUDIO_TYPES: ReadonlySet<string> = new Set(['split', 'tokenize', 'compile', 'library', 'expire', 'clear-library', 'ask', 'sink-map', 'sweep']);
 
 const toEntry = (e: EntryInfo): LibraryEntry => ({
   id: e.id, modelId: e.modelId, variant: e.variant, tokens: e.tokens, bytes: e.bytes, tier: e.inRam ? 'RAM + OPFS' : 'OPFS',
@@ -88,6 +89,8 @@ export class StudioWorker {
         warmed.add(kind);
         return result;
       }
+      case 'sink-map':
+        return measureSinks(await this.cc(), r.req, signal, emit);
       case 'sweep':
         return runSweep(await this.cc(), r.req, signal, emit);
     }

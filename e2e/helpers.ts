@@ -1,0 +1,12 @@
+/** Helpers shared by the studio's end-to-end tests. */
+import type { Page } from '@playwright/test';
+
+/** True when the canvas holds more than a handful of distinct colours (a drawn heatmap, not a blank box). */
+export function canvasColours(page: Page, index: number) {
+  return page.getByTestId('attention-canvas').nth(index).evaluate((c: HTMLCanvasElement) => {
+    const d = c.getContext('2d')!.getImageData(0, 0, c.width, c.height).data;
+    const seen = new Set<number>();
+    for (let i = 0; i < d.length; i += 4) if (d[i + 3] > 0) seen.add((d[i] << 16) | (d[i + 1] << 8) | d[i + 2]);
+    return seen.size;
+  });
+}
