@@ -13,7 +13,7 @@
  * (src/analysis/sink-grid.ts). Measured here (SwiftShader, 2-core AMD EPYC):
  * 39.8x (the same on llvmpipe), the largest share in layer 18, head 8: 25%
  * of the question's attention on each chunk start (printed by the test).
- * Issue 35 gives 15-26x for Gemma 3 270M on short prompts. Takes 50 s here.
+ * Issue 35 gives 15-26x for Gemma 3 270M on short prompts. Takes 26-50 s here, with the load.
  *
  * Skipped, with the reason printed, when the model file is absent.
  */
