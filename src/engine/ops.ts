@@ -6,6 +6,7 @@
  */
 import type { Dispatcher } from './gpu/dispatcher';
 import type { KernelLibrary } from './gpu/kernels';
+import { Scratch } from './model/scratch';
 
 export type StoreDType = 'f32' | 'f16';
 const u = (v: number) => ({ u32: v });
@@ -97,7 +98,9 @@ export class Ops {
   constructor(
     readonly lib: KernelLibrary,
     readonly d: Dispatcher,
-  ) {}
+  ) {
+    this.temps = new Scratch(lib.device, () => d.flush());
+  }
 
   /** The variants that can compute a [T, K]·[K, N] product (bench:engine and the GPU kit time each). */
   matmulVariants(T = 64): MatmulVariant[] {
@@ -174,32 +177,18 @@ export class Ops {
     if (!split) return this.d.run1d(pipe, params, b, work);
     // Each slice's unnormalised output and (max, sum), merged by attention_combine.
     const slots = a.T * a.H * splits;
-    b[6] = this.temp('attention.part', slots * a.HD * 4);
-    b[8] = this.temp('attention.ml', slots * 8);
+    b[6] = this.temps.get('attention.part', slots * a.HD * 4);
+    b[8] = this.temps.get('attention.ml', slots * 8);
     this.d.run1d(pipe, params, b, work * splits);
     const combine = this.lib.pipeline('attention_combine');
     this.d.run1d(combine, [u(a.T), u(a.H), u(splits), u(a.HD / 4)], { 1: b[6], 2: b[8], 3: a.out }, (a.T * a.H * a.HD) / 4);
   }
 
-  private temps = new Map<string, GPUBuffer>();
-  /** A working buffer of at least `bytes`, kept between calls and grown by doubling. */
-  private temp(name: string, bytes: number): GPUBuffer {
-    const have = this.temps.get(name);
-    if (have && have.size >= bytes) return have;
-    if (have) {
-      this.d.flush(); // recorded work may still use the old buffer
-      have.destroy();
-    }
-    let size = 256;
-    while (size < bytes) size *= 2;
-    const buf = this.lib.device.createBuffer({ label: name, size, usage: GPUBufferUsage.STORAGE });
-    this.temps.set(name, buf);
-    return buf;
-  }
+  /** Working buffers of the ops themselves (attention's slice partials), kept between calls and grown as needed. */
+  private temps: Scratch;
 
   destroy() {
-    for (const b of this.temps.values()) b.destroy();
-    this.temps.clear();
+    this.temps.destroy();
     this.d.destroy();
   }
 
