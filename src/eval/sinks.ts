@@ -28,14 +28,13 @@ import { readDataset, type EvalCase } from './dataset';
 import { NodeBackend } from './node-backend';
 import { table } from './format';
 import { variantFor, type VariantName } from './backend';
-import type { LinkLayout } from '../kvlink/layout';
 import type { ScoresResult } from '../engine/model/forward';
 import { segmentShares } from '../analysis/attention-math';
 
 interface Acc { start: number; chunk: number; tokens: number; n: number }
 
 /** Per segment: softmax mass of the question rows on its first `sinkTokens` rows and on all of it (analysis/attention-math). */
-export function chunkShares(layout: LinkLayout, s: ScoresResult, sinkTokens: number): { start: number; chunk: number; length: number }[] {
+export function chunkShares(layout: { segments: { start: number; length: number }[] }, s: ScoresResult, sinkTokens: number): { start: number; chunk: number; length: number }[] {
   const rows = s.rows.map((_, r) => s.scores.subarray(r * s.keys, (r + 1) * s.keys));
   return segmentShares(rows, s.keys, layout.segments, sinkTokens).map((x, i) => ({ start: x.sink, chunk: x.chunk, length: layout.segments[i].length }));
 }

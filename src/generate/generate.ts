@@ -14,11 +14,26 @@ export interface DecodeOptions {
   sampling: SamplingOptions;
   stopIds: readonly number[];
   signal?: AbortSignal;
-  /** Capture each generated row's attention scores (one layer, some heads) for the attention maps. */
-  scores?: { layer: ScoresRequest['layer']; heads: number[]; onScores: (s: ScoresResult[]) => void };
+  /** Attention scores of each generated row to capture (some layers and heads), handed to `onStep`. */
+  scores?: { layer: ScoresRequest['layer']; heads: number[] };
+  /**
+   * Called after every decode step (the token fed, the new row's scores when asked for); awaited before the
+   * next token is sampled, so a caller can pace the loop (the studio's slow motion) or collect what it needs.
+   */
+  onStep?: (step: DecodeStep) => void | Promise<void>;
 }
 
-/** Yields generated token ids until a stop token, the budget, or an abort. */
+export interface DecodeStep {
+  /** 0 for the first generated token. */
+  index: number;
+  token: number;
+  scores: ScoresResult[];
+}
+
+/**
+ * The decode loop: yields generated token ids until a stop token, the budget, or an abort. Each step is one
+ * locked engine call, so loops of several requests interleave safely between tokens.
+ */
 export async function* decodeTokens(engine: Engine, cache: KVCache, logits: Float32Array, o: DecodeOptions): AsyncGenerator<number> {
   const random = rng(o.sampling.seed ?? 42);
   for (let i = 0; i < o.maxNewTokens; i++) {
@@ -26,12 +41,13 @@ export async function* decodeTokens(engine: Engine, cache: KVCache, logits: Floa
     const next = sample(logits, o.sampling, random);
     if (o.stopIds.includes(next)) return;
     yield next;
-    if (i + 1 >= o.maxNewTokens) continue;
-    if (o.scores) {
-      const r = await engine.step(cache, next, undefined, { scores: { layer: o.scores.layer, heads: o.scores.heads, rows: [0] } });
-      o.scores.onScores(r.scores);
-      logits = r.logits;
-    } else logits = await engine.decode(cache, next);
+    if (i + 1 >= o.maxNewTokens) {
+      await o.onStep?.({ index: i, token: next, scores: [] });
+      continue;
+    }
+    const r = await engine.step(cache, next, undefined, o.scores ? { scores: { ...o.scores, rows: [0] } } : {});
+    logits = r.logits;
+    await o.onStep?.({ index: i, token: next, scores: r.scores });
   }
 }
 

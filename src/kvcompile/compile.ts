@@ -69,10 +69,10 @@ export async function compileChunk(ctx: CompileContext, chunk: readonly number[]
   if (chunk.length === 0) throw new Error('compileChunk: empty chunk');
   const id = await cacheId(ctx, chunk, variant);
   const { tokens, positions, drop } = compileLayout(chunk, variant, ctx.bosId);
-  return ctx.engine.exclusive(async () => {
+  return ctx.engine.exclusive(async (held) => {
     const cache = ctx.engine.newCache(tokens.length);
     try {
-      const res = await ctx.engine.prefill(cache, tokens, positions, { logits: 'none', capturePreRopeK: true });
+      const res = await held.prefill(cache, tokens, positions, { logits: 'none', capturePreRopeK: true });
       const all = await ctx.engine.exportRows(cache, res, 0, tokens.length);
       const kvDim = all[0].k.length / tokens.length;
       const layers = all.map((r) => ({ k: r.k.slice(drop * kvDim), v: r.v.slice(drop * kvDim) }));
