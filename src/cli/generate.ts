@@ -10,7 +10,7 @@
 import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { openModel } from '../node/session';
-import { rng, sample } from '../generate/sampling';
+import { decodeTokens } from '../generate/generate';
 import { Llama2cTokenizer } from '../engine/tokenizer/llama2c';
 import { describeSplit } from '../engine/model/gpu-plan';
 
@@ -62,18 +62,14 @@ if (a['dump-logits']) {
 }
 let logits = pre.logits.subarray(pre.logits.length - V);
 const sampling = { temperature: Number(a.temperature), topP: Number(a['top-p']), seed: Number(a.seed) };
-const random = rng(sampling.seed);
 const generated: number[] = [];
 let prev = prompt[prompt.length - 1];
-const budget = steps - prompt.length + 1;
-for (let i = 0; i < budget; i++) {
-  const next = sample(logits, sampling, random);
-  if (model.config.eosIds.includes(next)) break;
+// The one decode loop (src/generate), as the worker and ContextCache use it.
+for await (const next of decodeTokens(engine, cache, logits, { maxNewTokens: steps - prompt.length + 1, sampling, stopIds: model.config.eosIds })) {
   generated.push(next);
   if (llama2c) out(llama2c.pieceBytes(prev, next));
   else out(tok.decode(generated).slice(tok.decode(generated.slice(0, -1)).length));
   prev = next;
-  if (i + 1 < budget) logits = await engine.decode(cache, next);
 }
 out('\n');
 const t3 = performance.now();
