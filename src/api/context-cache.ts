@@ -144,7 +144,15 @@ export class ContextCache implements ContextCacheApi {
     opts: { gpuBudgetBytes?: number } = {},
   ) {
     this.gpuTier = new GpuTier(engine.gpu.device, opts.gpuBudgetBytes);
-    this.gpuTier.follow(store);
+    this.unfollow = this.gpuTier.follow(store);
+  }
+
+  private readonly unfollow: () => void;
+
+  /** Frees the GPU tier's buffers and stops following the store (the store stays open for others). */
+  close() {
+    this.unfollow();
+    this.gpuTier.clear();
   }
 
   private ctx() {

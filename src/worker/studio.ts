@@ -40,6 +40,8 @@ export class StudioWorker {
   async cc(): Promise<ContextCache> {
     const s = await this.session();
     if (!this.lego || this.lego.engine !== s.engine || this.lego.model.id !== s.key) {
+      // The previous model's GPU copies go (after a lost device they are already gone with it).
+      this.lego?.close();
       this.lego = new ContextCache(s.engine, { id: s.key, config: s.model.config, tokenizer: s.model.tokenizer, tokenizerId: s.key }, this.store);
     }
     return this.lego;

@@ -5,8 +5,8 @@
  * positions) with per-chunk progress, cancellation between chunks, a link
  * with no decoding (maxTokens 0), `prompt` over chunks given by their tokens
  * (nothing stored or read), a clear error for scores outside the model,
- * a warm-up that changes no answer, and the decode delay (a lower bound
- * only: setTimeout never fires early).
+ * a warm-up that changes no answer, the decode delay (a lower bound
+ * only: setTimeout never fires early), and close freeing the GPU tier.
  */
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -103,4 +103,10 @@ test('chatCompletion: link only, prompt from given tokens, scores checked, warm-
   const slow = await complete(lego, { messages, algorithm: 'naive', maxTokens: 4, decodeDelayMs: 50 });
   assert.equal(slow.done.tokens, 4);
   assert.ok(performance.now() - t0 >= 4 * 50, 'a pause after every decoded token');
+
+  // close: the GPU tier's copies are freed (the studio does this when the model changes); the store keeps its entries.
+  assert.ok(lego.gpuTier.stats().entries > 0);
+  lego.close();
+  assert.equal(lego.gpuTier.stats().entries, 0);
+  assert.equal((await store.list()).length, stored);
 });
