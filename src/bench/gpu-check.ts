@@ -10,11 +10,12 @@
  *   5. engine: prefill at several lengths and decode, for each real-shape
  *      model (shapes.json, random weights), with the decode roofline that its
  *      weight bytes and the measured copy bandwidth allow;
+ *      profile: with it, one decode step's GPU time kernel by kernel (profile.ts);
  *   6. link: TTFT of linking algorithms at long contexts in 512-token chunks.
  * Everything goes to one JSON file, rewritten after every step, so a run cut
  * short still leaves what it measured. Every figure carries the adapter.
  *
- *   node gpu-check.mjs --out DIR [--stages parity,copy,engine,link] [--models a,b]
+ *   node gpu-check.mjs --out DIR [--stages parity,copy,engine,profile,link] [--models a,b]
  *     [--lengths 512,2048,8192] [--contexts 8192,32768] [--link-models smollm2-135m]
  *     [--budget-s 300] [--tests a.test.mjs,...]
  */
@@ -29,12 +30,13 @@ import { benchPrefillDecode, prefillFlops } from './prefill';
 import { benchTtft, compileBenchChunks, ttftRatios } from './ttft';
 import { timeMatmuls } from './matmul';
 import { timeAttention, type AttentionCase } from './attention';
+import { formatProfile, profileDecode } from './profile';
 import { GpuTier } from '../kvstore/gpu-tier';
 
 const { values: a } = parseArgs({
   options: {
     out: { type: 'string', default: '.' },
-    stages: { type: 'string', default: 'parity,copy,matmul,attention,engine,link' },
+    stages: { type: 'string', default: 'parity,copy,matmul,attention,engine,profile,link' },
     models: { type: 'string', default: SHAPE_NAMES.filter((n) => n !== 'tiny-llama').join(',') },
     lengths: { type: 'string', default: '512,2048,8192' },
     contexts: { type: 'string', default: '8192,32768' },
@@ -232,6 +234,13 @@ async function main() {
           rows.push({ adapter, model: shape, weight_dtype: e.model!.dtype, weight_bytes: weightBytes, params: e.model!.plan.params, ...row, ...roof });
         }
         if (rooflineTokS && r[0]?.decode_tokens_per_s) log(`[${adapter}] ${shape} decode ${r[0].decode_tokens_per_s.toFixed(1)} tok/s = ${((r[0].decode_tokens_per_s / rooflineTokS) * 100).toFixed(1)}% of the ${rooflineTokS.toFixed(0)} tok/s its ${(weightBytes / 2 ** 20).toFixed(0)} MiB of weights allow at the copy bandwidth`);
+        if (stages.has('profile')) {
+          const p = await profileDecode(e, lengths[0]);
+          if (p) {
+            rows.push({ adapter, model: shape, weight_dtype: e.model!.dtype, profile: p });
+            for (const l of formatProfile(p)) log(`[${adapter}] ${shape} ${l}`);
+          }
+        }
       }).catch((err) => rows.push({ adapter, model: shape, error: String(err?.stack ?? err) }));
       save();
     }

@@ -130,11 +130,10 @@ export class ForwardPass {
     }
     const cs = this.scratch.get(`cs.${kind}`, 0);
     const interleaved = c.ropeStyle === 'interleaved';
-    ops.rope({ x: qkv, cs, T, H: c.nHeads, HD, stride: W, offset: 0, interleaved });
-    ops.rope({ x: qkv, cs, T, H: c.nKvHeads, HD, stride: W, offset: qDim, interleaved });
+    // The k heads follow the q heads in each row: one launch rotates both, and one writes k and v into the cache.
+    ops.rope({ x: qkv, cs, T, H: c.nHeads + c.nKvHeads, HD, stride: W, offset: 0, interleaved });
     const kv = this.cache.dtype;
-    ops.scatter({ src: qkv, stride: W, offset: qDim, idx: rowsBuf, dst: this.cache.k[l], dstDtype: kv, T, W: kvDim });
-    ops.scatter({ src: qkv, stride: W, offset: qDim + kvDim, idx: rowsBuf, dst: this.cache.v[l], dstDtype: kv, T, W: kvDim });
+    ops.scatter({ src: qkv, stride: W, offset: qDim, idx: rowsBuf, dst: this.cache.k[l], dst2: this.cache.v[l], dstDtype: kv, T, W: kvDim });
     const window = kind === 'local' ? c.slidingWindow : 0;
     const common = {
       q: qkv, qStride: W, qOffset: 0, k: this.cache.k[l], kvDtype: kv, qpos: this.scratch.get('qpos', 0), kpos: this.cache.kpos,
