@@ -47,6 +47,7 @@ const { values: a } = parseArgs({
     tests: { type: 'string' },
     'decode-steps': { type: 'string', default: '32' },
     'matmul-model': { type: 'string', default: 'llama-3.2-1b' },
+    'profile-models': { type: 'string' },
   },
 });
 const t0 = performance.now();
@@ -234,7 +235,7 @@ async function main() {
           rows.push({ adapter, model: shape, weight_dtype: e.model!.dtype, weight_bytes: weightBytes, params: e.model!.plan.params, ...row, ...roof });
         }
         if (rooflineTokS && r[0]?.decode_tokens_per_s) log(`[${adapter}] ${shape} decode ${r[0].decode_tokens_per_s.toFixed(1)} tok/s = ${((r[0].decode_tokens_per_s / rooflineTokS) * 100).toFixed(1)}% of the ${rooflineTokS.toFixed(0)} tok/s its ${(weightBytes / 2 ** 20).toFixed(0)} MiB of weights allow at the copy bandwidth`);
-        if (stages.has('profile')) {
+        if (stages.has('profile') && (!a['profile-models'] || a['profile-models'].split(',').includes(shape))) {
           const p = await profileDecode(e, lengths[0]);
           if (p) {
             rows.push({ adapter, model: shape, weight_dtype: e.model!.dtype, profile: p });
