@@ -198,7 +198,7 @@ async function main() {
     const head = (c: typeof m, T: number, n: number): AttentionCase => ({ T, n, H: c.nHeads, NKV: c.nKvHeads, HD: c.headDim });
     // Decode and a LegoLink recompute at 32K, a prefill block, and the 1B model's 2048-token prefill (all keys visible).
     const cases = a['matmul-model'] === 'tiny-llama' ? [head(m, 1, 256), head(m, 64, 256)]
-      : [head(sm, 1, 32768), head(sm, 1016, 32768), head(sm, 4096, 8192), head(m, 2048, 2048)];
+      : [head(m, 1, 512), head(sm, 1, 32768), head(sm, 1016, 32768), head(sm, 4096, 8192), head(m, 2048, 2048)];
     try {
       for (const c of cases) {
         for (const t of await timeAttention(e, c)) {

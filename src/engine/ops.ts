@@ -247,13 +247,17 @@ export class Ops {
 
 /**
  * How many slices to split attention's key range into on a real GPU: enough
- * to reach about 8K invocations, never slices under 256 keys. Measured on an
- * H100 (docs/results/gpu-h100-3.json): a decode row against 32K keys ran in
- * 0.6 ms split against 32-41 ms whole, while 1016 rows against 32K keys (9K
- * invocations already) ran 37 ms whole against 51 ms in four slices.
+ * to reach about 8K invocations, never slices under 32 keys. Each invocation
+ * walks its slice serially, so a decode row's time is its slice length:
+ * measured on an H100 (docs/results/gpu-h100-3.json and -4.json), a decode
+ * row against 32K keys ran in 0.6 ms in 256-key slices against 32-41 ms
+ * whole, while 1016 rows against 32K keys (9K invocations already) ran
+ * 37 ms whole against 51 ms in four slices. Slices of 256 keys left a decode
+ * step at 512 tokens two invocations per head; the kit's attention stage
+ * times fixed slice counts beside this choice.
  */
 export function attentionSplits(invocations: number, keys: number): number {
-  return Math.max(1, Math.min(Math.ceil(8192 / invocations), Math.floor(keys / 256)));
+  return Math.max(1, Math.min(Math.ceil(8192 / invocations), Math.floor(keys / 32)));
 }
 
 /**
