@@ -172,13 +172,16 @@ async function main() {
     report.matmul = rows;
     const c = shapeConfig(a['matmul-model']!);
     const qkv = (c.nHeads + 2 * c.nKvHeads) * c.headDim;
-    // [T, K, N]: the fused q/k/v, gate/up and down projections at a 2048-token prefill, and at decode with the LM head.
-    const shapes: [number, number, number][] = [[2048, c.hidden, qkv], [2048, c.hidden, 2 * c.intermediate], [2048, c.intermediate, c.hidden],
+    // [T, K, N]: the fused q/k/v, output, gate/up and down projections at a 2048-token prefill, q/k/v at 512,
+    // and at decode with the LM head.
+    const qDim = c.nHeads * c.headDim;
+    const shapes: [number, number, number][] = [[2048, c.hidden, qkv], [2048, qDim, c.hidden], [2048, c.hidden, 2 * c.intermediate],
+      [2048, c.intermediate, c.hidden], [512, c.hidden, qkv],
       [1, c.hidden, qkv], [1, c.hidden, 2 * c.intermediate], [1, c.intermediate, c.hidden], [1, c.hidden, c.vocabSize]];
     try {
       for (const [T, K, N] of shapes) {
         for (const m of await timeMatmuls(e, T, K, N, 'f16')) {
-          const chosen = e.ops.pickMatmul(T, N) === m.variant;
+          const chosen = e.ops.pickMatmul(T, N, K) === m.variant;
           rows.push({ adapter, ...m, chosen });
           log(`[${adapter}] matmul ${m.variant}${chosen ? ' (chosen)' : ''} [${T}x${K}]·[${K}x${N}] f16: ${m.ms.toFixed(3)} ms, ${m.gflops.toFixed(0)} GFLOP/s, ${m.weightGBps.toFixed(0)} GB/s of weights`);
         }

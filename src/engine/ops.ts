@@ -109,19 +109,25 @@ export class Ops {
     return T <= 4 ? ['reg', 'gemv'] : T < 16 ? ['reg'] : ['reg', 'tiled', 'tiled128'];
   }
 
-  /** The variant a product gets when the call names none. */
-  pickMatmul(T: number, N: number): MatmulVariant {
+  /**
+   * The variant a product [T, K]·[K, N] gets when the call names none. On an H100 (gpu-h100-4.json) the 128-row
+   * tiles won on Llama-1B's gate/up (2048 tiles, K 2048: 33 against 30 TFLOP/s) and down products (256 tiles,
+   * K 8192: 32 against 29) but lost on its q/k/v (384 tiles, K 2048: 22 against 27): with a short K the larger
+   * tile's fill and drain weigh more, so it needs many more tiles to pay off.
+   */
+  pickMatmul(T: number, N: number, K = Infinity): MatmulVariant {
     if (this.matmulProfile === 'cpu') return 'reg';
     if (T <= 4) return 'gemv';
     // Small row counts would leave most of a 64-row tile idle.
     if (T < 16) return 'reg';
-    return Math.ceil(T / 128) * Math.ceil(N / 128) >= TILES128_MIN ? 'tiled128' : 'tiled';
+    const tiles = Math.ceil(T / 128) * Math.ceil(N / 128);
+    return tiles >= TILES128_MIN && (K >= 4096 || tiles >= 4 * TILES128_MIN) ? 'tiled128' : 'tiled';
   }
 
   matmul(a: MatmulArgs) {
     if (a.K % 4 !== 0) throw new Error(`matmul needs K % 4 == 0, got K=${a.K}`);
     // An explicit tiled variant on fewer than 16 rows falls back to the register kernel: a 64-row tile would idle.
-    const variant = a.variant === undefined ? this.pickMatmul(a.T, a.N) : a.variant !== 'gemv' && a.T < 16 ? 'reg' : a.variant;
+    const variant = a.variant === undefined ? this.pickMatmul(a.T, a.N, a.K) : a.variant !== 'gemv' && a.T < 16 ? 'reg' : a.variant;
     if (variant === 'gemv') return this.gemv(a);
     if (variant !== 'reg') return this.matmulTiled(a, variant === 'tiled128' ? 128 : 64);
     const TM = a.T >= 4 ? 4 : 1;
