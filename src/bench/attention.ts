@@ -9,6 +9,9 @@ import { perRep } from './matmul';
 export interface AttentionCase { T: number; n: number; H: number; NKV: number; HD: number }
 export interface AttentionTiming extends AttentionCase { rowsPerThread: 1 | 4; splits: number | 'auto'; chosen: boolean; ms: number; gflops: number }
 
+/** Slice counts timed beside the engine's own choice ('auto') and none: fixed counts show whether the choice is right. */
+const FIXED_SPLITS = [1, 2, 4, 8, 32, 128] as const;
+
 export async function timeAttention(e: Engine, c: AttentionCase, targetMs = 60): Promise<AttentionTiming[]> {
   const dev = e.gpu.device;
   const usage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST;
@@ -29,7 +32,10 @@ export async function timeAttention(e: Engine, c: AttentionCase, targetMs = 60):
   const rows: AttentionTiming[] = [];
   try {
     for (const rowsPerThread of [1, 4] as const) {
-      for (const splits of ['auto', 1] as const) {
+      // Four rows an invocation only differ from one where there are several query rows.
+      if (rowsPerThread === 4 && c.T < 4) continue;
+      const fixed = FIXED_SPLITS.filter((s) => s <= c.n / 16);
+      for (const splits of ['auto', ...fixed] as const) {
         const args = { q, qStride: W, qOffset: 0, k, v, kvDtype: 'f32' as const, qpos, kpos, out, T: c.T, n: c.n, H: c.H, NKV: c.NKV, HD: c.HD, window: 0, scale: 0.125, bounds, rowsPerThread, splits: splits === 'auto' ? undefined : splits };
         const run = async (reps: number) => {
           const t0 = performance.now();

@@ -10,11 +10,12 @@
  *   5. engine: prefill at several lengths and decode, for each real-shape
  *      model (shapes.json, random weights), with the decode roofline that its
  *      weight bytes and the measured copy bandwidth allow;
+ *      profile: with it, one decode step's GPU time kernel by kernel (profile.ts);
  *   6. link: TTFT of linking algorithms at long contexts in 512-token chunks.
  * Everything goes to one JSON file, rewritten after every step, so a run cut
  * short still leaves what it measured. Every figure carries the adapter.
  *
- *   node gpu-check.mjs --out DIR [--stages parity,copy,engine,link] [--models a,b]
+ *   node gpu-check.mjs --out DIR [--stages parity,copy,engine,profile,link] [--models a,b]
  *     [--lengths 512,2048,8192] [--contexts 8192,32768] [--link-models smollm2-135m]
  *     [--budget-s 300] [--tests a.test.mjs,...]
  */
@@ -29,12 +30,13 @@ import { benchPrefillDecode, prefillFlops } from './prefill';
 import { benchTtft, compileBenchChunks, ttftRatios } from './ttft';
 import { timeMatmuls } from './matmul';
 import { timeAttention, type AttentionCase } from './attention';
+import { formatProfile, profileDecode } from './profile';
 import { GpuTier } from '../kvstore/gpu-tier';
 
 const { values: a } = parseArgs({
   options: {
     out: { type: 'string', default: '.' },
-    stages: { type: 'string', default: 'parity,copy,matmul,attention,engine,link' },
+    stages: { type: 'string', default: 'parity,copy,matmul,attention,engine,profile,link' },
     models: { type: 'string', default: SHAPE_NAMES.filter((n) => n !== 'tiny-llama').join(',') },
     lengths: { type: 'string', default: '512,2048,8192' },
     contexts: { type: 'string', default: '8192,32768' },
@@ -45,6 +47,7 @@ const { values: a } = parseArgs({
     tests: { type: 'string' },
     'decode-steps': { type: 'string', default: '32' },
     'matmul-model': { type: 'string', default: 'llama-3.2-1b' },
+    'profile-models': { type: 'string' },
   },
 });
 const t0 = performance.now();
@@ -169,13 +172,16 @@ async function main() {
     report.matmul = rows;
     const c = shapeConfig(a['matmul-model']!);
     const qkv = (c.nHeads + 2 * c.nKvHeads) * c.headDim;
-    // [T, K, N]: the fused q/k/v, gate/up and down projections at a 2048-token prefill, and at decode with the LM head.
-    const shapes: [number, number, number][] = [[2048, c.hidden, qkv], [2048, c.hidden, 2 * c.intermediate], [2048, c.intermediate, c.hidden],
+    // [T, K, N]: the fused q/k/v, output, gate/up and down projections at a 2048-token prefill, q/k/v at 512,
+    // and at decode with the LM head.
+    const qDim = c.nHeads * c.headDim;
+    const shapes: [number, number, number][] = [[2048, c.hidden, qkv], [2048, qDim, c.hidden], [2048, c.hidden, 2 * c.intermediate],
+      [2048, c.intermediate, c.hidden], [512, c.hidden, qkv],
       [1, c.hidden, qkv], [1, c.hidden, 2 * c.intermediate], [1, c.intermediate, c.hidden], [1, c.hidden, c.vocabSize]];
     try {
       for (const [T, K, N] of shapes) {
         for (const m of await timeMatmuls(e, T, K, N, 'f16')) {
-          const chosen = e.ops.pickMatmul(T, N) === m.variant;
+          const chosen = e.ops.pickMatmul(T, N, K) === m.variant;
           rows.push({ adapter, ...m, chosen });
           log(`[${adapter}] matmul ${m.variant}${chosen ? ' (chosen)' : ''} [${T}x${K}]·[${K}x${N}] f16: ${m.ms.toFixed(3)} ms, ${m.gflops.toFixed(0)} GFLOP/s, ${m.weightGBps.toFixed(0)} GB/s of weights`);
         }
@@ -195,7 +201,7 @@ async function main() {
     const head = (c: typeof m, T: number, n: number): AttentionCase => ({ T, n, H: c.nHeads, NKV: c.nKvHeads, HD: c.headDim });
     // Decode and a LegoLink recompute at 32K, a prefill block, and the 1B model's 2048-token prefill (all keys visible).
     const cases = a['matmul-model'] === 'tiny-llama' ? [head(m, 1, 256), head(m, 64, 256)]
-      : [head(sm, 1, 32768), head(sm, 1016, 32768), head(sm, 4096, 8192), head(m, 2048, 2048)];
+      : [head(m, 1, 512), head(sm, 1, 32768), head(sm, 1016, 32768), head(sm, 4096, 8192), head(m, 2048, 2048)];
     try {
       for (const c of cases) {
         for (const t of await timeAttention(e, c)) {
@@ -232,6 +238,13 @@ async function main() {
           rows.push({ adapter, model: shape, weight_dtype: e.model!.dtype, weight_bytes: weightBytes, params: e.model!.plan.params, ...row, ...roof });
         }
         if (rooflineTokS && r[0]?.decode_tokens_per_s) log(`[${adapter}] ${shape} decode ${r[0].decode_tokens_per_s.toFixed(1)} tok/s = ${((r[0].decode_tokens_per_s / rooflineTokS) * 100).toFixed(1)}% of the ${rooflineTokS.toFixed(0)} tok/s its ${(weightBytes / 2 ** 20).toFixed(0)} MiB of weights allow at the copy bandwidth`);
+        if (stages.has('profile') && (!a['profile-models'] || a['profile-models'].split(',').includes(shape))) {
+          const p = await profileDecode(e, lengths[0]);
+          if (p) {
+            rows.push({ adapter, model: shape, weight_dtype: e.model!.dtype, profile: p });
+            for (const l of formatProfile(p)) log(`[${adapter}] ${shape} ${l}`);
+          }
+        }
       }).catch((err) => rows.push({ adapter, model: shape, error: String(err?.stack ?? err) }));
       save();
     }

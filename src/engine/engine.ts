@@ -75,6 +75,12 @@ export class Engine {
   private scratch: Scratch;
   model: GpuModel | null = null;
   kvDtype: StoreDType = 'f32';
+  /**
+   * Submit each layer's work as soon as it is recorded, so a real GPU runs layer l while the host records layer
+   * l + 1 (a decode step is otherwise recorded whole before the GPU starts). Off on CPU adapters, where the
+   * "GPU" shares the host's cores. The GPU kit's profile stage times a decode step both ways.
+   */
+  submitEachLayer: boolean;
 
   private constructor(readonly gpu: GpuContext, sources: KernelSources) {
     const d = new Dispatcher(gpu.device);
@@ -82,6 +88,7 @@ export class Engine {
     // CPU adapters punish workgroup barriers; real GPUs reward shared-memory tiles and bandwidth-bound GEMV
     // (bench:engine and the GPU kit time every variant on the adapter at hand).
     this.ops.matmulProfile = gpu.profile;
+    this.submitEachLayer = gpu.profile === 'gpu';
     this.scratch = new Scratch(gpu.device, () => d.flush());
   }
 
@@ -219,7 +226,10 @@ export class Engine {
   private async run(cache: KVCache, tokens: number[], rows: number[], opts: PassOptions): Promise<PassResult> {
     const pass = this.pass(cache);
     pass.begin(tokens, rows);
-    for (let l = 0; l < this.config.nLayers; l++) pass.layer(l, opts);
+    for (let l = 0; l < this.config.nLayers; l++) {
+      pass.layer(l, opts);
+      if (this.submitEachLayer) this.ops.d.flush();
+    }
     const which = opts.logits === 'all' ? rows.map((_, i) => i) : opts.logits === 'none' ? [] : [rows.length - 1];
     const logits = which.length ? await pass.logits(which) : new Float32Array();
     this.ops.d.flush();

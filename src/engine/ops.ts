@@ -74,6 +74,8 @@ export interface ScoresArgs extends Omit<AttentionArgs, 'v' | 'out' | 'T' | 'bou
 }
 export interface ScatterArgs {
   src: GPUBuffer; stride: number; offset: number; idx: GPUBuffer; dst: GPUBuffer; dstDtype: StoreDType; T: number; W: number;
+  /** A second destination, filled in the same launch from the W values after each source row's first W (keys, then values). */
+  dst2?: GPUBuffer;
 }
 export interface EmbedArgs {
   tokens: GPUBuffer; table: GPUBuffer; dtype: StoreDType; x: GPUBuffer; T: number; D: number; V: number; scale: number;
@@ -107,19 +109,25 @@ export class Ops {
     return T <= 4 ? ['reg', 'gemv'] : T < 16 ? ['reg'] : ['reg', 'tiled', 'tiled128'];
   }
 
-  /** The variant a product gets when the call names none. */
-  pickMatmul(T: number, N: number): MatmulVariant {
+  /**
+   * The variant a product [T, K]·[K, N] gets when the call names none. On an H100 (gpu-h100-4.json) the 128-row
+   * tiles won on Llama-1B's gate/up (2048 tiles, K 2048: 33 against 30 TFLOP/s) and down products (256 tiles,
+   * K 8192: 32 against 29) but lost on its q/k/v (384 tiles, K 2048: 22 against 27): with a short K the larger
+   * tile's fill and drain weigh more, so it needs many more tiles to pay off.
+   */
+  pickMatmul(T: number, N: number, K = Infinity): MatmulVariant {
     if (this.matmulProfile === 'cpu') return 'reg';
     if (T <= 4) return 'gemv';
     // Small row counts would leave most of a 64-row tile idle.
     if (T < 16) return 'reg';
-    return Math.ceil(T / 128) * Math.ceil(N / 128) >= TILES128_MIN ? 'tiled128' : 'tiled';
+    const tiles = Math.ceil(T / 128) * Math.ceil(N / 128);
+    return tiles >= TILES128_MIN && (K >= 4096 || tiles >= 4 * TILES128_MIN) ? 'tiled128' : 'tiled';
   }
 
   matmul(a: MatmulArgs) {
     if (a.K % 4 !== 0) throw new Error(`matmul needs K % 4 == 0, got K=${a.K}`);
     // An explicit tiled variant on fewer than 16 rows falls back to the register kernel: a 64-row tile would idle.
-    const variant = a.variant === undefined ? this.pickMatmul(a.T, a.N) : a.variant !== 'gemv' && a.T < 16 ? 'reg' : a.variant;
+    const variant = a.variant === undefined ? this.pickMatmul(a.T, a.N, a.K) : a.variant !== 'gemv' && a.T < 16 ? 'reg' : a.variant;
     if (variant === 'gemv') return this.gemv(a);
     if (variant !== 'reg') return this.matmulTiled(a, variant === 'tiled128' ? 128 : 64);
     const TM = a.T >= 4 ? 4 : 1;
@@ -203,8 +211,10 @@ export class Ops {
 
   scatter(a: ScatterArgs) {
     checkAligned(a.stride, a.offset, a.W);
-    const pipe = this.lib.pipeline('kv_scatter', { DST_F16: a.dstDtype === 'f16' });
-    this.d.run1d(pipe, [u(a.T), u(a.W / 4), u(a.stride), u(a.offset)], { 1: a.src, 2: a.idx, 3: a.dst }, (a.T * a.W) / 4);
+    const pipe = this.lib.pipeline('kv_scatter', { DST_F16: a.dstDtype === 'f16', PAIR: !!a.dst2 });
+    const b: Record<number, GPUBuffer> = { 1: a.src, 2: a.idx, 3: a.dst };
+    if (a.dst2) b[4] = a.dst2;
+    this.d.run1d(pipe, [u(a.T), u(a.W / 4), u(a.stride), u(a.offset)], b, ((a.dst2 ? 2 : 1) * a.T * a.W) / 4);
   }
 
   embed(a: EmbedArgs) {
@@ -243,13 +253,17 @@ export class Ops {
 
 /**
  * How many slices to split attention's key range into on a real GPU: enough
- * to reach about 8K invocations, never slices under 256 keys. Measured on an
- * H100 (docs/results/gpu-h100-3.json): a decode row against 32K keys ran in
- * 0.6 ms split against 32-41 ms whole, while 1016 rows against 32K keys (9K
- * invocations already) ran 37 ms whole against 51 ms in four slices.
+ * to reach about 8K invocations, never slices under 32 keys. Each invocation
+ * walks its slice serially, so a decode row's time is its slice length:
+ * measured on an H100 (docs/results/gpu-h100-3.json and -4.json), a decode
+ * row against 32K keys ran in 0.6 ms in 256-key slices against 32-41 ms
+ * whole, while 1016 rows against 32K keys (9K invocations already) ran
+ * 37 ms whole against 51 ms in four slices. Slices of 256 keys left a decode
+ * step at 512 tokens two invocations per head; the kit's attention stage
+ * times fixed slice counts beside this choice.
  */
 export function attentionSplits(invocations: number, keys: number): number {
-  return Math.max(1, Math.min(Math.ceil(8192 / invocations), Math.floor(keys / 256)));
+  return Math.max(1, Math.min(Math.ceil(8192 / invocations), Math.floor(keys / 32)));
 }
 
 /**
