@@ -21,7 +21,9 @@ import { loadGguf } from '../../src/engine/formats/gguf-model';
 import { bufferSource } from '../../src/engine/formats/source';
 import { nodeFileSource } from '../../src/node/files';
 import { planGpuMemory, splitMatrices } from '../../src/engine/model/gpu-plan';
-import { packedTensors } from '../../src/engine/model/gpu-model';
+import { GpuModel, packedTensors } from '../../src/engine/model/gpu-model';
+import { shapeConfig, syntheticWeights } from '../../src/bench/shapes';
+import { noiseBlocks } from '../../src/engine/quant';
 
 const ROOT = join(import.meta.dirname, '../..');
 const FIX = join(ROOT, 'tests/fixtures/gguf');
@@ -62,6 +64,36 @@ test('tiny GGUF models: packed weights give the logits of weights dequantized on
     }
   } finally {
     e.destroy();
+    gpu.release();
+  }
+});
+
+test('Llama-3.2-1B with Q4_K matrices plans well under 1 GB (f16: 2.5 GB), a quarter of the bytes a decode step reads', () => {
+  const c = shapeConfig('llama-3.2-1b');
+  const limits = { maxStorageBufferBindingSize: 2 ** 31, maxBufferSize: 2 ** 40 };
+  const f16 = planGpuMemory(c, 'f16', limits).weightBytes;
+  const q4k = planGpuMemory(c, 'f16', limits, packedTensors(syntheticWeights(c, 1, 'q4_k'))).weightBytes;
+  assert.ok(f16 > 2.4e9 && q4k < 0.75e9 && q4k / f16 < 0.3, `f16 ${f16} bytes, q4_k ${q4k}`);
+});
+
+test('packed uploads make exactly the planned buffers: mixed types in a fused matrix, packed row parts', async () => {
+  const gpu = await createNodeGpu();
+  try {
+    const c = shapeConfig('tiny-llama');
+    const w = syntheticWeights(c, 3, 'q4_0');
+    // q/k/v of two types (as Gemma's Q5_0 and Q8_0): wqkv is stored as one matrix per run of equal types.
+    const wv = w.get('layers.0.wv')!;
+    w.set('layers.0.wv', { ...wv, dtype: 'q8_0', data: noiseBlocks('q8_0', (wv.shape[0] * wv.shape[1]) / 32, 5, 0.1) });
+    const limits = { maxStorageBufferBindingSize: 16384, maxBufferSize: 1 << 20 };
+    const plan = planGpuMemory(c, 'f32', limits, packedTensors(w));
+    const gm = await GpuModel.upload(gpu.device, c, w, 'f32', limits);
+    assert.deepEqual(gm.allocated, plan.buffers);
+    const labels = plan.buffers.map((b) => b.label);
+    assert.ok(labels.includes('0.wqkv/0') && labels.includes('0.wqkv/1') && labels.includes('1.wqkv'), labels.join(' '));
+    assert.ok(splitMatrices(plan).some((s) => s.label === 'embed' && s.parts > 1), 'the packed embedding is in row parts');
+    assert.deepEqual(gm.layers[0].wqkv.parts.map((p) => p.dtype ?? gm.layers[0].wqkv.dtype), ['q4_0', 'q8_0']);
+    gm.destroy();
+  } finally {
     gpu.release();
   }
 });
