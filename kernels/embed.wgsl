@@ -1,20 +1,28 @@
 // Token embedding lookup: x[t, :] = table[tokens[t], :] * scale.
-// table: [V, D] f32, or packed f16 (E_F16); D is a multiple of 4.
+// table: [V, D] f32, packed f16 (E_F16), or packed ggml blocks (E_Q with a type
+// flag; see quant.wgsl, sbase being where the binding's scale region starts);
+// D is a multiple of 4.
 // With ROW_RANGE, the binding holds rows [row0, row0 + rows) of the table: a
 // table stored in row parts runs once per part, and each launch writes only
 // the rows of x whose token is in its part.
 #include "common"
 
-struct Params { T: u32, D4: u32, V: u32, scale: f32, row0: u32, rows: u32, _a: u32, _b: u32 }
+struct Params { T: u32, D4: u32, V: u32, scale: f32, row0: u32, rows: u32, sbase: u32, _b: u32 }
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> tokens: array<u32>;
+#if E_Q
+@group(0) @binding(2) var<storage, read> qw: array<u32>;
+#include "quant"
+fn load_e(i: u32) -> vec4<f32> { return dq4(i, p.sbase); }
+#else
 #if E_F16
 @group(0) @binding(2) var<storage, read> table: array<vec2<u32>>;
 fn load_e(i: u32) -> vec4<f32> { return unpack4h(table[i]); }
 #else
 @group(0) @binding(2) var<storage, read> table: array<vec4<f32>>;
 fn load_e(i: u32) -> vec4<f32> { return table[i]; }
+#endif
 #endif
 @group(0) @binding(3) var<storage, read_write> x: array<vec4<f32>>;
 

@@ -1,22 +1,30 @@
 // Shared declarations of matmul.wgsl, matmul_tiled.wgsl, matmul_tiled128.wgsl and gemv.wgsl, pasted by
 // `#include "matmul_io"`: y[t, n] = sum_k x[t, k] * w[n, k] (+ b[n]) (+ r[t, n]),
-// x: [T, K] f32 read as vec4, w: [N, K] f32 or packed f16 (W_F16).
+// x: [T, K] f32 read as vec4, w: [N, K] f32, packed f16 (W_F16), or packed ggml
+// blocks (W_Q with a type flag, dequantized in registers by quant.wgsl; sbase is
+// where the buffer's scale region starts).
 // With Y_RANGE, y is [T, ldy] and this launch fills its columns [y0, y0 + N):
 // a matrix stored in row parts runs once per part, each writing its own
 // columns (store_range), bias and residual indexed like y. Without it (a
 // whole matrix), y is [T, N] and the kernels store exactly as they always did.
 #include "common"
 
-struct Params { T: u32, N: u32, K4: u32, ldy: u32, y0: u32, _a: u32, _b: u32, _c: u32 }
+struct Params { T: u32, N: u32, K4: u32, ldy: u32, y0: u32, sbase: u32, _b: u32, _c: u32 }
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;
+#if W_Q
+@group(0) @binding(2) var<storage, read> qw: array<u32>;
+#include "quant"
+fn load_w(i: u32) -> vec4<f32> { return dq4(i, p.sbase); }
+#else
 #if W_F16
 @group(0) @binding(2) var<storage, read> w: array<vec2<u32>>;
 fn load_w(i: u32) -> vec4<f32> { return unpack4h(w[i]); }
 #else
 @group(0) @binding(2) var<storage, read> w: array<vec4<f32>>;
 fn load_w(i: u32) -> vec4<f32> { return w[i]; }
+#endif
 #endif
 @group(0) @binding(3) var<storage, read_write> y: array<f32>;
 #if BIAS

@@ -7,11 +7,13 @@
 #
 # Unpacks the Vulkan loader (only where the machine has none), Node and Dawn
 # into a scratch folder, then runs, writing JSON into the output folder:
-#   1-3. gpu-check.mjs: parity tests, copy bandwidth, prefill/decode of the
+#   1-3. gpu-check.mjs: parity tests, copy bandwidth, Llama-3.2-1B with f16 and
+#        packed quantized weights (Q4_K, Q4_0, Q8_0), prefill/decode of the
 #        real-shape models, TTFT of linking algorithms (gpu-check.json);
 #   4.   the PyTorch reference on the same GPU, where python3 has torch (torch.json).
 # --smoke is the rehearsal subset that CI runs on SwiftShader. Options after
-# `--` go to gpu-check.mjs (e.g. -- --stages parity --models llama-3.2-1b).
+# `--` go to gpu-check.mjs (e.g. -- --stages parity --models llama-3.2-1b, or
+# -- --stages copy,quant for the quantized-weights comparison alone).
 set -uo pipefail
 KIT=.cache/gpu-kit
 OUT=${OUT:-gpu-out}
@@ -25,7 +27,7 @@ while [ $# -gt 0 ]; do
     --budget-s) BUDGET=$2; shift 2 ;;
     --smoke) SMOKE=1; shift ;;
     --no-torch) TORCH=0; shift ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
     --) shift; break ;;
     *) echo "gpu-check: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
@@ -77,6 +79,7 @@ command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,m
 
 if [ "$SMOKE" = 1 ]; then
   ARGS=(--tests engine/kernels.test.mjs,engine/llama2c.test.mjs --matmul-model tiny-llama --models tiny-llama,smollm2-135m --lengths 16 --decode-steps 2
+        --quant-model tiny-llama --quant-types f16,q4_0,q8_0 --quant-lengths 16
         --link-models tiny-llama --contexts 256 --chunk-tokens 128 --profile-models tiny-llama --budget-s "$BUDGET")
   TORCH_ARGS=(--models tiny-llama --lengths 16,32 --decode-steps 2 --budget-s 60)
 else

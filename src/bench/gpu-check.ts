@@ -7,15 +7,19 @@
  *      (prefill's and decode's), so the per-adapter choice can be checked;
  *   4. attention: the attention kernel alone in each launch shape (rows per
  *      invocation, key slices), at decode, link-recompute and prefill sizes;
- *   5. engine: prefill at several lengths and decode, for each real-shape
+ *   5. quant: one real-shape model (--quant-model, Llama-3.2-1B) with f16 weights
+ *      and with packed quantized ones (--quant-types, Q4_K, Q4_0 and Q8_0): prefill
+ *      (--quant-lengths) and decode, with weight bytes and the decode roofline;
+ *   6. engine: prefill at several lengths and decode, for each real-shape
  *      model (shapes.json, random weights), with the decode roofline that its
  *      weight bytes and the measured copy bandwidth allow;
  *      profile: with it, one decode step's GPU time kernel by kernel (profile.ts);
- *   6. link: TTFT of linking algorithms at long contexts in 512-token chunks.
+ *   7. link: TTFT of linking algorithms at long contexts in 512-token chunks.
  * Everything goes to one JSON file, rewritten after every step, so a run cut
  * short still leaves what it measured. Every figure carries the adapter.
  *
- *   node gpu-check.mjs --out DIR [--stages parity,copy,engine,profile,link] [--models a,b]
+ *   node gpu-check.mjs --out DIR [--stages parity,copy,quant,engine,profile,link] [--models a,b]
+ *     [--quant-model llama-3.2-1b] [--quant-types f16,q4_k,q4_0,q8_0] [--quant-lengths 512,2048]
  *     [--lengths 512,2048,8192] [--contexts 8192,32768] [--link-models smollm2-135m]
  *     [--budget-s 300] [--tests a.test.mjs,...]
  */
@@ -26,6 +30,7 @@ import { parseArgs } from 'node:util';
 import { createNodeGpu, loadKernelSources, type NodeGpu } from '../node/gpu';
 import { Engine } from '../engine/engine';
 import { SHAPE_NAMES, shapeConfig, syntheticWeights } from './shapes';
+import { isQuant, type QuantType } from '../engine/quant';
 import { benchPrefillDecode, prefillFlops } from './prefill';
 import { benchTtft, compileBenchChunks, ttftRatios } from './ttft';
 import { timeMatmuls } from './matmul';
@@ -36,7 +41,10 @@ import { GpuTier } from '../kvstore/gpu-tier';
 const { values: a } = parseArgs({
   options: {
     out: { type: 'string', default: '.' },
-    stages: { type: 'string', default: 'parity,copy,matmul,attention,engine,profile,link' },
+    stages: { type: 'string', default: 'parity,copy,quant,matmul,attention,engine,profile,link' },
+    'quant-model': { type: 'string', default: 'llama-3.2-1b' },
+    'quant-types': { type: 'string', default: 'f16,q4_k,q4_0,q8_0' },
+    'quant-lengths': { type: 'string', default: '512,2048' },
     models: { type: 'string', default: SHAPE_NAMES.filter((n) => n !== 'tiny-llama').join(',') },
     lengths: { type: 'string', default: '512,2048,8192' },
     contexts: { type: 'string', default: '8192,32768' },
@@ -54,8 +62,8 @@ const t0 = performance.now();
 const budgetS = Number(a['budget-s']);
 /** Seconds left before `frac` of the budget is spent: each stage has its own share, so a slow one cannot starve the next. */
 const left = (frac = 1) => budgetS * frac - (performance.now() - t0) / 1000;
-/** Where each stage must end, as a share of the budget: the real-shape prefills up to 60%, the links up to 95%. */
-const ENGINE_END = 0.6, LINK_END = 0.95;
+/** Where each stage must end, as a share of the budget: the quantized weights up to 35%, the real-shape prefills up to 60%, the links up to 95%. */
+const QUANT_END = 0.35, ENGINE_END = 0.6, LINK_END = 0.95;
 const stages = new Set(a.stages!.split(','));
 mkdirSync(a.out!, { recursive: true });
 const file = join(a.out!, 'gpu-check.json');
@@ -134,15 +142,17 @@ async function copyBandwidth(gpu: NodeGpu): Promise<number> {
   return gbps;
 }
 
-async function withModel<T>(gpu: NodeGpu, shape: string, fn: (e: Engine) => Promise<T>): Promise<T> {
+/** A real-shape model with random weights: f16, or matrices packed as `quant` (quant.ts). */
+async function withModel<T>(gpu: NodeGpu, shape: string, fn: (e: Engine) => Promise<T>, quant?: QuantType): Promise<T> {
   const c = shapeConfig(shape);
   const e = Engine.create(gpu, loadKernelSources());
   try {
     const tb = performance.now();
-    const w = syntheticWeights(c, 1);
+    const w = syntheticWeights(c, 1, quant);
     await e.load(c, w, { weightDtype: 'f16' });
     w.clear();
-    log(`${shape}: built and uploaded in ${((performance.now() - tb) / 1000).toFixed(1)} s (${(e.model!.bytes / 2 ** 30).toFixed(2)} GiB of f16 weights)`);
+    const kinds = Object.entries(e.model!.matrixBytes).map(([k, v]) => `${k} ${(v! / 2 ** 20).toFixed(0)} MiB`).join(', ');
+    log(`${shape}: built and uploaded in ${((performance.now() - tb) / 1000).toFixed(1)} s (${(e.model!.bytes / 2 ** 30).toFixed(2)} GiB of weights: ${kinds})`);
     return await fn(e);
   } finally {
     e.destroy();
@@ -166,6 +176,7 @@ async function main() {
     log(`copy bandwidth: ${copyGBps.toFixed(0)} GB/s`);
     save();
   }
+  if (stages.has('quant')) await quantStage(gpu, adapter, copyGBps);
   if (stages.has('matmul')) {
     const e = Engine.create(gpu, loadKernelSources());
     const rows: Record<string, unknown>[] = [];
@@ -302,8 +313,54 @@ async function main() {
   gpu.release();
   // A failed parity test or a stage that threw makes the run fail (the rehearsal in CI relies on it).
   const p = report.parity as { status: number | null; pass: number } | undefined;
-  const errors = ['matmul', 'attention', 'engine', 'link'].flatMap((k) => ((report[k] as { error?: string }[] | undefined) ?? []).filter((r) => r.error));
+  const errors = ['quant', 'matmul', 'attention', 'engine', 'link'].flatMap((k) => ((report[k] as { error?: string }[] | undefined) ?? []).filter((r) => r.error));
   if ((p && (p.status !== 0 || !(p.pass > 0))) || errors.length) process.exitCode = 1;
+}
+
+/**
+ * Stage 5: the same real-shape model with f16 weights and with each packed quantized type, prefill and decode
+ * side by side, with the bytes of its weights and the decode roofline they allow at the measured copy bandwidth.
+ */
+async function quantStage(gpu: NodeGpu, adapter: string, copyGBps: number) {
+  const rows: Record<string, unknown>[] = [];
+  report.quant = rows;
+  const shape = a['quant-model']!;
+  const lengths = a['quant-lengths']!.split(',').map(Number);
+  const types = a['quant-types']!.split(',');
+  for (const [i, type] of types.entries()) {
+    if (type !== 'f16' && !isQuant(type)) {
+      rows.push({ adapter, model: shape, weights: type, error: `unknown weight type ${type} (f16, or one of q4_0, q4_1, q5_0, q8_0, q4_k, q6_k)` });
+      continue;
+    }
+    if (left(QUANT_END) < 10) {
+      rows.push({ adapter, model: shape, weights: type, skipped: `out of time (${left(QUANT_END).toFixed(0)} s left of the quant stage)` });
+      continue;
+    }
+    await withModel(gpu, shape, async (e) => {
+      const weightBytes = e.model!.bytes;
+      const r = await benchPrefillDecode(e, {
+        lengths, budgetS: Math.max(5, left(QUANT_END) / (types.length - i) / 2), decodeSteps: Number(a['decode-steps']),
+        log: (l) => log(`[${adapter}] ${shape} ${type} ${l}`),
+      });
+      const rooflineTokS = copyGBps ? (copyGBps * 1e9) / weightBytes : undefined;
+      for (const row of r) {
+        const roof = row.decode_tokens_per_s && rooflineTokS ? { decode_roofline_tokens_per_s: rooflineTokS, decode_share_of_roofline: row.decode_tokens_per_s / rooflineTokS } : {};
+        rows.push({ adapter, model: shape, weights: type, weight_bytes: weightBytes, matrix_bytes: e.model!.matrixBytes, ...row, ...roof });
+      }
+      const d = r[0]?.decode_tokens_per_s;
+      log(`[${adapter}] ${shape} ${type}: ${(weightBytes / 2 ** 20).toFixed(0)} MiB of weights; ` +
+        r.map((x) => `prefill ${x.tokens} ${x.tokens_per_s.toFixed(0)} tok/s`).join(', ') +
+        (d ? `; decode ${d.toFixed(1)} tok/s` + (rooflineTokS ? ` = ${((d / rooflineTokS) * 100).toFixed(1)}% of the ${rooflineTokS.toFixed(0)} tok/s roofline (${copyGBps.toFixed(0)} GB/s copy)` : '') : ''));
+      if (stages.has('profile')) {
+        const p = await profileDecode(e, lengths[0]);
+        if (p) {
+          rows.push({ adapter, model: shape, weights: type, profile: p });
+          for (const l of formatProfile(p)) log(`[${adapter}] ${shape} ${type} ${l}`);
+        }
+      }
+    }, type === 'f16' ? undefined : type).catch((err) => rows.push({ adapter, model: shape, weights: type, error: String(err?.stack ?? err) }));
+    save();
+  }
 }
 
 main().catch((err) => {

@@ -11,6 +11,7 @@ import type { ModelConfig } from '../engine/model/config';
 import type { HostTensor, HostWeights } from '../engine/model/weights';
 import { expectedShapes, hfConfigToModelConfig } from '../engine/formats/hf';
 import { floatToHalf } from '../engine/f16';
+import { noiseBlocks, QUANT, type QuantType } from '../engine/quant';
 import SHAPES from './shapes.json';
 
 export type ShapeName = Exclude<keyof typeof SHAPES, '_about'>;
@@ -39,9 +40,12 @@ function halfNoise(n: number, seed: number, scale: number): Uint16Array {
 /**
  * Random weights for `c`: matrices are tiled from one seeded pool of f16
  * noise (each tensor starts at its own offset), so a 3B model is built in
- * seconds; vectors (norms) are 1 and biases 0, in f32.
+ * seconds; vectors (norms) are 1 and biases 0, in f32. With `quant`, every
+ * matrix whose rows are whole blocks of that type is instead tiled from a pool
+ * of random GGUF blocks (quant.ts's noiseBlocks), as a quantized GGUF would
+ * load: kept packed on the GPU. Others stay f16 (as llama.cpp also falls back).
  */
-export function syntheticWeights(c: ModelConfig, seed = 1): HostWeights {
+export function syntheticWeights(c: ModelConfig, seed = 1, quant?: QuantType): HostWeights {
   const POOL = 1 << 20;
   // Uniform in ±sqrt(3)/sqrt(fan-in) keeps activations near unit scale whatever the width.
   const pool = halfNoise(POOL + 4096, seed, Math.sqrt(3 / c.hidden));
@@ -53,6 +57,8 @@ export function syntheticWeights(c: ModelConfig, seed = 1): HostWeights {
     if (shape.length === 1) {
       const bias = /\.b[qkv]$/.test(name);
       t = { shape, dtype: 'f32', data: new Float32Array(n).fill(bias ? 0 : 1) };
+    } else if (quant && shape[1] % QUANT[quant].block === 0) {
+      t = { shape, dtype: quant, data: tileBlocks(quant, n / QUANT[quant].block, seed, Math.sqrt(3 / c.hidden), k++) };
     } else {
       const data = new Uint16Array(n);
       const start = (k++ * 977) % 4096;
@@ -62,4 +68,19 @@ export function syntheticWeights(c: ModelConfig, seed = 1): HostWeights {
     w.set(name, t);
   }
   return w;
+}
+
+const blockPools = new Map<string, Uint8Array>();
+
+/** `nBlocks` random blocks of type q, tiled from a seeded pool of 2^16 blocks, starting at block `salt`·977 of it. */
+function tileBlocks(q: QuantType, nBlocks: number, seed: number, amplitude: number, salt: number): Uint8Array {
+  const POOL = 1 << 16;
+  const key = `${q}:${seed}:${amplitude}`;
+  let pool = blockPools.get(key);
+  if (!pool) blockPools.set(key, (pool = noiseBlocks(q, POOL + 4096, seed, amplitude)));
+  const B = QUANT[q].bytes;
+  const out = new Uint8Array(nBlocks * B);
+  const start = ((salt * 977) % 4096) * B;
+  for (let o = 0; o < out.length; o += POOL * B) out.set(pool.subarray(start, start + Math.min(POOL * B, out.length - o)), o);
+  return out;
 }

@@ -24,13 +24,14 @@ import { KernelLibrary, type KernelSources } from './gpu/kernels';
 import type { ModelConfig } from './model/config';
 import { validateConfig } from './model/config';
 import { ForwardPass, type ScoresRequest, type ScoresResult } from './model/forward';
-import { GpuModel, OutOfGpuMemoryError } from './model/gpu-model';
+import { GpuModel, OutOfGpuMemoryError, packedTensors } from './model/gpu-model';
 import { planGpuMemory, weightDtypeFor, type AdapterLimits, type GpuPlan } from './model/gpu-plan';
 import { KVCache } from './model/kv-cache';
 import { readRows, RowWriter, writeRows, type LayerRows, type RowBlock } from './model/kv-io';
 import { Scratch } from './model/scratch';
 import type { HostWeights } from './model/weights';
 import { Ops, type StoreDType } from './ops';
+import type { QuantType } from './quant';
 
 export interface LoadOptions {
   weightDtype?: StoreDType;
@@ -40,6 +41,11 @@ export interface LoadOptions {
    * larger than that are stored in row parts. Tests force split matrices with it on small models.
    */
   bufferLimit?: number;
+  /**
+   * Quantized tensors (a GGUF's Q4_K, Q8_0, ... blocks) stay packed on the GPU and are dequantized in the
+   * kernels' registers; true dequantizes them on load to `weightDtype` instead (for comparison).
+   */
+  dequantize?: boolean;
 }
 
 export interface PassOptions {
@@ -105,8 +111,8 @@ export class Engine {
    * What `config` would need on this device, and whether it fits; allocates nothing. The precision defaults to
    * the one `load` picks: f32 (exact) for small models, packed f16 above 50M weights.
    */
-  plan(config: ModelConfig, weightDtype: StoreDType = weightDtypeFor(config), bufferLimit?: number): GpuPlan {
-    return planGpuMemory(config, weightDtype, this.limits(bufferLimit));
+  plan(config: ModelConfig, weightDtype: StoreDType = weightDtypeFor(config), bufferLimit?: number, packed?: ReadonlyMap<string, QuantType>): GpuPlan {
+    return planGpuMemory(config, weightDtype, this.limits(bufferLimit), packed);
   }
 
   /** The device's buffer limits, lowered to `bufferLimit` where given. */
@@ -124,11 +130,11 @@ export class Engine {
    */
   async load(config: ModelConfig, weights: HostWeights, opts: LoadOptions = {}): Promise<GpuModel> {
     validateConfig(config);
-    const plan = this.plan(config, opts.weightDtype, opts.bufferLimit);
+    const plan = this.plan(config, opts.weightDtype, opts.bufferLimit, packedTensors(weights, opts));
     if (plan.problems.length) throw new OutOfGpuMemoryError(plan.problems.join(' '), plan.problems);
     this.model?.destroy();
     this.model = null;
-    this.model = await GpuModel.upload(this.gpu.device, config, weights, plan.weightDtype, this.limits(opts.bufferLimit));
+    this.model = await GpuModel.upload(this.gpu.device, config, weights, plan.weightDtype, this.limits(opts.bufferLimit), opts);
     this.kvDtype = opts.kvDtype ?? 'f32';
     return this.model;
   }

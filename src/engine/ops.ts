@@ -7,8 +7,11 @@
 import type { Dispatcher } from './gpu/dispatcher';
 import type { KernelLibrary } from './gpu/kernels';
 import { Scratch } from './model/scratch';
+import { checkQuantShape, isQuant, QUANT, scaleBase, type QuantType } from './quant';
 
 export type StoreDType = 'f32' | 'f16';
+/** How a weight matrix is stored: f32, packed f16, or packed ggml blocks (quant.ts, kernels/quant.wgsl). */
+export type WeightDType = StoreDType | QuantType;
 const u = (v: number) => ({ u32: v });
 const f = (v: number) => ({ f32: v });
 
@@ -26,7 +29,7 @@ export type MatmulProfile = 'cpu' | 'gpu';
 /** 128x128 tiles only pay once a product has this many of them (an H100 has 132 multiprocessors). */
 const TILES128_MIN = 256;
 export interface MatmulArgs {
-  x: GPUBuffer; w: GPUBuffer; wDtype: StoreDType; y: GPUBuffer;
+  x: GPUBuffer; w: GPUBuffer; wDtype: WeightDType; y: GPUBuffer;
   T: number; N: number; K: number; bias?: GPUBuffer; residual?: GPUBuffer; variant?: MatmulVariant;
   /**
    * y's row stride (default N) and the first of the N columns this call writes (default 0): a matrix stored in
@@ -43,8 +46,9 @@ export interface MatmulArgs {
 export interface WeightMatrix {
   rows: number;
   cols: number;
-  dtype: StoreDType;
-  parts: readonly { buffer: GPUBuffer; row0: number; rows: number }[];
+  dtype: WeightDType;
+  /** A part's own dtype, where it differs from the matrix's (fused tensors stored in different ggml types). */
+  parts: readonly { buffer: GPUBuffer; row0: number; rows: number; dtype?: WeightDType }[];
 }
 export interface RmsNormArgs {
   x: GPUBuffer; w: GPUBuffer; T: number; D: number; eps: number; plusOne: boolean;
@@ -78,7 +82,7 @@ export interface ScatterArgs {
   dst2?: GPUBuffer;
 }
 export interface EmbedArgs {
-  tokens: GPUBuffer; table: GPUBuffer; dtype: StoreDType; x: GPUBuffer; T: number; D: number; V: number; scale: number;
+  tokens: GPUBuffer; table: GPUBuffer; dtype: WeightDType; x: GPUBuffer; T: number; D: number; V: number; scale: number;
   /** The rows of the [V, D] table that `table` holds (default all): only tokens among them are written. */
   row0?: number; rows?: number;
 }
@@ -131,24 +135,24 @@ export class Ops {
     if (variant === 'gemv') return this.gemv(a);
     if (variant !== 'reg') return this.matmulTiled(a, variant === 'tiled128' ? 128 : 64);
     const TM = a.T >= 4 ? 4 : 1;
-    const pipe = this.lib.pipeline('matmul', { TM, W_F16: a.wDtype === 'f16', BIAS: !!a.bias, RESIDUAL: !!a.residual, Y_RANGE: yRange(a) });
+    const pipe = this.lib.pipeline('matmul', { TM, ...wDefines(a.wDtype), BIAS: !!a.bias, RESIDUAL: !!a.residual, Y_RANGE: yRange(a) });
     this.d.run(pipe, matmulParams(a), matmulBindings(a), [Math.ceil(a.N / 4 / 64), Math.ceil(a.T / TM), 1]);
   }
 
   /** y = x · wᵀ for a matrix in row parts: one matmul per part, each writing its columns of y ([T, w.rows]). */
   matmulParts(a: Omit<MatmulArgs, 'w' | 'wDtype' | 'N' | 'ldy' | 'y0'> & { w: WeightMatrix }) {
     if (a.w.cols !== a.K) throw new Error(`matmul: the matrix has ${a.w.cols} columns, K is ${a.K}`);
-    for (const p of a.w.parts) this.matmul({ ...a, w: p.buffer, wDtype: a.w.dtype, N: p.rows, ldy: a.w.rows, y0: p.row0 });
+    for (const p of a.w.parts) this.matmul({ ...a, w: p.buffer, wDtype: p.dtype ?? a.w.dtype, N: p.rows, ldy: a.w.rows, y0: p.row0 });
   }
 
   private matmulTiled(a: MatmulArgs, tile: 64 | 128) {
-    const pipe = this.lib.pipeline(tile === 128 ? 'matmul_tiled128' : 'matmul_tiled', { W_F16: a.wDtype === 'f16', BIAS: !!a.bias, RESIDUAL: !!a.residual, Y_RANGE: yRange(a) });
+    const pipe = this.lib.pipeline(tile === 128 ? 'matmul_tiled128' : 'matmul_tiled', { ...wDefines(a.wDtype), BIAS: !!a.bias, RESIDUAL: !!a.residual, Y_RANGE: yRange(a) });
     this.d.run(pipe, matmulParams(a), matmulBindings(a), [Math.ceil(a.N / tile), Math.ceil(a.T / tile), 1]);
   }
 
   private gemv(a: MatmulArgs) {
     if (a.T > 4) throw new Error(`gemv takes at most 4 rows of x, got T=${a.T}`);
-    const pipe = this.lib.pipeline('gemv', { TX: a.T, PARTS: 256 * a.T, W_F16: a.wDtype === 'f16', BIAS: !!a.bias, RESIDUAL: !!a.residual, Y_RANGE: yRange(a) });
+    const pipe = this.lib.pipeline('gemv', { TX: a.T, PARTS: 256 * a.T, ...wDefines(a.wDtype), BIAS: !!a.bias, RESIDUAL: !!a.residual, Y_RANGE: yRange(a) });
     // One workgroup per 8 output columns.
     this.d.run1d(pipe, matmulParams(a), matmulBindings(a), Math.ceil(a.N / 8) * 64);
   }
@@ -220,8 +224,12 @@ export class Ops {
   embed(a: EmbedArgs) {
     if (a.D % 4 !== 0) throw new Error(`embed needs D % 4 == 0, got ${a.D}`);
     const rowRange = (a.row0 ?? 0) !== 0 || (a.rows ?? a.V) !== a.V;
-    const pipe = this.lib.pipeline('embed', { E_F16: a.dtype === 'f16', ROW_RANGE: rowRange });
-    const params = [u(a.T), u(a.D / 4), u(a.V), f(a.scale), u(a.row0 ?? 0), u(a.rows ?? a.V), u(0), u(0)];
+    const rows = a.rows ?? a.V;
+    const q = isQuant(a.dtype) ? a.dtype : null;
+    if (q) checkQuantShape(q, a.D, 'embed');
+    const pipe = this.lib.pipeline('embed', { E_F16: a.dtype === 'f16', ...(q ? { E_Q: true, [q.toUpperCase()]: true } : {}), ROW_RANGE: rowRange });
+    const sbase = q ? scaleBase(q, (rows * a.D) / QUANT[q].block) : 0;
+    const params = [u(a.T), u(a.D / 4), u(a.V), f(a.scale), u(a.row0 ?? 0), u(rows), u(sbase), u(0)];
     this.d.run1d(pipe, params, { 1: a.tokens, 2: a.table, 3: a.x }, (a.T * a.D) / 4);
   }
 
@@ -241,7 +249,7 @@ export class Ops {
       return false;
     };
     for (const p of table.parts) {
-      if (used(p)) this.embed({ ...rest, table: p.buffer, dtype: table.dtype, D: table.cols, V, row0: p.row0, rows: p.rows });
+      if (used(p)) this.embed({ ...rest, table: p.buffer, dtype: p.dtype ?? table.dtype, D: table.cols, V, row0: p.row0, rows: p.rows });
     }
   }
 
@@ -307,7 +315,17 @@ const yRange = (a: MatmulArgs) => (a.ldy ?? a.N) !== a.N || (a.y0 ?? 0) !== 0;
 function matmulParams(a: MatmulArgs) {
   const y0 = a.y0 ?? 0, ldy = a.ldy ?? a.N;
   if (y0 + a.N > ldy) throw new Error(`matmul: columns [${y0}, ${y0 + a.N}) do not fit rows of ${ldy}`);
-  return [u(a.T), u(a.N), u(a.K / 4), u(ldy), u(y0), u(0), u(0), u(0)];
+  let sbase = 0;
+  if (isQuant(a.wDtype)) {
+    checkQuantShape(a.wDtype, a.K, 'matmul');
+    sbase = scaleBase(a.wDtype, (a.N * a.K) / QUANT[a.wDtype].block);
+  }
+  return [u(a.T), u(a.N), u(a.K / 4), u(ldy), u(y0), u(sbase), u(0), u(0)];
+}
+
+/** The matmul kernels' defines for a weight dtype: W_F16, or W_Q and the type's flag (quant.wgsl). */
+function wDefines(d: WeightDType): Record<string, boolean> {
+  return isQuant(d) ? { W_F16: false, W_Q: true, [d.toUpperCase()]: true } : { W_F16: d === 'f16' };
 }
 
 function checkAligned(...vals: number[]) {

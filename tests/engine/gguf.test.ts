@@ -187,14 +187,18 @@ test('loader: tiny gemma3 (Q8_0): config, names, shapes, dtypes', async () => {
   assert.deepEqual(m.weights.get('layers.0.wk')!.shape, [32, 64]);
   assert.deepEqual(m.weights.get('layers.0.w_down')!.shape, [64, 96]);
   assert.deepEqual(m.weights.get('layers.6.q_norm')!.shape, [32]);
-  assert.equal(m.weights.get('layers.0.wq')!.dtype, 'f16');
+  // Q8_0 matrices stay packed: the file's blocks, for the GPU to dequantize.
+  assert.equal(m.weights.get('layers.0.wq')!.dtype, 'q8_0');
   assert.equal(m.weights.get('layers.0.post_ffn_norm')!.dtype, 'f32');
   assert.equal(m.weights.size, 2 + 7 * 13);
-  // Same values as dequantizing the GGUF tensor directly (row-major [out, in] = GGUF [in, out]).
   const t = m.gguf.tensors.find((x) => x.name === 'blk.3.ffn_up.weight')!;
+  assert.deepEqual(m.weights.get('layers.3.w_up')!.data, bytes.subarray(t.offset, t.offset + t.nBytes));
+  // Dequantized on load when asked: the same values as dequantizing the GGUF tensor directly (row-major [out, in] = GGUF [in, out]).
+  const f16 = await loadGguf(bufferSource('tiny-gemma3.gguf', bytes), { quant: 'dequantize' });
+  assert.equal(f16.weights.get('layers.0.wq')!.dtype, 'f16');
   const direct = dequantizeF16(t.type, bytes.subarray(t.offset, t.offset + t.nBytes), t.nElements);
-  assert.deepEqual(m.weights.get('layers.3.w_up')!.data, direct);
-  const f32 = await loadGguf(bufferSource('tiny-gemma3.gguf', bytes), { dtype: 'f32' });
+  assert.deepEqual(f16.weights.get('layers.3.w_up')!.data, direct);
+  const f32 = await loadGguf(bufferSource('tiny-gemma3.gguf', bytes), { dtype: 'f32', quant: 'dequantize' });
   assert.equal(f32.weights.get('layers.3.w_up')!.dtype, 'f32');
   assert.equal(m.tokenizer.chatFormat, 'gemma');
   assert.equal(m.info.hasChatTemplate, true);

@@ -42,6 +42,13 @@ test('npm run gpu:kit builds a kit under 60 MiB whose smoke run passes on this a
     assert.ok(row && row.tokens_per_s > 0 && row.decode_tokens_per_s! > 0, `${m}: ${JSON.stringify(row)}`);
     assert.equal(row.adapter, r.adapter.description, 'every figure carries the adapter');
   }
+  // Packed quantized weights beside f16: fewer bytes, and throughput measured for each.
+  const quant = r.quant as { weights: string; adapter: string; weight_bytes: number; tokens_per_s: number; decode_tokens_per_s?: number }[];
+  assert.deepEqual(quant.map((x) => x.weights), ['f16', 'q4_0', 'q8_0'], JSON.stringify(quant).slice(0, 2000));
+  for (const row of quant) {
+    assert.ok(row.tokens_per_s > 0 && row.decode_tokens_per_s! > 0 && row.adapter === r.adapter.description, JSON.stringify(row));
+  }
+  assert.ok(quant[1].weight_bytes < quant[2].weight_bytes && quant[2].weight_bytes < quant[0].weight_bytes, 'q4_0 < q8_0 < f16 bytes');
   const link = r.link[0] as { results: { algorithm: string; recomputed: number; tokens: number }[]; ratios: Record<string, number> };
   assert.deepEqual(link.results.map((x) => x.algorithm), ['full', 'cacheblend:0.15', 'legolink:16', 'naive']);
   assert.equal(link.results[0].recomputed, link.results[0].tokens, 'full recomputes every row');

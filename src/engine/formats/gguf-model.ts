@@ -24,10 +24,17 @@ import { createGgufTokenizer, tokenizerSpecFromGguf, type GgufTokenizer } from '
 import { GgufValueType, metaNumber, metaNumbers, metaString, parseGguf, type GgufFile, type GgufMetadata, type GgufTensorInfo } from './gguf';
 import { canDequantize, dequantizeF16, dequantizeF32, SUPPORTED_GGML_TYPES } from './gguf-quants';
 import { ModelFormatError, type ByteSource } from './source';
+import { quantOfGgml } from '../quant';
 
 export interface GgufLoadOptions {
   /** Element type of matrices (default 'f16'); vectors (norms, biases) always load as f32. */
   dtype?: 'f32' | 'f16' | undefined;
+  /**
+   * Matrices of a type the GPU reads packed (quant.ts: Q4_0, Q4_1, Q5_0, Q8_0, Q4_K, Q6_K) keep their GGUF
+   * blocks (default 'packed'; GpuModel uploads them packed unless asked to dequantize), or are dequantized here
+   * to `dtype` like every other type ('dequantize').
+   */
+  quant?: 'packed' | 'dequantize' | undefined;
   onProgress?: ((doneBytes: number, totalBytes: number, tensor: string) => void) | undefined;
 }
 
@@ -277,7 +284,10 @@ export async function loadGguf(src: ByteSource, opts: GgufLoadOptions = {}): Pro
     const bytes = await src.read(t.offset, t.nBytes);
     const shape = [...t.dims].reverse();
     const asF16 = dtype === 'f16' && shape.length >= 2;
-    const tensor: HostTensor = asF16
+    const packed = opts.quant !== 'dequantize' && shape.length === 2 ? quantOfGgml(t.type) : undefined;
+    const tensor: HostTensor = packed
+      ? { shape, dtype: packed, data: bytes }
+      : asF16
       ? { shape, dtype: 'f16', data: dequantizeF16(t.type, bytes, t.nElements, t.name) }
       : { shape, dtype: 'f32', data: dequantizeF32(t.type, bytes, t.nElements, t.name) };
     weights.set(name, tensor);

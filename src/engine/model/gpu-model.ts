@@ -5,14 +5,33 @@
  * biases f32. A matrix larger than one buffer may be (the adapter's storage
  * binding and buffer limits) is stored as row ranges, each its own buffer,
  * as the plan (gpu-plan.ts) lays them out: typically a large vocabulary's
- * embedding and LM head.
+ * embedding and LM head. Quantized host tensors (a GGUF's blocks) stay packed,
+ * repacked into the GPU layout of quant.ts, unless the upload is asked to
+ * dequantize them (to the model's dtype, for comparison); fused tensors of
+ * different types are stored one part per run of equal types.
  */
 import type { ModelConfig } from './config';
 import type { HostTensor, HostWeights, LayerTensorName } from './weights';
 import { layerName } from './weights';
+import { tensorSize } from './weights';
 import { floatToHalf, halfToFloat } from '../f16';
-import type { StoreDType, WeightMatrix } from '../ops';
-import { paddedBytes, partLabel, planGpuMemory, splitRows, type AdapterLimits, type GpuPlan, type PlannedBuffer } from './gpu-plan';
+import type { StoreDType, WeightDType, WeightMatrix } from '../ops';
+import { matrixParts, paddedBytes, planGpuMemory, storedBytes, type AdapterLimits, type GpuPlan, type PlannedBuffer } from './gpu-plan';
+import { dequantizeF16, dequantizeF32 } from '../formats/gguf-quants';
+import { isQuant, QUANT, repackForGpu, type QuantType } from '../quant';
+
+export interface UploadOptions {
+  /** Dequantize quantized tensors to the model's dtype instead of keeping them packed (default false). */
+  dequantize?: boolean;
+}
+
+/** The packed type of every quantized tensor that stays packed, by canonical name (what the plan takes). */
+export function packedTensors(w: HostWeights, opts: UploadOptions = {}): Map<string, QuantType> {
+  const out = new Map<string, QuantType>();
+  if (opts.dequantize) return out;
+  for (const [name, t] of w) if (isQuant(t.dtype)) out.set(name, t.dtype);
+  return out;
+}
 
 export interface GpuLayer {
   attnNorm: GPUBuffer; wqkv: WeightMatrix; bqkv?: GPUBuffer; qNorm?: GPUBuffer; kNorm?: GPUBuffer;
@@ -32,6 +51,8 @@ export class OutOfGpuMemoryError extends Error {
 
 export class GpuModel {
   bytes = 0;
+  /** Bytes of weight matrices by how they are stored (f16, q4_k, ...), padding included. */
+  matrixBytes: Partial<Record<WeightDType, number>> = {};
   embed!: WeightMatrix;
   finalNorm!: GPUBuffer;
   lmHead!: WeightMatrix;
@@ -56,14 +77,15 @@ export class GpuModel {
   /**
    * @param limits the buffer limits to plan by: the device's, or smaller ones (tests force split matrices so).
    */
-  static async upload(device: GPUDevice, config: ModelConfig, w: HostWeights, dtype: StoreDType, limits: AdapterLimits = device.limits): Promise<GpuModel> {
+  static async upload(device: GPUDevice, config: ModelConfig, w: HostWeights, dtype: StoreDType, limits: AdapterLimits = device.limits, opts: UploadOptions = {}): Promise<GpuModel> {
     if (limits.maxStorageBufferBindingSize > device.limits.maxStorageBufferBindingSize || limits.maxBufferSize > device.limits.maxBufferSize) {
       throw new Error('GpuModel.upload: the limits to plan by exceed the device\'s');
     }
     // Every buffer is checked against the adapter's limits before the first is created.
-    const plan = planGpuMemory(config, dtype, limits);
+    const plan = planGpuMemory(config, dtype, limits, packedTensors(w, opts));
     if (plan.problems.length) throw new OutOfGpuMemoryError(plan.problems.join(' '), plan.problems);
     const m = new GpuModel(device, config, dtype, plan);
+    m.dequantize = !!opts.dequantize;
     device.pushErrorScope('out-of-memory');
     try {
       const get = (name: string): HostTensor => {
@@ -111,40 +133,49 @@ export class GpuModel {
     return b;
   }
 
+  private dequantize = false;
+
   /**
-   * Row-concatenation of [out_i, in] matrices, stored in the model's dtype: in one buffer, or in the plan's row
-   * ranges when it is larger than one buffer may be.
+   * Row-concatenation of [out_i, in] matrices, stored in the model's dtype or kept packed: in one buffer, or in
+   * the plan's parts (row ranges, runs of equal types) when one buffer cannot hold it.
    */
   private matrix(label: string, tensors: HostTensor[]): WeightMatrix {
     const cols = tensors[0].shape[tensors[0].shape.length - 1];
-    const rows = tensors.reduce((a, t) => a + t.data.length / cols, 0);
-    const rowBytes = cols * (this.dtype === 'f16' ? 2 : 4);
-    const ranges = splitRows(rows, rowBytes, this.plan.bufferLimit);
-    if (!ranges) throw new Error(`${label}: rows of ${rowBytes} bytes do not fit one buffer`); // the plan refused it already
-    const parts = ranges.map((r, i) => ({ ...r, buffer: this.alloc(partLabel(label, i, ranges.length), r.rows * rowBytes) }));
-    if (parts.length === 1) {
-      // Whole: each tensor as converted (an odd f16 count padded by toHalves).
-      let off = 0;
-      for (const t of tensors) {
-        const data = this.dtype === 'f16' ? toHalves(t) : toFloats(t);
-        this.device.queue.writeBuffer(parts[0].buffer, off, data.buffer, data.byteOffset, data.byteLength);
-        off += data.byteLength;
+    const stored = (t: HostTensor): WeightDType => (isQuant(t.dtype) && !this.dequantize ? t.dtype : this.dtype);
+    const plan = matrixParts(label, tensors.map((t) => ({ rows: tensorSize(t.shape) / cols, dtype: stored(t) })), cols, this.plan.bufferLimit);
+    if (plan.unsplittable !== undefined) throw new Error(`${label}: rows of ${plan.unsplittable} bytes do not fit one buffer`); // the plan refused it already
+    const parts = plan.parts.map((p) => ({ row0: p.row0, rows: p.rows, dtype: p.dtype, buffer: this.alloc(p.label, storedBytes(p.dtype, p.rows, cols)) }));
+    // Each tensor's rows go to the parts they overlap, converted for the part's dtype; a packed part is repacked
+    // from its rows' blocks (its own scale region), gathered from the tensors of its run.
+    let first = 0;
+    const packed = new Map<GPUBuffer, Uint8Array[]>();
+    for (const t of tensors) {
+      const end = first + tensorSize(t.shape) / cols;
+      const d = stored(t);
+      const data = isQuant(d) ? null : d === 'f16' ? toHalves(t) : toFloats(t);
+      const rowBytes = isQuant(d) ? (cols / QUANT[d].block) * QUANT[d].bytes : storedBytes(d, 1, cols);
+      for (const p of parts) {
+        const a = Math.max(first, p.row0), b = Math.min(end, p.row0 + p.rows);
+        if (a >= b) continue;
+        if (data) this.device.queue.writeBuffer(p.buffer, (a - p.row0) * rowBytes, data.buffer, data.byteOffset + (a - first) * rowBytes, (b - a) * rowBytes);
+        else packed.set(p.buffer, [...(packed.get(p.buffer) ?? []), (t.data as Uint8Array).subarray((a - first) * rowBytes, (b - first) * rowBytes)]);
       }
-    } else {
-      // Each tensor's rows go to the parts they overlap.
-      let first = 0;
-      for (const t of tensors) {
-        const data = this.dtype === 'f16' ? toHalves(t) : toFloats(t);
-        const end = first + t.data.length / cols;
-        for (const p of parts) {
-          const a = Math.max(first, p.row0), b = Math.min(end, p.row0 + p.rows);
-          if (a >= b) continue;
-          this.device.queue.writeBuffer(p.buffer, (a - p.row0) * rowBytes, data.buffer, data.byteOffset + (a - first) * rowBytes, (b - a) * rowBytes);
-        }
-        first = end;
-      }
+      first = end;
     }
-    return { rows, cols, dtype: this.dtype, parts };
+    for (const p of parts) {
+      const pieces = packed.get(p.buffer);
+      if (!pieces || !isQuant(p.dtype)) continue;
+      const raw = pieces.length === 1 ? pieces[0] : concatBytes(pieces);
+      const words = repackForGpu(p.dtype, raw, (p.rows * cols) / QUANT[p.dtype].block);
+      this.device.queue.writeBuffer(p.buffer, 0, words.buffer, words.byteOffset, words.byteLength);
+    }
+    this.countBytes(parts);
+    const dtype = parts[0].dtype;
+    return { rows: first, cols, dtype, parts: parts.map((p) => (p.dtype === dtype ? { buffer: p.buffer, row0: p.row0, rows: p.rows } : p)) };
+  }
+
+  private countBytes(parts: { dtype: WeightDType; buffer: GPUBuffer }[]) {
+    for (const p of parts) this.matrixBytes[p.dtype] = (this.matrixBytes[p.dtype] ?? 0) + p.buffer.size;
   }
 
   /** Label and size of every buffer created, in order (what the plan lists). */
@@ -172,6 +203,7 @@ export class GpuModel {
 
 function toFloats(t: HostTensor): Float32Array {
   if (t.dtype === 'f32') return t.data as Float32Array;
+  if (isQuant(t.dtype)) return dequantizeF32(QUANT[t.dtype].ggml, t.data as Uint8Array, tensorSize(t.shape));
   const h = t.data as Uint16Array;
   const out = new Float32Array(h.length);
   for (let i = 0; i < h.length; i++) out[i] = halfToFloat(h[i]);
@@ -180,8 +212,19 @@ function toFloats(t: HostTensor): Float32Array {
 
 function toHalves(t: HostTensor): Uint16Array {
   if (t.dtype === 'f16') return t.data as Uint16Array;
+  if (isQuant(t.dtype)) return dequantizeF16(QUANT[t.dtype].ggml, t.data as Uint8Array, tensorSize(t.shape));
   const a = t.data as Float32Array;
   const out = new Uint16Array(a.length + (a.length & 1));
   for (let i = 0; i < a.length; i++) out[i] = floatToHalf(a[i]);
+  return out;
+}
+
+function concatBytes(pieces: Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(pieces.reduce((a, p) => a + p.byteLength, 0));
+  let o = 0;
+  for (const p of pieces) {
+    out.set(p, o);
+    o += p.byteLength;
+  }
   return out;
 }

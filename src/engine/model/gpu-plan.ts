@@ -8,9 +8,15 @@
  * refused only when a single row, or one token's logits, will not fit one
  * buffer. The page uses it to warn that a model will not fit; GpuModel.upload
  * checks it before allocating.
+ *
+ * Quantized tensors (a GGUF's Q4_K, Q8_0, ...) stay packed (quant.ts): the
+ * plan takes their types by canonical tensor name. A fused matrix whose
+ * tensors are stored in different types (q/k/v of Q5_0 and Q8_0) becomes one
+ * matrix per run of equal types, `0.wqkv/0`, `0.wqkv/1`, each split as above.
  */
 import type { ModelConfig } from './config';
-import type { StoreDType } from '../ops';
+import type { StoreDType, WeightDType } from '../ops';
+import { gpuWords, QUANT, type QuantType } from '../quant';
 
 export interface PlannedBuffer {
   label: string;
@@ -108,39 +114,82 @@ export function weightDtypeFor(c: ModelConfig): StoreDType {
   return paramCount(c) > 50e6 ? 'f16' : 'f32';
 }
 
-export function planGpuMemory(c: ModelConfig, dtype: StoreDType, limits: AdapterLimits): GpuPlan {
+/** Bytes of `rows` rows of `cols` weights stored as `d` (unpadded). */
+export function storedBytes(d: WeightDType, rows: number, cols: number): number {
+  return d === 'f32' ? rows * cols * 4 : d === 'f16' ? rows * cols * 2 : 4 * gpuWords(d, (rows * cols) / QUANT[d].block);
+}
+
+/** One buffer of a stored matrix: rows [row0, row0 + rows), of dtype `dtype`. */
+export interface PlannedPart extends RowRange, PlannedBuffer {
+  dtype: WeightDType;
+}
+
+/**
+ * How GpuModel stores the row-concatenation of `tensors` ([rows_i, cols] each, stored as `dtype` each): the
+ * buffers, in order, or `unsplittable` with the bytes of one row when a row alone exceeds the limit.
+ */
+export function matrixParts(label: string, tensors: { rows: number; dtype: WeightDType }[], cols: number, limit: number): { parts: PlannedPart[]; unsplittable?: number } {
+  const runs: { row0: number; rows: number; dtype: WeightDType }[] = [];
+  let row0 = 0;
+  for (const t of tensors) {
+    const last = runs[runs.length - 1];
+    if (last && last.dtype === t.dtype) last.rows += t.rows;
+    else runs.push({ row0, rows: t.rows, dtype: t.dtype });
+    row0 += t.rows;
+  }
+  const parts: PlannedPart[] = [];
+  let unsplittable: number | undefined;
+  runs.forEach((run, k) => {
+    const runLabel = runs.length === 1 ? label : `${label}/${k}`;
+    const q = run.dtype !== 'f32' && run.dtype !== 'f16';
+    // A packed part may hold up to 2 bytes more than its rows (the scale region's last word): split with room for them.
+    const rowBytes = q ? Math.ceil(storedBytes(run.dtype, 1, cols) / 4) * 4 : storedBytes(run.dtype, 1, cols);
+    const ranges = splitRows(run.rows, rowBytes, q ? limit - 16 : limit);
+    if (!ranges) {
+      unsplittable = Math.max(unsplittable ?? 0, rowBytes);
+      parts.push({ label: runLabel, row0: run.row0, rows: run.rows, dtype: run.dtype, bytes: paddedBytes(storedBytes(run.dtype, run.rows, cols)) });
+      return;
+    }
+    ranges.forEach((r, i) => parts.push({
+      label: partLabel(runLabel, i, ranges.length), row0: run.row0 + r.row0, rows: r.rows, dtype: run.dtype, bytes: paddedBytes(storedBytes(run.dtype, r.rows, cols)),
+    }));
+  });
+  return unsplittable === undefined ? { parts } : { parts, unsplittable };
+}
+
+/**
+ * @param quant the packed type of each quantized tensor that stays packed, by canonical name (`embed`,
+ *   `layers.0.wq`, ...); every other matrix is stored as `dtype`.
+ */
+export function planGpuMemory(c: ModelConfig, dtype: StoreDType, limits: AdapterLimits, quant: ReadonlyMap<string, QuantType> = new Map()): GpuPlan {
   const H = c.hidden, Q = c.nHeads * c.headDim, KV = c.nKvHeads * c.headDim, I = c.intermediate;
-  const w = dtype === 'f16' ? 2 : 4;
   const limit = bufferLimit(limits);
   const buffers: PlannedBuffer[] = [];
   // Matrices with rows too large for one buffer: the refusal names the one with the largest rows.
   const unsplittable: { label: string; rowBytes: number }[] = [];
-  const matrix = (label: string, rows: number, cols: number) => {
-    const parts = splitRows(rows, cols * w, limit);
-    if (!parts) {
-      unsplittable.push({ label, rowBytes: cols * w });
-      buffers.push({ label, bytes: paddedBytes(rows * cols * w) });
-      return;
-    }
-    parts.forEach((p, i) => buffers.push({ label: partLabel(label, i, parts.length), bytes: paddedBytes(p.rows * cols * w) }));
+  const matrix = (label: string, cols: number, tensors: [string, number][]) => {
+    const m = matrixParts(label, tensors.map(([name, rows]) => ({ rows, dtype: quant.get(name) ?? dtype })), cols, limit);
+    if (m.unsplittable !== undefined) unsplittable.push({ label, rowBytes: m.unsplittable });
+    for (const p of m.parts) buffers.push({ label: p.label, bytes: p.bytes });
   };
   const vector = (label: string, n: number) => buffers.push({ label, bytes: paddedBytes(n * 4) });
-  matrix('embed', c.vocabSize, H);
+  matrix('embed', H, [['embed', c.vocabSize]]);
   vector('final_norm', H);
-  if (!c.tiedEmbeddings) matrix('lm_head', c.vocabSize, H);
+  if (!c.tiedEmbeddings) matrix('lm_head', H, [['lm_head', c.vocabSize]]);
   for (let i = 0; i < c.nLayers; i++) {
+    const L = (n: string) => `layers.${i}.${n}`;
     vector(`${i}.attn_norm`, H);
-    matrix(`${i}.wqkv`, Q + 2 * KV, H);
+    matrix(`${i}.wqkv`, H, [[L('wq'), Q], [L('wk'), KV], [L('wv'), KV]]);
     if (c.qkvBias) vector(`${i}.bqkv`, Q + 2 * KV);
     if (c.qkNorm) {
       vector(`${i}.q_norm`, c.headDim);
       vector(`${i}.k_norm`, c.headDim);
     }
-    matrix(`${i}.wo`, H, Q);
+    matrix(`${i}.wo`, Q, [[L('wo'), H]]);
     if (c.postNorms) vector(`${i}.post_attn_norm`, H);
     vector(`${i}.ffn_norm`, H);
-    matrix(`${i}.w_gate_up`, 2 * I, H);
-    matrix(`${i}.w_down`, H, I);
+    matrix(`${i}.w_gate_up`, H, [[L('w_gate'), I], [L('w_up'), I]]);
+    matrix(`${i}.w_down`, I, [[L('w_down'), H]]);
     if (c.postNorms) vector(`${i}.post_ffn_norm`, H);
   }
   const largest = buffers.reduce((a, b) => (b.bytes > a.bytes ? b : a));
