@@ -56,6 +56,8 @@ const { values: a } = parseArgs({
     'decode-steps': { type: 'string', default: '32' },
     'matmul-model': { type: 'string', default: 'llama-3.2-1b' },
     'profile-models': { type: 'string' },
+    // Also link in host memory with Engine.submitEachLayer flipped, to see what the per-layer submission does to uploads.
+    'link-other-way': { type: 'boolean', default: false },
   },
 });
 const t0 = performance.now();
@@ -285,11 +287,22 @@ async function main() {
           const algorithms = a.algorithms!.split(',');
           const r = await benchTtft(e, compiled, { algorithms, log: (l) => log(`[${adapter}] ${shape} ${context} ${l}`) });
           const ratios = ttftRatios(r);
-          rows.push({ adapter, model: shape, context, chunks, chunk_tokens: chunkTokens, tier: 'host', compile_ms: compileMs, results: r, ratios });
+          rows.push({ adapter, model: shape, context, chunks, chunk_tokens: chunkTokens, tier: 'host', submit_each_layer: e.submitEachLayer, compile_ms: compileMs, results: r, ratios });
           log(`[${adapter}] ${shape} ${context}: ${Object.entries(ratios).map(([k, v]) => `TTFT(${k.replace('/', ')/TTFT(')}) = ${v.toFixed(1)}`).join(', ')}`);
           const full = r.find((x) => x.algorithm === 'full');
           if (full) fullMsAt = [context, full.totalMs];
           save();
+          if (a['link-other-way']) {
+            const chosen = e.submitEachLayer;
+            e.submitEachLayer = !chosen;
+            try {
+              const o = await benchTtft(e, compiled, { algorithms: algorithms.filter((x) => x !== 'full'), log: (l) => log(`[${adapter}] ${shape} ${context} (submit each layer ${!chosen}) ${l}`) });
+              rows.push({ adapter, model: shape, context, chunks, chunk_tokens: chunkTokens, tier: 'host', submit_each_layer: !chosen, results: o });
+            } finally {
+              e.submitEachLayer = chosen;
+            }
+            save();
+          }
           // The same chunks resident on the GPU (KVStore's GPU tier): linking copies rows instead of uploading them.
           // Full recompute reads no cached row, so its host-tier time stands for both.
           const tier = new GpuTier(gpu.device, Infinity);

@@ -181,7 +181,9 @@ export class Ops {
     // registers. GPUs keep one row per invocation: four rows' accumulators would spill and cut occupancy.
     const TQ = a.T >= 4 && a.HD <= 64 && (a.rowsPerThread ?? (this.matmulProfile === 'cpu' ? 4 : 1)) === 4 ? 4 : 1;
     const work = Math.ceil(a.T / TQ) * a.H;
-    const splits = a.splits ?? (this.matmulProfile === 'gpu' ? attentionSplits(work, a.n) : 1);
+    // The slices' partial outputs are one binding: never more slices than it can hold.
+    const fit = Math.max(1, Math.floor(this.lib.device.limits.maxStorageBufferBindingSize / (a.T * a.H * a.HD * 4)));
+    const splits = Math.min(fit, a.splits ?? (this.matmulProfile === 'gpu' ? attentionSplits(work, a.n) : 1));
     const split = splits > 1;
     const pipe = this.lib.pipeline('attention', { HD4: a.HD / 4, TQ, KV_F16: a.kvDtype === 'f16', SPLIT: split });
     const params = [u(a.T), u(a.n), u(a.H), u(a.NKV), u(a.qStride), u(a.qOffset), u(a.window), f(a.scale), u(splits)];
@@ -261,17 +263,17 @@ export class Ops {
 
 /**
  * How many slices to split attention's key range into on a real GPU: enough
- * to reach about 8K invocations, never slices under 32 keys. Each invocation
- * walks its slice serially, so a decode row's time is its slice length:
- * measured on an H100 (docs/results/gpu-h100-3.json and -4.json), a decode
- * row against 32K keys ran in 0.6 ms in 256-key slices against 32-41 ms
- * whole, while 1016 rows against 32K keys (9K invocations already) ran
- * 37 ms whole against 51 ms in four slices. Slices of 256 keys left a decode
- * step at 512 tokens two invocations per head; the kit's attention stage
- * times fixed slice counts beside this choice.
+ * to reach about 8K invocations, never slices under 32 keys, and at most 128
+ * (attention_combine walks every slice of a row serially). Each invocation
+ * walks its slice serially, so a decode row's time is its slice length. On
+ * an H100 (gpu-h100-5.json): a Llama-1B decode row against 512 keys took
+ * 0.44 ms whole and 0.19 ms in the 2 slices of 256 keys chosen before, 0.07
+ * in 32; a row against 32K keys 34 ms whole, 0.47 ms in 128 slices and 2.0
+ * ms in 911; 1016 rows against 32K keys (9K invocations already) 31 ms
+ * whole, slower in every split (36-92 ms): more slices there only cost.
  */
 export function attentionSplits(invocations: number, keys: number): number {
-  return Math.max(1, Math.min(Math.ceil(8192 / invocations), Math.floor(keys / 32)));
+  return Math.max(1, Math.min(Math.ceil(8192 / invocations), Math.floor(keys / 32), 128));
 }
 
 /**
