@@ -16,9 +16,7 @@
  * algorithm reads no cache: it takes each chunk's tokens from the store's
  * index and computes the request as an ordinary prompt.
  */
-import type { Engine } from '../engine/engine';
-import type { ModelConfig } from '../engine/model/config';
-import type { Tokenizer } from '../engine/tokenizer/types';
+import type { Engine, ModelConfig, Tokenizer, ScoresRequest, ScoresResult } from '../engine';
 import { cacheId, compileChunk, type CompileVariant, type CompiledChunk } from '../kvcompile/compile';
 import type { KVStore } from '../kvstore';
 import { GpuTier } from '../kvstore/gpu-tier';
@@ -26,7 +24,6 @@ import { LoadingController } from '../kvlink/controller';
 import { formatAlgorithm, parseAlgorithm } from '../kvlink/algorithms';
 import { link, type TtftBreakdown } from '../kvlink/link';
 import { textOnlyChunk, type LinkLayout } from '../kvlink/layout';
-import type { ScoresRequest, ScoresResult } from '../engine/model/forward';
 import { decodeTokens, TextStream } from '../generate/generate';
 import { buildParts, type ChatMessage } from './messages';
 

@@ -11,8 +11,7 @@ import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { openModel } from '../node/session';
 import { rng, sample } from '../generate/sampling';
-import { Llama2cTokenizer } from '../engine/tokenizer/llama2c';
-import { describeSplit } from '../engine/model/gpu-plan';
+import { Llama2cTokenizer, describeSplit } from '../engine';
 
 const { values: a } = parseArgs({
   options: {

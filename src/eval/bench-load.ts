@@ -33,53 +33,8 @@ import { caseMessages } from './prompt';
 import { mean, quantile, stddev } from './stats';
 import { resolveModelPath } from './tokenizer';
 import { writeJsonAtomic } from './runner';
+import type { LoadPoint, LoadResults } from './result-files';
 import { loadChart } from './charts';
-
-export interface LoadPoint {
-  algorithm: string;
-  rate: number;
-  arrivals: number;
-  served: number;
-  unserved: number;
-  ttft_ms_mean: number;
-  ttft_ms_std: number;
-  ttft_ms_p50: number;
-  ttft_ms_p95: number;
-  /** TTFT without the wait: the link itself. */
-  service_ttft_ms_mean: number;
-  queue_ms_mean: number;
-  service_ms_mean: number;
-  throughput_rps: number;
-  throughput_tokens_per_s: number;
-  span_s: number;
-  busy_s: number;
-  /** Cores other programs kept busy while this rate ran (src/eval/host-cpu.ts); null where unreadable. */
-  other_cpu?: number | null;
-}
-
-export interface LoadResults {
-  kind: 'load';
-  /** The command line that produced the file. */
-  command?: string;
-  adapter: string;
-  model: string;
-  users: number;
-  context_tokens: number;
-  chunk_tokens: number;
-  duration_s: number;
-  max_busy_s: number;
-  max_new_tokens: number;
-  seed: number;
-  date: string;
-  complete: boolean;
-  /** The source revision, the host's 1-minute load average when the run started and ended, and its CPU count. */
-  commit?: string | null;
-  loadavg_start: number;
-  loadavg_end: number | null;
-  cpus: number;
-  cpu_model?: string;
-  points: LoadPoint[];
-}
 
 /** Poisson arrivals at `rate` per second over `duration` seconds, each from a uniformly chosen user. */
 export function poissonArrivals(rng: Rng, rate: number, duration: number, users: number): { t: number; user: number }[] {

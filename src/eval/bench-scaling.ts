@@ -27,42 +27,9 @@ import { fillerSentence } from './generators/text';
 import { median, powerLawFit } from './stats';
 import { resolveModelPath } from './tokenizer';
 import { writeJsonAtomic } from './runner';
+import type { ScalingPoint, ScalingResults } from './result-files';
 import { otherCores, sampleCpu } from './host-cpu';
 import { scalingChart } from './charts';
-
-export interface ScalingPoint {
-  algorithm: string;
-  context_tokens: number;
-  chunks: number;
-  prompt_tokens: number;
-  recomputed: number;
-  ttft_ms: number;
-  samples_ms: number[];
-  breakdown_ms: { lookup: number; load: number; recompute: number; first_token: number };
-  /** Cores other programs kept busy while this point was timed (src/eval/host-cpu.ts); null where unreadable. */
-  other_cpu?: number | null;
-}
-
-export interface ScalingResults {
-  kind: 'scaling';
-  /** The command line that produced the file. */
-  command?: string;
-  adapter: string;
-  model: string;
-  chunk_tokens: number;
-  question: string;
-  date: string;
-  complete: boolean;
-  points: ScalingPoint[];
-  skipped: { algorithm: string; context_tokens: number; reason: string }[];
-  fits: { algorithm: string; exponent: number; coefficient: number; r2: number; points: number }[];
-  /** The source revision, the host's 1-minute load average when the run started and ended, and its CPU count. */
-  commit?: string | null;
-  loadavg_start: number;
-  loadavg_end: number | null;
-  cpus: number;
-  cpu_model?: string;
-}
 
 export function fitScaling(points: ScalingPoint[], algorithms: string[]): ScalingResults['fits'] {
   return algorithms.map((algorithm) => {

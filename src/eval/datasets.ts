@@ -15,7 +15,7 @@ import { DEFAULT_TOKENIZER, loadTokenizerOnly } from './tokenizer';
 import { generateNeedle } from './generators/needle';
 import { generateMultiDoc } from './generators/multidoc';
 import { generateSamsum } from './generators/samsum';
-import type { Tokenizer } from '../engine/tokenizer/types';
+import type { Tokenizer } from '../engine';
 
 export interface DatasetOptions {
   seed: number;

@@ -12,7 +12,7 @@ import { KVStore, MemoryBlobBackend, MemoryIndexBackend } from '../kvstore';
 import { ContextCache, type CompletionEvent } from '../api/context-cache';
 import { moduleSchemaPositions } from '../api/messages';
 import type { LinkLayout } from '../kvlink/layout';
-import type { ScoresResult } from '../engine/model/forward';
+import type { ScoresResult } from '../engine';
 import type { EvalCase } from './dataset';
 import { variantFor, type Answer, type EvalBackend, type PreparedCase, type VariantName } from './backend';
 import { caseMessages } from './prompt';

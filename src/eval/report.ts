@@ -11,8 +11,7 @@ import { existsSync, readdirSync, readFileSync, writeFileSync, mkdirSync } from 
 import { join, relative, dirname } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { parseArgs } from 'node:util';
-import type { ScalingResults } from './bench-scaling';
-import type { LoadResults } from './bench-load';
+import type { LoadResults, ScalingResults } from './result-files';
 import { aggregate, answeredByAll, BUSY_HOST_CORES, type EvalResults } from './runner';
 import { accuracyChart, loadChart, scalingChart } from './charts';
 import { REPO_ROOT } from './tokenizer';

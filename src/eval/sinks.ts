@@ -29,7 +29,7 @@ import { NodeBackend } from './node-backend';
 import { table } from './format';
 import { variantFor, type VariantName } from './backend';
 import type { LinkLayout } from '../kvlink/layout';
-import type { ScoresResult } from '../engine/model/forward';
+import type { ScoresResult } from '../engine';
 import { segmentShares } from '../analysis/attention-math';
 
 interface Acc { start: number; chunk: number; tokens: number; n: number }

@@ -6,11 +6,7 @@
  */
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import type { Tokenizer } from '../engine/tokenizer/types';
-import { Llama2cTokenizer } from '../engine/tokenizer/llama2c';
-import { createGgufTokenizer, tokenizerSpecFromGguf } from '../engine/tokenizer/gguf';
-import { parseGguf } from '../engine/formats/gguf';
-import { loadHfTokenizer } from '../engine/tokenizer/hf';
+import { Llama2cTokenizer, createGgufTokenizer, tokenizerSpecFromGguf, parseGguf, loadHfTokenizer, type Tokenizer } from '../engine';
 import { nodeFileSource, nodeFolderFiles } from '../node/files';
 
 export const REPO_ROOT = join(import.meta.dirname, '../..');

@@ -9,7 +9,7 @@ import { useApp } from './store';
 import { refreshMaps } from './ask-actions';
 import { Heatmap } from './Heatmap';
 import { sinkShares, type Normalization } from '../analysis/attention-math';
-import type { AttentionMap } from '../worker/studio-protocol';
+import type { AttentionMap } from '../types/attention';
 import { useCurrentMeasures } from './prompt-context';
 
 const pct = (v: number) => `${(100 * v).toFixed(1)}%`;

@@ -2,15 +2,9 @@
  * The inference worker: owns the WebGPU device, the engine and the loaded
  * model, so the page never blocks. Requests and events are in protocol.ts.
  */
-import { createGpuContext, type GpuContext } from '../engine/gpu/device';
-import { Engine } from '../engine/engine';
-import { OutOfGpuMemoryError } from '../engine/model/gpu-model';
-import { kernelSources } from '../engine/kernel-sources';
-import type { LoadedModel } from '../engine/formats/load';
-import '../engine/formats/all';
+import { createGpuContext, Engine, OutOfGpuMemoryError, bundledKernelSources, hfConfigToModelConfig, type GpuContext, type LoadedModel } from '../engine';
 import { decodeTokens, TextStream } from '../generate/generate';
 import { parseModel, resolveSource } from './sources';
-import { hfConfigToModelConfig } from '../engine/formats/hf';
 import { deleteCachedModel, listCachedModels, opfsRoot } from './opfs-cache';
 import type { Event, GenerateRequest, InitResult, LoadResult, LoadStage, Request, GenerateResult, ModelSource } from './protocol';
 import { setDecodeDelay } from './linked-answer';
@@ -31,7 +25,7 @@ const post = (e: Event) => (self as unknown as Worker).postMessage(e);
 async function init(): Promise<InitResult> {
   if (!gpu) {
     gpu = await createGpuContext(navigator.gpu);
-    engine = Engine.create(gpu, kernelSources);
+    engine = Engine.create(gpu, bundledKernelSources());
     const ctx = gpu;
     void ctx.lost.then(async (message) => {
       if (gpu !== ctx) return;

@@ -18,17 +18,17 @@ import { textOnlyChunk } from '../kvlink/layout';
 import { compileVariantOf, formatAlgorithm, parseAlgorithm } from '../kvlink/algorithms';
 import { TextStream } from '../generate/generate';
 import { rng, sample } from '../generate/sampling';
-import type { ScoresResult } from '../engine/model/forward';
+import type { ScoresResult } from '../engine';
 import type { AskRequest, AskResult, AttentionMap, ChunkRef, CompileVariantName, MapRow, StudioEvent } from './studio-protocol';
 
 export const VARIANTS: Record<CompileVariantName, CompileVariant> = {
   plain: { kind: 'plain' },
-  // Exactly this object: it is part of the cache id.
+  // Its defaults are filled in before the cache id is hashed (kvcompile resolveVariant), so any spelling names one cache.
   legolink0: { kind: 'legolink0' },
 };
 
 export function chunkId(lego: ContextCache, tokens: number[], variant: CompileVariant): Promise<string> {
-  return cacheId({ modelId: lego.model.id, tokenizerId: lego.model.tokenizerId }, tokens, variant);
+  return cacheId({ modelId: lego.model.id, tokenizerId: lego.model.tokenizerId, bosId: lego.model.config.bosId }, tokens, variant);
 }
 
 /** The prompt an ask links: its chunks in order, then the question as text (chat template where the model has one). */

@@ -1,5 +1,5 @@
 /** Messages between the page and the inference worker. */
-import type { AdapterSummary } from '../engine/gpu/device';
+import type { AdapterSummary } from '../engine';
 import type { StudioEvent, StudioRequest } from './studio-protocol';
 
 /** A model served with the app: a URL folder and the files to fetch from it. */

@@ -7,6 +7,9 @@ import type { SplitMode } from '../kvsplit/types';
 import type { StoreStats } from '../kvstore/types';
 import type { TtftBreakdown } from '../kvlink/link';
 import type { SinkGrid } from '../analysis/sink-grid';
+import type { AttentionMap } from '../types/attention';
+
+export type { AttentionMap, MapRow } from '../types/attention';
 
 /** One chunk of a document, as KVSplit cut it, with the cache ids it has under each compile variant. */
 export interface ChunkInfo {
@@ -77,28 +80,6 @@ export interface AskFirst {
   /** Chunks that had to be compiled first (not counted in the TTFT). */
   compiledOnDemand: number;
   compileMs: number;
-}
-
-/** One query row of an attention map: raw scaled q·k against every key before it (-Infinity where masked). */
-export interface MapRow {
-  /** Text of the query token. */
-  token: string;
-  kind: 'question' | 'answer';
-  scores: Float32Array;
-}
-
-export interface AttentionMap {
-  algorithm: string;
-  layer: number;
-  head: number;
-  /** Text of every key token (prompt rows, then generated tokens). */
-  columns: string[];
-  /** Cached chunks in the prompt, in order. */
-  segments: { start: number; length: number; label: string }[];
-  /** First row after the last cached chunk (the question and its template). */
-  questionStart: number;
-  promptTokens: number;
-  rows: MapRow[];
 }
 
 export interface AskResult {

@@ -5,8 +5,7 @@
  * ContextCache and KVLink (see linked-answer.ts).
  */
 import { ContextCache } from '../api/context-cache';
-import type { Engine } from '../engine/engine';
-import type { LoadedModel } from '../engine/formats/load';
+import type { Engine, LoadedModel } from '../engine';
 import { createBrowserKVStore, type EntryInfo, type KVStore } from '../kvstore';
 import { splitDocument } from '../kvsplit';
 import { askLinked, askVariants, chunkId, compileChunks, VARIANTS } from './linked-answer';
