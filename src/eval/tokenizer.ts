@@ -23,6 +23,15 @@ export function resolveModelPath(m: string): string {
   return KNOWN_MODELS[m] ?? m;
 }
 
+/** The --model option of the commands that take one (src/cli/options.ts): a path or a known name, checked to exist. */
+export function modelOption(dflt: string) {
+  const names = Object.keys(KNOWN_MODELS).join(', ');
+  return {
+    type: 'string', default: dflt, arg: 'path|name', help: `the model: a file or folder, or a known name (${names})`,
+    check: (m: string) => (existsSync(resolveModelPath(m)) ? undefined : KNOWN_MODELS[m] ? 'not fetched yet (npm run fetch:models fetches it)' : `no such file or folder, nor a known name (${names})`),
+  } as const;
+}
+
 export const DEFAULT_TOKENIZER = join(REPO_ROOT, 'public/models/stories260K/tok512.bin');
 
 /** Number of entries in a llama2.c tokenizer file (int32 max length, then score, length, bytes per entry). */

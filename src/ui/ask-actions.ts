@@ -9,7 +9,7 @@ import { describeError, isAbort } from './errors';
 import { algorithmSpec, allChunks, COMPARE_ALGORITHMS, frameQuestion, framingFor, mapTarget, studio, type AnswerCard, type Settings } from './studio-store';
 import { engineClient } from './actions';
 import { useApp } from './store';
-import { parseAlgorithm } from '../kvlink/algorithms';
+import { parseAlgorithm, SWEEP_ALGORITHMS } from '../kvlink/catalogue';
 import { currentContext } from './prompt-context';
 
 let job: number | null = null;
@@ -164,14 +164,14 @@ export function clearAnswers() {
 }
 
 /** TTFT against context length with fixed-size chunks, for the chart. */
-export async function runSweep(algorithms = ['full', 'cacheblend:0.15', 'legolink:16']): Promise<void> {
+export async function runSweep(algorithms: readonly string[] = SWEEP_ALGORITHMS): Promise<void> {
   const s = studio();
   if (s.busy) return;
   const text = s.docs.map((d) => d.text).join('\n\n');
   stopped = false;
   s.set({ busy: 'sweep', error: null, sweep: { points: [], done: 0, total: s.settings.sweepLengths.length * algorithms.length } });
   const j = client().studio<SweepPoint[]>(
-    { type: 'sweep', req: { text, chunkTokens: s.settings.sweepChunk, lengths: s.settings.sweepLengths, algorithms } },
+    { type: 'sweep', req: { text, chunkTokens: s.settings.sweepChunk, lengths: s.settings.sweepLengths, algorithms: [...algorithms] } },
     (ev) => {
       if (ev.kind === 'sweep-point') studio().set((x) => ({ sweep: { points: [...x.sweep.points, ev.point], done: ev.done, total: ev.total } }));
     },
