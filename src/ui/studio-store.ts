@@ -145,7 +145,7 @@ export const useStudio = create<StudioState>((set) => ({
   maps: {},
   sinkGrid: null,
   mapsContext: null,
-  mapPair: ['naive', 'legolink:16'],
+  mapPair: ['naive', specFor('legolink')],
   sweep: { points: [], done: 0, total: 0 },
   set: (p) => set(p),
 }));
