@@ -7,7 +7,7 @@
  * this same function, so they measure the same pipeline.
  */
 import type { TtftBreakdown } from '../kvlink/link';
-import type { ScoresRequest, ScoresResult } from '../engine/model/forward';
+import type { ScoresRequest, ScoresResult } from '../engine';
 import { formatAlgorithm, parseAlgorithm } from '../kvlink/algorithms';
 import { chunkMessages } from './messages';
 import type { CompileProgress, CompletionEvent, ContextCacheApi, PromptLayout } from './context-cache';

@@ -20,9 +20,7 @@
  * studio all run it (the studio through the worker's transport, which
  * implements `ContextCacheApi` over postMessage: src/worker/remote.ts).
  */
-import type { Engine } from '../engine/engine';
-import type { ModelConfig } from '../engine/model/config';
-import type { Tokenizer } from '../engine/tokenizer/types';
+import type { Engine, ModelConfig, Tokenizer, ScoresRequest, ScoresResult } from '../engine';
 import { cacheId, compileChunk, type CompileVariant, type CompiledChunk } from '../kvcompile/compile';
 import { sample } from '../generate/sampling';
 import type { KVStore } from '../kvstore';
@@ -31,7 +29,6 @@ import { LoadingController } from '../kvlink/controller';
 import { compileVariantOf, formatAlgorithm, parseAlgorithm, type LinkAlgorithm } from '../kvlink/algorithms';
 import { link, type TtftBreakdown } from '../kvlink/link';
 import { textOnlyChunk, type LinkLayout } from '../kvlink/layout';
-import type { ScoresRequest, ScoresResult } from '../engine/model/forward';
 import { decodeTokens, TextStream } from '../generate/generate';
 import { buildParts, chunkMessages, moduleSchemaPositions, type ChatMessage } from './messages';
 

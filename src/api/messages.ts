@@ -4,9 +4,9 @@
  * where each cached chunk goes, and the text between markers is tokenized
  * piece by piece; without one, the contents are concatenated in order.
  */
-import type { Tokenizer } from '../engine/tokenizer/types';
-import type { CompiledChunk } from '../kvcompile/compile';
-import { layoutParts, type LinkPart } from '../kvlink/layout';
+import type { Tokenizer } from '../engine';
+import type { CompiledChunk, LinkPart } from '../types/kv';
+import { layoutParts } from '../kvlink/layout';
 
 export type ContentPart =
   | { type: 'text'; text: string }

@@ -3,7 +3,7 @@
  * invocation, key slices), for the GPU kit: every query row sees every key,
  * so a case costs 4·T·n·H·HD FLOPs.
  */
-import type { Engine } from '../engine/engine';
+import type { Engine } from '../engine';
 import { kernelPerRep, type KernelClock } from './matmul';
 
 export interface AttentionCase { T: number; n: number; H: number; NKV: number; HD: number }

@@ -1,6 +1,5 @@
 /** Standalone matmul throughput of each of our kernel variants, for bench:engine's reference line and the GPU kit. */
-import type { Engine } from '../engine/engine';
-import type { MatmulVariant, StoreDType } from '../engine/ops';
+import type { Engine, MatmulVariant, StoreDType } from '../engine';
 
 export interface MatmulTiming {
   variant: MatmulVariant;

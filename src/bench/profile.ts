@@ -5,7 +5,7 @@
  * to make faster, and their total beside the plain step (all dispatches in
  * one pass) says how much of the step is spent between dispatches.
  */
-import type { Engine } from '../engine/engine';
+import type { Engine } from '../engine';
 import { benchTokens } from './prefill';
 
 export interface KernelTime {

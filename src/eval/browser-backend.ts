@@ -21,7 +21,7 @@ import { basename, dirname, join, relative, sep } from 'node:path';
 import { createServer, type Plugin, type ViteDevServer } from 'vite';
 import { chromium, type BrowserContext, type Page } from '@playwright/test';
 import { CHROMIUM_ARGS, chromiumPath, gpuEnv } from '../../scripts/gpu-env.mjs';
-import { detectFormat } from '../engine/formats/load';
+import { detectFormat } from '../engine';
 import type { BundledModelRef } from '../worker/protocol';
 import type { EvalPageApi } from './browser-page';
 import type { EvalCase } from './dataset';

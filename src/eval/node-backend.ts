@@ -11,7 +11,7 @@ import { basename } from 'node:path';
 import { openModel, type NodeSession } from '../node/session';
 import { KVStore, MemoryBlobBackend, MemoryIndexBackend } from '../kvstore';
 import { ContextCache, type PromptLayout } from '../api/context-cache';
-import type { ScoresResult } from '../engine/model/forward';
+import type { ScoresResult } from '../engine';
 import type { EvalCase } from './dataset';
 import { variantFor, type Answer, type EvalBackend, type PreparedCase, type VariantName } from './backend';
 import { caseMessages, questionText } from './prompt';

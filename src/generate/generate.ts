@@ -3,10 +3,7 @@
  * whose last prefill produced `logits`; knows nothing of how the prompt's
  * KV got there (plain prefill or a linked set of cached chunks).
  */
-import type { Engine } from '../engine/engine';
-import type { KVCache } from '../engine/model/kv-cache';
-import type { ScoresRequest, ScoresResult } from '../engine/model/forward';
-import type { Tokenizer } from '../engine/tokenizer/types';
+import type { Engine, KVCache, ScoresRequest, ScoresResult, Tokenizer } from '../engine';
 import { rng, sample, type SamplingOptions } from './sampling';
 
 export interface DecodeOptions {

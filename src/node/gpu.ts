@@ -7,8 +7,7 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createGpuContext, NoWebGPUError, type GpuContext } from '../engine/gpu/device';
-import type { KernelSources } from '../engine/gpu/kernels';
+import { createGpuContext, NoWebGPUError, type GpuContext, type KernelSources } from '../engine';
 import { throttleDawnPolling } from './dawn-poll';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');

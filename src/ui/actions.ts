@@ -7,7 +7,7 @@ import { EngineClient } from '../worker/client';
 import { ModelUploadError } from '../worker/errors';
 import { RemoteContextCache } from '../worker/remote';
 import type { GenerateRequest, ModelSource } from '../worker/protocol';
-import { NoWebGPUError } from '../engine/gpu/device';
+import { NoWebGPUError } from '../worker/errors';
 import { useApp, type BundledModel } from './store';
 
 let client: EngineClient | null = null;

@@ -9,7 +9,7 @@ import { client, lego, refreshLibrary } from './doc-actions';
 import { describeError, isAbort } from './errors';
 import { algorithmSpec, allChunks, COMPARE_ALGORITHMS, frameQuestion, framingFor, mapTarget, studio, type AnswerCard, type Settings } from './studio-store';
 import { useApp } from './store';
-import { parseAlgorithm } from '../kvlink/algorithms';
+import { parseAlgorithm, SWEEP_ALGORITHMS } from '../kvlink/catalogue';
 import { currentContext } from './prompt-context';
 
 /** Stops whatever runs now (an ask, the sink map, the sweep). */
@@ -165,7 +165,7 @@ export function clearAnswers() {
 }
 
 /** TTFT against context length with fixed-size chunks, for the chart. */
-export async function runSweep(algorithms = ['full', 'cacheblend:0.15', 'legolink:16']): Promise<void> {
+export async function runSweep(algorithms: readonly string[] = SWEEP_ALGORITHMS): Promise<void> {
   const s = studio();
   if (s.busy) return;
   const text = s.docs.map((d) => d.text).join('\n\n');
@@ -173,7 +173,7 @@ export async function runSweep(algorithms = ['full', 'cacheblend:0.15', 'legolin
   s.set({ busy: 'sweep', error: null, sweep: { points: [], done: 0, total: s.settings.sweepLengths.length * algorithms.length } });
   const j = client().call(
     'sweep',
-    { text, chunkTokens: s.settings.sweepChunk, lengths: s.settings.sweepLengths, algorithms },
+    { text, chunkTokens: s.settings.sweepChunk, lengths: s.settings.sweepLengths, algorithms: [...algorithms] },
     (ev) => studio().set((x) => ({ sweep: { points: [...x.sweep.points, ev.point], done: ev.done, total: ev.total } })),
   );
   stopJob = () => client().cancel(j.id);

@@ -4,15 +4,9 @@
  * protocol.ts's `Calls` map has one handler here (`handlers`, checked by
  * type); errors go back serialised by name (errors.ts).
  */
-import { createGpuContext, type GpuContext } from '../engine/gpu/device';
-import { Engine } from '../engine/engine';
-import { OutOfGpuMemoryError } from '../engine/model/gpu-model';
-import { kernelSources } from '../engine/kernel-sources';
-import type { LoadedModel } from '../engine/formats/load';
-import '../engine/formats/all';
+import { createGpuContext, Engine, OutOfGpuMemoryError, bundledKernelSources, hfConfigToModelConfig, type GpuContext, type LoadedModel } from '../engine';
 import { decodeTokens, TextStream } from '../generate/generate';
 import { parseModel, resolveSource } from './sources';
-import { hfConfigToModelConfig } from '../engine/formats/hf';
 import { deleteCachedModel, listCachedModels, opfsRoot } from './opfs-cache';
 import type { CallType, Calls, GenerateRequest, GenerateResult, InitResult, LoadStage, ModelInfo, ModelSource, Reply, Request } from './protocol';
 import { StudioWorker, type ModelSession } from './studio';
@@ -34,7 +28,7 @@ const post = (e: Reply) => (self as unknown as Worker).postMessage(e);
 async function init(): Promise<InitResult> {
   if (!gpu) {
     gpu = await createGpuContext(navigator.gpu);
-    engine = Engine.create(gpu, kernelSources);
+    engine = Engine.create(gpu, bundledKernelSources());
     const ctx = gpu;
     void ctx.lost.then(async (message) => {
       if (gpu !== ctx) return;

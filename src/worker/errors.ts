@@ -6,10 +6,10 @@
  * `instanceof ModelUploadError`, never a name string. A name the registry does
  * not know comes back as a `WorkerError` carrying that name.
  */
-import { NoWebGPUError } from '../engine/gpu/device';
-import { OutOfGpuMemoryError } from '../engine/model/gpu-model';
-import { UnsupportedModelError } from '../engine/model/config';
-import { ModelFormatError } from '../engine/formats/source';
+import { ModelFormatError, NoWebGPUError, OutOfGpuMemoryError, UnsupportedModelError } from '../engine';
+
+// The engine's own error classes, so the page finds every error that crosses the worker here.
+export { ModelFormatError, NoWebGPUError, OutOfGpuMemoryError, UnsupportedModelError };
 import { BinaryDocumentError, DocumentTooLargeError, EmptyDocumentError, SplitError } from '../kvsplit/types';
 import { CorruptBlobError, StorageFullError } from '../kvstore/types';
 import { HubError } from './hub';

@@ -8,8 +8,7 @@
  * is fetched as it is. Bytes stream straight into OPFS (never held whole in
  * memory), with byte progress across files and an AbortSignal to cancel.
  */
-import { ModelFormatError } from '../engine/formats/source';
-import type { ModelFiles } from '../engine/formats/load';
+import { ModelFormatError, type ModelFiles } from '../engine';
 import { CacheWriter, cacheKey, isFlatName, openCachedModel, type CacheDir } from './opfs-cache';
 
 export const DEFAULT_HUB = 'https://huggingface.co';

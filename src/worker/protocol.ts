@@ -6,7 +6,7 @@
  * ContextCache's calls carry its own request and event types: the page's
  * RemoteContextCache (remote.ts) implements ContextCacheApi over them.
  */
-import type { AdapterSummary } from '../engine/gpu/device';
+import type { AdapterSummary } from '../engine';
 import type { CompileOptions, CompileProgress, CompletionEvent, CompletionRequest } from '../api/context-cache';
 import type { SplitMode } from '../kvsplit/types';
 import type { SerializedError } from './errors';

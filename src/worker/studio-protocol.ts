@@ -8,8 +8,10 @@ import type { StoreStats } from '../kvstore/types';
 import type { TtftBreakdown } from '../kvlink/link';
 import type { SinkGrid } from '../analysis/sink-grid';
 import type { AskFirst } from '../api/ask';
+import type { AttentionMap } from '../types/attention';
 
 export type { AskFirst } from '../api/ask';
+export type { AttentionMap, MapRow } from '../types/attention';
 
 /** One chunk of a document, as KVSplit cut it, with the cache ids it has under each compile variant. */
 export interface ChunkInfo {
@@ -70,28 +72,6 @@ export interface AskRequest {
   scores?: { layer: number; head: number };
   /** The first ask of each algorithm warms its GPU pipelines, untimed (the studio's default). */
   warmup?: boolean;
-}
-
-/** One query row of an attention map: raw scaled q·k against every key before it (-Infinity where masked). */
-export interface MapRow {
-  /** Text of the query token. */
-  token: string;
-  kind: 'question' | 'answer';
-  scores: Float32Array;
-}
-
-export interface AttentionMap {
-  algorithm: string;
-  layer: number;
-  head: number;
-  /** Text of every key token (prompt rows, then generated tokens). */
-  columns: string[];
-  /** Cached chunks in the prompt, in order. */
-  segments: { start: number; length: number; label: string }[];
-  /** First row after the last cached chunk (the question and its template). */
-  questionStart: number;
-  promptTokens: number;
-  rows: MapRow[];
 }
 
 export interface AskResult {

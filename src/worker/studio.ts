@@ -6,8 +6,7 @@
  */
 import { ContextCache } from '../api/context-cache';
 import { ask } from '../api/ask';
-import type { Engine } from '../engine/engine';
-import type { LoadedModel } from '../engine/formats/load';
+import type { Engine, LoadedModel } from '../engine';
 import { createBrowserKVStore, type EntryInfo, type KVStore } from '../kvstore';
 import { splitDocument } from '../kvsplit';
 import type { SplitMode } from '../kvsplit/types';
@@ -50,7 +49,7 @@ export class StudioWorker {
   async split(docId: string, text: string, mode: SplitMode): Promise<SplitResult> {
     const lego = await this.cc();
     const chunks = splitDocument({ id: docId, text }, lego.model.tokenizer, mode);
-    const ctx = { modelId: lego.model.id, tokenizerId: lego.model.tokenizerId };
+    const ctx = { modelId: lego.model.id, tokenizerId: lego.model.tokenizerId, bosId: lego.model.config.bosId };
     const out = [];
     for (const c of chunks) {
       if (!c.tokens.length) continue;

@@ -42,7 +42,7 @@ async function complete(lego: ContextCache, req: CompletionRequest) {
 test('compileContext for an algorithm: variants, schema positions, progress, cancellation', async () => {
   const { store, lego } = await fresh();
   const tokens = await Promise.all(DOCS.map((d) => lego.tokenize(d)));
-  const ctx = { modelId: 'stories260K', tokenizerId: 'tok512' };
+  const ctx = { modelId: 'stories260K', tokenizerId: 'tok512', bosId: lego.model.config.bosId };
   const progress: CompileProgress[] = [];
   const l0 = await lego.compileContext(DOCS, { algorithm: 'legolink0', onProgress: (p) => progress.push(p) });
   assert.deepEqual(l0, await Promise.all(tokens.map((t) => cacheId(ctx, t, { kind: 'legolink0' }))));

@@ -23,7 +23,8 @@ import { loadKernelSources } from '../../src/node/gpu';
 import { compileChunk } from '../../src/kvcompile/compile';
 import { cacheBlendPass } from '../../src/kvlink/cacheblend';
 import { parseAlgorithm } from '../../src/kvlink/algorithms';
-import { layoutParts, type LinkPart } from '../../src/kvlink/layout';
+import { layoutParts } from '../../src/kvlink/layout';
+import type { LinkPart } from '../../src/types/kv';
 import { harness } from '../helpers/gpu';
 
 const STORIES = join(import.meta.dirname, '../../public/models/stories260K/stories260K.bin');

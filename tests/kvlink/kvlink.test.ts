@@ -30,7 +30,8 @@ import { loadKernelSources } from '../../src/node/gpu';
 import { compileChunk, type CompileContext } from '../../src/kvcompile/compile';
 import { link } from '../../src/kvlink/link';
 import { parseAlgorithm, staticRecomputeRows } from '../../src/kvlink/algorithms';
-import { layoutParts, textOnlyChunk, type LinkPart } from '../../src/kvlink/layout';
+import { layoutParts, textOnlyChunk } from '../../src/kvlink/layout';
+import type { LinkPart } from '../../src/types/kv';
 import { assertClose, harness } from '../helpers/gpu';
 import { rerotationTolerance, scaledMaxDiff } from '../helpers/compare';
 
