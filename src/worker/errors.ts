@@ -12,9 +12,16 @@ import { ModelFormatError, NoWebGPUError, OutOfGpuMemoryError, UnsupportedModelE
 export { ModelFormatError, NoWebGPUError, OutOfGpuMemoryError, UnsupportedModelError };
 import { BinaryDocumentError, DocumentTooLargeError, EmptyDocumentError, SplitError } from '../kvsplit/types';
 import { CorruptBlobError, StorageFullError } from '../kvstore/types';
-import { HubError } from './hub';
 
 /** Uploading a model's weights failed after the loaded model was dropped: no model is loaded now. */
+/** A download from the Hugging Face Hub failed (network, missing file, gated repository, no storage). */
+export class HubError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'HubError';
+  }
+}
+
 export class ModelUploadError extends Error {
   constructor(modelName: string, cause: string) {
     super(`Uploading ${modelName} to the GPU failed: ${cause}`);
