@@ -114,10 +114,11 @@ export class Ops {
   }
 
   /**
-   * The variant a product [T, K]·[K, N] gets when the call names none. On an H100 (gpu-h100-4.json) the 128-row
-   * tiles won on Llama-1B's gate/up (2048 tiles, K 2048: 33 against 30 TFLOP/s) and down products (256 tiles,
-   * K 8192: 32 against 29) but lost on its q/k/v (384 tiles, K 2048: 22 against 27): with a short K the larger
-   * tile's fill and drain weigh more, so it needs many more tiles to pay off.
+   * The variant a product [T, K]·[K, N] gets when the call names none. On an H100 (gpu-h100-4.json, -6.json)
+   * the 128-row tiles won on Llama-1B's gate/up (2048 tiles, K 2048: 33 against 31 TFLOP/s) and down products
+   * (256 tiles, K 8192: 33 against 29) but lost on its q/k/v (384 tiles, K 2048: 25 against 29). They also won
+   * on its output product (256 tiles, K 2048: 32 against 29), which this rule gives the 64-row tiles: the
+   * costlier of the two misses the old rule (>= 256 tiles) and this one make (0.07 against 0.17 ms a layer).
    */
   pickMatmul(T: number, N: number, K = Infinity): MatmulVariant {
     if (this.matmulProfile === 'cpu') return 'reg';
