@@ -79,7 +79,7 @@ export const ALGORITHM_CATALOGUE: readonly AlgorithmInfo[] = [
   },
   {
     kind: 'legolink', label: 'LegoLink-k', menu: 'LegoLink-k', role: 'linking',
-    recomputes: 'the first k tokens of every chunk but the first, plus the uncached',
+    recomputes: 'the first k tokens of every chunk not at the start of the prompt (a chunk at row 0 keeps its sinks), plus the uncached',
     param: K('tokens recomputed per chunk'), variant: 'plain', paper: { title: EPIC, where: '§4' }, compare: true, sweep: true,
   },
   {
