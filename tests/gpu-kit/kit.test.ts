@@ -43,7 +43,16 @@ test('npm run gpu:kit builds a kit under 60 MiB whose smoke run passes on this a
     assert.equal(row.adapter, r.adapter.description, 'every figure carries the adapter');
   }
   // Packed quantized weights beside f16: fewer bytes, and throughput measured for each.
-  const quant = r.quant as { weights: string; adapter: string; weight_bytes: number; tokens_per_s: number; decode_tokens_per_s?: number }[];
+  type Profile = { step_gpu_ms: number; kernels: { kernel: string; dispatches: number; us: number }[] };
+  const all = r.quant as { weights: string; adapter: string; weight_bytes: number; tokens_per_s: number; decode_tokens_per_s?: number; profile?: Profile }[];
+  const quant = all.filter((x) => !x.profile);
+  // Each type's decode step, kernel by kernel (the smoke run profiles tiny-llama): the matrix products are there.
+  const profiles = all.filter((x) => x.profile);
+  assert.deepEqual(profiles.map((x) => x.weights), ['f16', 'q4_0', 'q8_0']);
+  for (const p of profiles) {
+    const mm = p.profile!.kernels.filter((k) => k.kernel.startsWith('matmul') || k.kernel === 'gemv');
+    assert.ok(p.profile!.step_gpu_ms > 0 && mm.length && mm.every((k) => k.dispatches > 0 && k.us > 0), JSON.stringify(p.profile));
+  }
   assert.deepEqual(quant.map((x) => x.weights), ['f16', 'q4_0', 'q8_0'], JSON.stringify(quant).slice(0, 2000));
   for (const row of quant) {
     assert.ok(row.tokens_per_s > 0 && row.decode_tokens_per_s! > 0 && row.adapter === r.adapter.description, JSON.stringify(row));
