@@ -6,6 +6,7 @@ import { createGpuContext, type GpuContext } from '../engine/gpu/device';
 import { Engine } from '../engine/engine';
 import { OutOfGpuMemoryError } from '../engine/model/gpu-model';
 import { kernelSources } from '../engine/kernel-sources';
+import { isQuant } from '../engine/quant';
 import type { LoadedModel } from '../engine/formats/load';
 import '../engine/formats/all';
 import { decodeTokens, TextStream } from '../generate/generate';
@@ -77,7 +78,8 @@ async function load(id: number, ref: ModelSource, requested?: 'f32' | 'f16'): Pr
   }
   const weightDtype = gm.dtype;
   model = m;
-  modelKey = `${resolved.name}|${weightDtype}`;
+  // Packed quantized matrices compute (slightly) different keys and values than the same file dequantized to f16.
+  modelKey = `${resolved.name}|${weightDtype}${Object.keys(gm.matrixBytes).some(isQuant) ? '|packed' : ''}`;
   // Files from disk stay readable; a Hub model comes back from the cache (or the network) after a lost device.
   modelRef = { ref: resolved.cacheKey && ref.kind === 'files' ? { kind: 'cached', key: resolved.cacheKey } : ref, weightDtype };
   const c = m.config;
