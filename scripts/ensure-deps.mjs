@@ -12,6 +12,13 @@
 // otherwise try to download and build llama.cpp from GitHub where none fits.
 // NODE_LLAMA_CPP_SKIP_DOWNLOAD=true here, and `config.nodeLlamaCppPostinstall:
 // "skip"` in package.json for a plain `npm ci` / `npm install`, turn that off.
+//
+// onnxruntime-node (a dependency of @huggingface/transformers) would download
+// its CUDA providers from GitHub in its postinstall on Linux x64; we use its
+// CPU build only. Its own environment variables skip that. (Set in .npmrc
+// they made npm warn "Unknown project config" on every command: npm accepts
+// only its own keys there.) For a plain install, set them yourself:
+// `ONNXRUNTIME_NODE_INSTALL=skip ONNXRUNTIME_NODE_INSTALL_CUDA=skip npm ci`.
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -22,7 +29,7 @@ export function ensureNodeModules(root, tag, required = ['vite', 'webgpu', '@pla
   if (ok) return;
   console.log(`[${tag}] installing npm packages (npm ci)`);
   const flags = ['--no-audit', '--no-fund'];
-  const env = { ...process.env, NODE_LLAMA_CPP_SKIP_DOWNLOAD: 'true' };
+  const env = { ...process.env, NODE_LLAMA_CPP_SKIP_DOWNLOAD: 'true', ONNXRUNTIME_NODE_INSTALL: 'skip', ONNXRUNTIME_NODE_INSTALL_CUDA: 'skip' };
   const ci = spawnSync('npm', ['ci', ...flags], { cwd: root, env, stdio: ['ignore', 'inherit', 'pipe'], encoding: 'utf8' });
   if (ci.status === 0) return;
   const err = ci.stderr ?? '';

@@ -80,7 +80,7 @@ command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,m
 if [ "$SMOKE" = 1 ]; then
   ARGS=(--tests engine/kernels.test.mjs,engine/llama2c.test.mjs --matmul-model tiny-llama --models tiny-llama,smollm2-135m --lengths 16 --decode-steps 2
         --quant-model tiny-llama --quant-types f16,q4_0,q8_0 --quant-lengths 16
-        --link-models tiny-llama --contexts 256 --chunk-tokens 128 --budget-s "$BUDGET")
+        --link-models tiny-llama --contexts 256 --chunk-tokens 128 --profile-models tiny-llama --budget-s "$BUDGET")
   TORCH_ARGS=(--models tiny-llama --lengths 16,32 --decode-steps 2 --budget-s 60)
 else
   # The PyTorch reference gets its own slice of the budget, after the engine.

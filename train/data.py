@@ -43,7 +43,7 @@ import re
 import sys
 from dataclasses import dataclass
 
-from world import DOC_WRITERS, KINDS, QA, World, answer_of, one_hop, two_hop
+from world import DOC_WRITERS, QA, World, one_hop, two_hop
 
 # ----------------------------------------------------------------------------- samples
 
@@ -110,33 +110,6 @@ def make_sample(rng: random.Random, doc_budget: int, n_questions: int = 1, count
     instr = rng.choice(INSTRUCTIONS) if rng.random() < 0.15 else ''
     return Sample([t for _, t, _ in chosen], qas, instr, tuple(e.kind for e, _, _ in chosen),
                   tuple(e for e, _, _ in chosen))
-
-
-def make_drill(rng: random.Random, n_docs: int, n_facts: int, count=est_tokens) -> Sample:
-    """A binding drill (training only): up to `n_docs` documents of one kind, each cut to
-    `n_facts` of its fact sentences, all of which state one shared attribute, and one question
-    per document about that attribute. Every value of the asked relation is in the context, so
-    only the question's name picks the answer, and with many candidates a guess by relation
-    alone is rarely right (associative recall with many keys)."""
-    while True:
-        kind = rng.choice(KINDS)
-        s = make_sample(rng, 75 * (n_docs + 1), n_questions=0, count=count, crowd=kind)
-        ents = [e for e in s.entities if e.kind == kind]
-        stated = dict.fromkeys(k for e in ents for k in e.sentences)  # in order: the draw stays seeded
-        # the attribute with the most distinct values among them (founders, say, repeat in a company crowd)
-        attr = max(stated, key=lambda k: len({answer_of(e, k) for e in ents if k in e.sentences}) + rng.random(),
-                   default=None)
-        ents = [e for e in ents if attr in e.sentences][:n_docs]
-        if len(ents) < 2:
-            continue
-        docs, qas = [], []
-        for e in ents:
-            others = [k for k in e.sentences if k != attr]
-            keep = set(rng.sample(others, min(len(others), n_facts - 1))) | {attr}
-            docs.append('Title: ' + e.title + '\n ' + ' '.join(t for k, t in e.sentences.items() if k in keep) + '\n\n')
-            qas.append(next(qa for qa in one_hop(e, {attr}, rng) if qa.answer == answer_of(e, attr)))
-        rng.shuffle(qas)
-        return Sample(docs, qas, '', tuple(e.kind for e in ents), tuple(ents))
 
 
 def question_text(qa: QA, instruction: str = '') -> str:

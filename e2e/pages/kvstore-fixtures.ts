@@ -1,5 +1,5 @@
 /** Deterministic caches for the KVStore e2e pages (page and worker). */
-import type { LayerRows } from '../../src/engine/model/kv-io';
+import type { LayerRows } from '../../src/types/kv';
 
 /** `[tokens, kvDim]` layers: value i of layer l, K or V, is a function of (seed, l, i), bounded by 13. */
 export function layers(nLayers: number, tokens: number, kvDim: number, seed: number): LayerRows[] {

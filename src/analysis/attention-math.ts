@@ -5,7 +5,7 @@
  * QKᵀ), column sums, per-chunk sink shares, and column downsampling for long
  * contexts.
  */
-import type { AttentionMap } from '../worker/studio-protocol';
+import type { AttentionMap } from '../types/attention';
 
 export type Normalization = 'softmax' | 'minmax';
 

@@ -4,11 +4,14 @@
  * where each cached chunk goes, and the text between markers is tokenized
  * piece by piece; without one, the contents are concatenated in order.
  */
-import type { Tokenizer } from '../engine/tokenizer/types';
-import type { CompiledChunk } from '../kvcompile/compile';
-import { layoutParts, type LinkPart } from '../kvlink/layout';
+import type { Tokenizer } from '../engine';
+import type { CompiledChunk, LinkPart } from '../types/kv';
+import { layoutParts } from '../kvlink/layout';
 
-export type ContentPart = { type: 'text'; text: string } | { type: 'cache'; id: string };
+export type ContentPart =
+  | { type: 'text'; text: string }
+  /** A cached chunk; `tokens`, where the caller has them, serve the `prompt` algorithm, which reads no cache. */
+  | { type: 'cache'; id: string; tokens?: number[] };
 export interface ChatMessage {
   role: 'system' | 'user' | 'assistant';
   content: string | ContentPart[];
@@ -44,6 +47,10 @@ export async function buildParts(
   }
   return parts;
 }
+
+/** The prompt of an ask or an evaluation case: one user message, the chunks in order, then the text after them. */
+export const chunkMessages = (ids: readonly string[], text: string): ChatMessage[] =>
+  [{ role: 'user', content: [...ids.map((id) => ({ type: 'cache' as const, id })), { type: 'text' as const, text }] }];
 
 /**
  * Prompt Cache's schema for a prompt of cached chunks: one module per chunk,

@@ -3,11 +3,14 @@
  * invocation, key slices), for the GPU kit: every query row sees every key,
  * so a case costs 4·T·n·H·HD FLOPs.
  */
-import type { Engine } from '../engine/engine';
-import { perRep } from './matmul';
+import type { Engine } from '../engine';
+import { kernelPerRep, type KernelClock } from './matmul';
 
 export interface AttentionCase { T: number; n: number; H: number; NKV: number; HD: number }
-export interface AttentionTiming extends AttentionCase { rowsPerThread: 1 | 4; splits: number | 'auto'; chosen: boolean; ms: number; gflops: number }
+export interface AttentionTiming extends AttentionCase { rowsPerThread: 1 | 4; splits: number | 'auto'; chosen: boolean; ms: number; gflops: number; clock: KernelClock }
+
+/** Slice counts timed beside the engine's own choice ('auto') and none: fixed counts show whether the choice is right. */
+const FIXED_SPLITS = [1, 2, 4, 8, 32, 128] as const;
 
 export async function timeAttention(e: Engine, c: AttentionCase, targetMs = 60): Promise<AttentionTiming[]> {
   const dev = e.gpu.device;
@@ -28,8 +31,20 @@ export async function timeAttention(e: Engine, c: AttentionCase, targetMs = 60):
   const out = buf(c.T * c.H * c.HD * 4);
   const rows: AttentionTiming[] = [];
   try {
+    // The first launches on a cold GPU ran up to 3x slower than the same launch later (gpu-h100-6.json): warm up first.
+    const warm = { q, qStride: W, qOffset: 0, k, v, kvDtype: 'f32' as const, qpos, kpos, out, T: c.T, n: c.n, H: c.H, NKV: c.NKV, HD: c.HD, window: 0, scale: 0.125, bounds };
+    const tw = performance.now();
+    while (performance.now() - tw < targetMs) {
+      e.ops.attention(warm);
+      await e.ops.d.read(out, 0, 16);
+    }
     for (const rowsPerThread of [1, 4] as const) {
-      for (const splits of ['auto', 1] as const) {
+      // Four rows an invocation only differ from one where there are several query rows.
+      if (rowsPerThread === 4 && c.T < 4) continue;
+      // Slice partials past the binding limit would be refused (validation errors, and no work timed).
+      const fits = (s: number) => Math.ceil(c.T / rowsPerThread) * rowsPerThread * c.H * s * c.HD * 4 <= dev.limits.maxStorageBufferBindingSize;
+      const fixed = FIXED_SPLITS.filter((s) => s <= c.n / 16 && fits(s));
+      for (const splits of ['auto', ...fixed] as const) {
         const args = { q, qStride: W, qOffset: 0, k, v, kvDtype: 'f32' as const, qpos, kpos, out, T: c.T, n: c.n, H: c.H, NKV: c.NKV, HD: c.HD, window: 0, scale: 0.125, bounds, rowsPerThread, splits: splits === 'auto' ? undefined : splits };
         const run = async (reps: number) => {
           const t0 = performance.now();
@@ -40,9 +55,9 @@ export async function timeAttention(e: Engine, c: AttentionCase, targetMs = 60):
         await run(1);
         const once = await run(1);
         const reps = Math.max(2, Math.min(200, Math.ceil(targetMs / Math.max(once, 0.01))));
-        const ms = await perRep(run, reps);
+        const { ms, clock } = await kernelPerRep(e, run, reps);
         const chosen = splits === 'auto' && rowsPerThread === (e.ops.matmulProfile === 'cpu' ? 4 : 1);
-        rows.push({ ...c, rowsPerThread, splits, chosen, ms, gflops: (4 * c.T * c.n * c.H * c.HD) / ms / 1e6 });
+        rows.push({ ...c, rowsPerThread, splits, chosen, ms, clock, gflops: (4 * c.T * c.n * c.H * c.HD) / ms / 1e6 });
       }
     }
   } finally {

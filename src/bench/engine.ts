@@ -10,21 +10,27 @@
  * file and token ids. Every figure carries the adapter's (or engine's) name.
  */
 import { existsSync, writeFileSync } from 'node:fs';
-import { parseArgs } from 'node:util';
+import { parseCommand } from '../cli/options';
 import { openModel } from '../node/session';
 import { bestMatmul, decodeMatmulReference } from './matmul';
 import { benchPrefillDecode, benchTokens } from './prefill';
 import { benchLlamaCpp } from './llamacpp';
 import { KNOWN_MODELS } from '../eval/tokenizer';
 
-const { values: a } = parseArgs({
+const a = parseCommand({
+  command: 'npm run bench:engine',
+  summary: 'Prefill and decode throughput of each known model on this adapter, beside the best standalone matmul, decode\'s matrix-vector products alone and, for GGUF files, llama.cpp on the CPU.',
   options: {
-    json: { type: 'string' }, lengths: { type: 'string' }, models: { type: 'string' }, budget: { type: 'string', default: '120' },
-    'decode-steps': { type: 'string', default: '16' }, 'no-llamacpp': { type: 'boolean', default: false },
+    json: { type: 'string', arg: 'out.json', help: 'also write the figures as JSON' },
+    lengths: { type: 'numbers', min: 1, help: 'prompt lengths, all measured (default: 128,512,2048 within --budget)' },
+    models: { type: 'list', default: Object.keys(KNOWN_MODELS), help: 'known model names' },
+    budget: { type: 'number', default: 120, min: 0, help: 'seconds per model for the default lengths' },
+    'decode-steps': { type: 'integer', default: 16, min: 1, help: 'decode steps timed' },
+    'no-llamacpp': { type: 'boolean', help: 'skip llama.cpp' },
   },
 });
-const wanted = a.models ? a.models.split(',') : Object.keys(KNOWN_MODELS);
-const lengths = (a.lengths ?? '128,512,2048').split(',').map(Number);
+const wanted = a.models;
+const lengths = a.lengths ?? [128, 512, 2048];
 
 const results: Record<string, unknown>[] = [];
 for (const name of wanted) {
@@ -39,9 +45,9 @@ for (const name of wanted) {
   const N = c.nHeads * c.headDim + 2 * c.nKvHeads * c.headDim;
   const mm = await bestMatmul(s.engine, 2048, c.hidden, N, s.engine.model!.dtype);
   console.log(`[${adapter}] ${name}: best standalone matmul [2048x${c.hidden}]·[${c.hidden}x${N}] = ${mm.gflops.toFixed(2)} GFLOP/s (${mm.variant})`);
-  const decodeSteps = Number(a['decode-steps']);
+  const decodeSteps = a['decode-steps'];
   const rows = await benchPrefillDecode(s.engine, {
-    lengths, budgetS: Number(a.budget), forced: !!a.lengths, decodeSteps,
+    lengths, budgetS: a.budget, forced: !!a.lengths, decodeSteps,
     log: (line) => console.log(`[${adapter}] ${name} ${line}`),
   });
   const gemv = await decodeMatmulReference(s.engine);

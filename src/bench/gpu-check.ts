@@ -13,11 +13,12 @@
  *   6. engine: prefill at several lengths and decode, for each real-shape
  *      model (shapes.json, random weights), with the decode roofline that its
  *      weight bytes and the measured copy bandwidth allow;
+ *      profile: with it, one decode step's GPU time kernel by kernel (profile.ts);
  *   7. link: TTFT of linking algorithms at long contexts in 512-token chunks.
  * Everything goes to one JSON file, rewritten after every step, so a run cut
  * short still leaves what it measured. Every figure carries the adapter.
  *
- *   node gpu-check.mjs --out DIR [--stages parity,copy,quant,engine,link] [--models a,b]
+ *   node gpu-check.mjs --out DIR [--stages parity,copy,quant,engine,profile,link] [--models a,b]
  *     [--quant-model llama-3.2-1b] [--quant-types f16,q4_k,q4_0,q8_0] [--quant-lengths 512,2048]
  *     [--lengths 512,2048,8192] [--contexts 8192,32768] [--link-models smollm2-135m]
  *     [--budget-s 300] [--tests a.test.mjs,...]
@@ -27,19 +28,20 @@ import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createNodeGpu, loadKernelSources, type NodeGpu } from '../node/gpu';
-import { Engine } from '../engine/engine';
+import { Engine } from '../engine';
 import { SHAPE_NAMES, shapeConfig, syntheticWeights } from './shapes';
-import { isQuant, type QuantType } from '../engine/quant';
+import { isQuant, type QuantType } from '../engine';
 import { benchPrefillDecode, prefillFlops } from './prefill';
 import { benchTtft, compileBenchChunks, ttftRatios } from './ttft';
 import { timeMatmuls } from './matmul';
 import { timeAttention, type AttentionCase } from './attention';
+import { formatProfile, profileDecode } from './profile';
 import { GpuTier } from '../kvstore/gpu-tier';
 
 const { values: a } = parseArgs({
   options: {
     out: { type: 'string', default: '.' },
-    stages: { type: 'string', default: 'parity,copy,quant,matmul,attention,engine,link' },
+    stages: { type: 'string', default: 'parity,copy,quant,matmul,attention,engine,profile,link' },
     'quant-model': { type: 'string', default: 'llama-3.2-1b' },
     'quant-types': { type: 'string', default: 'f16,q4_k,q4_0,q8_0' },
     'quant-lengths': { type: 'string', default: '512,2048' },
@@ -53,6 +55,9 @@ const { values: a } = parseArgs({
     tests: { type: 'string' },
     'decode-steps': { type: 'string', default: '32' },
     'matmul-model': { type: 'string', default: 'llama-3.2-1b' },
+    'profile-models': { type: 'string' },
+    // Also link in host memory with Engine.submitEachLayer flipped, to see what the per-layer submission does to uploads.
+    'link-other-way': { type: 'boolean', default: false },
   },
 });
 const t0 = performance.now();
@@ -180,13 +185,16 @@ async function main() {
     report.matmul = rows;
     const c = shapeConfig(a['matmul-model']!);
     const qkv = (c.nHeads + 2 * c.nKvHeads) * c.headDim;
-    // [T, K, N]: the fused q/k/v, gate/up and down projections at a 2048-token prefill, and at decode with the LM head.
-    const shapes: [number, number, number][] = [[2048, c.hidden, qkv], [2048, c.hidden, 2 * c.intermediate], [2048, c.intermediate, c.hidden],
+    // [T, K, N]: the fused q/k/v, output, gate/up and down projections at a 2048-token prefill, q/k/v at 512,
+    // and at decode with the LM head.
+    const qDim = c.nHeads * c.headDim;
+    const shapes: [number, number, number][] = [[2048, c.hidden, qkv], [2048, qDim, c.hidden], [2048, c.hidden, 2 * c.intermediate],
+      [2048, c.intermediate, c.hidden], [512, c.hidden, qkv],
       [1, c.hidden, qkv], [1, c.hidden, 2 * c.intermediate], [1, c.intermediate, c.hidden], [1, c.hidden, c.vocabSize]];
     try {
       for (const [T, K, N] of shapes) {
         for (const m of await timeMatmuls(e, T, K, N, 'f16')) {
-          const chosen = e.ops.pickMatmul(T, N) === m.variant;
+          const chosen = e.ops.pickMatmul(T, N, K) === m.variant;
           rows.push({ adapter, ...m, chosen });
           log(`[${adapter}] matmul ${m.variant}${chosen ? ' (chosen)' : ''} [${T}x${K}]·[${K}x${N}] f16: ${m.ms.toFixed(3)} ms, ${m.gflops.toFixed(0)} GFLOP/s, ${m.weightGBps.toFixed(0)} GB/s of weights`);
         }
@@ -206,7 +214,7 @@ async function main() {
     const head = (c: typeof m, T: number, n: number): AttentionCase => ({ T, n, H: c.nHeads, NKV: c.nKvHeads, HD: c.headDim });
     // Decode and a LegoLink recompute at 32K, a prefill block, and the 1B model's 2048-token prefill (all keys visible).
     const cases = a['matmul-model'] === 'tiny-llama' ? [head(m, 1, 256), head(m, 64, 256)]
-      : [head(sm, 1, 32768), head(sm, 1016, 32768), head(sm, 4096, 8192), head(m, 2048, 2048)];
+      : [head(m, 1, 512), head(sm, 1, 32768), head(sm, 1016, 32768), head(sm, 4096, 8192), head(m, 2048, 2048)];
     try {
       for (const c of cases) {
         for (const t of await timeAttention(e, c)) {
@@ -243,6 +251,13 @@ async function main() {
           rows.push({ adapter, model: shape, weight_dtype: e.model!.dtype, weight_bytes: weightBytes, params: e.model!.plan.params, ...row, ...roof });
         }
         if (rooflineTokS && r[0]?.decode_tokens_per_s) log(`[${adapter}] ${shape} decode ${r[0].decode_tokens_per_s.toFixed(1)} tok/s = ${((r[0].decode_tokens_per_s / rooflineTokS) * 100).toFixed(1)}% of the ${rooflineTokS.toFixed(0)} tok/s its ${(weightBytes / 2 ** 20).toFixed(0)} MiB of weights allow at the copy bandwidth`);
+        if (stages.has('profile') && (!a['profile-models'] || a['profile-models'].split(',').includes(shape))) {
+          const p = await profileDecode(e, lengths[0]);
+          if (p) {
+            rows.push({ adapter, model: shape, weight_dtype: e.model!.dtype, profile: p });
+            for (const l of formatProfile(p)) log(`[${adapter}] ${shape} ${l}`);
+          }
+        }
       }).catch((err) => rows.push({ adapter, model: shape, error: String(err?.stack ?? err) }));
       save();
     }
@@ -272,11 +287,22 @@ async function main() {
           const algorithms = a.algorithms!.split(',');
           const r = await benchTtft(e, compiled, { algorithms, log: (l) => log(`[${adapter}] ${shape} ${context} ${l}`) });
           const ratios = ttftRatios(r);
-          rows.push({ adapter, model: shape, context, chunks, chunk_tokens: chunkTokens, tier: 'host', compile_ms: compileMs, results: r, ratios });
+          rows.push({ adapter, model: shape, context, chunks, chunk_tokens: chunkTokens, tier: 'host', submit_each_layer: e.submitEachLayer, compile_ms: compileMs, results: r, ratios });
           log(`[${adapter}] ${shape} ${context}: ${Object.entries(ratios).map(([k, v]) => `TTFT(${k.replace('/', ')/TTFT(')}) = ${v.toFixed(1)}`).join(', ')}`);
           const full = r.find((x) => x.algorithm === 'full');
           if (full) fullMsAt = [context, full.totalMs];
           save();
+          if (a['link-other-way']) {
+            const chosen = e.submitEachLayer;
+            e.submitEachLayer = !chosen;
+            try {
+              const o = await benchTtft(e, compiled, { algorithms: algorithms.filter((x) => x !== 'full'), log: (l) => log(`[${adapter}] ${shape} ${context} (submit each layer ${!chosen}) ${l}`) });
+              rows.push({ adapter, model: shape, context, chunks, chunk_tokens: chunkTokens, tier: 'host', submit_each_layer: !chosen, results: o });
+            } finally {
+              e.submitEachLayer = chosen;
+            }
+            save();
+          }
           // The same chunks resident on the GPU (KVStore's GPU tier): linking copies rows instead of uploading them.
           // Full recompute reads no cached row, so its host-tier time stands for both.
           const tier = new GpuTier(gpu.device, Infinity);
@@ -338,6 +364,13 @@ async function quantStage(gpu: NodeGpu, adapter: string, copyGBps: number) {
       log(`[${adapter}] ${shape} ${type}: ${(weightBytes / 2 ** 20).toFixed(0)} MiB of weights; ` +
         r.map((x) => `prefill ${x.tokens} ${x.tokens_per_s.toFixed(0)} tok/s`).join(', ') +
         (d ? `; decode ${d.toFixed(1)} tok/s` + (rooflineTokS ? ` = ${((d / rooflineTokS) * 100).toFixed(1)}% of the ${rooflineTokS.toFixed(0)} tok/s roofline (${copyGBps.toFixed(0)} GB/s copy)` : '') : ''));
+      if (stages.has('profile')) {
+        const p = await profileDecode(e, lengths[0]);
+        if (p) {
+          rows.push({ adapter, model: shape, weights: type, profile: p });
+          for (const l of formatProfile(p)) log(`[${adapter}] ${shape} ${type} ${l}`);
+        }
+      }
     }, type === 'f16' ? undefined : type).catch((err) => rows.push({ adapter, model: shape, weights: type, error: String(err?.stack ?? err) }));
     save();
   }

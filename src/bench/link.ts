@@ -8,24 +8,29 @@
  * cacheblend:0.15 / legolink:16, with the adapter's name.
  */
 import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { parseArgs } from 'node:util';
+import { parseCommand } from '../cli/options';
+import { modelOption, resolveModelPath } from '../eval/tokenizer';
+import { SWEEP_ALGORITHMS } from '../kvlink/catalogue';
 import { openModel } from '../node/session';
 import { benchTtft, compileBenchChunks, ttftRatios } from './ttft';
 
-const { values: a } = parseArgs({
+const a = parseCommand({
+  command: 'npm run bench:link',
+  summary: 'TTFT of the linking algorithms side by side on this adapter: a context in equal chunks compiled ahead, plus a short question, linked by each algorithm.',
   options: {
-    model: { type: 'string', default: join(import.meta.dirname, '../../public/models/stories260K/stories260K.bin') },
-    context: { type: 'string', default: '4096' }, chunks: { type: 'string', default: '8' },
-    algorithms: { type: 'string', default: 'full,cacheblend:0.15,legolink:16,naive' }, json: { type: 'string' },
+    model: modelOption('stories260K'),
+    context: { type: 'integer', default: 4096, min: 1, help: 'context tokens' },
+    chunks: { type: 'integer', default: 8, min: 1, help: 'how many chunks the context is cut into' },
+    algorithms: { type: 'algorithms', default: [...SWEEP_ALGORITHMS, 'naive'], help: 'the linking algorithms to time, comma-separated' },
+    json: { type: 'string', arg: 'out.json', help: 'also write the figures as JSON' },
   },
 });
-const s = await openModel(a.model!);
+const s = await openModel(resolveModelPath(a.model));
 const adapter = s.gpu.adapter.description;
 const c = s.model.config;
-const chunks = Number(a.chunks);
-const compiled = await compileBenchChunks(s.engine, Number(a.context), chunks);
-const rows = await benchTtft(s.engine, compiled, { algorithms: a.algorithms!.split(','), log: (l) => console.log(`[${adapter}] ${c.name} ${l}`) });
+const chunks = a.chunks;
+const compiled = await compileBenchChunks(s.engine, a.context, chunks);
+const rows = await benchTtft(s.engine, compiled, { algorithms: a.algorithms, log: (l) => console.log(`[${adapter}] ${c.name} ${l}`) });
 for (const [k, v] of Object.entries(ttftRatios(rows))) {
   if (k.startsWith('full/') || k.startsWith('cacheblend:0.15/')) console.log(`[${adapter}] TTFT(${k.replace('/', ') / TTFT(')}) = ${v.toFixed(2)} at ${a.context} tokens in ${chunks} chunks`);
 }

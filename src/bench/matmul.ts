@@ -1,6 +1,5 @@
 /** Standalone matmul throughput of each of our kernel variants, for bench:engine's reference line and the GPU kit. */
-import type { Engine } from '../engine/engine';
-import type { MatmulVariant, StoreDType } from '../engine/ops';
+import type { Engine, MatmulVariant, StoreDType } from '../engine';
 
 export interface MatmulTiming {
   variant: MatmulVariant;
@@ -9,6 +8,7 @@ export interface MatmulTiming {
   gflops: number;
   /** Weight bytes read per product over its time (what bounds matrix-vector products). */
   weightGBps: number;
+  clock: KernelClock;
 }
 
 /**
@@ -20,6 +20,20 @@ export async function perRep(run: (reps: number) => Promise<number>, reps: numbe
   const b = await run(2 * reps);
   return b > a ? (b - a) / reps : b / (2 * reps);
 }
+
+/**
+ * Milliseconds per repetition for kernel timings: on a real GPU with timestamp queries, the GPU's own time for
+ * `reps` repetitions (wall-clock slopes there were off by up to 25x, the submit and read-back jitter being as
+ * large as the work: gpu-h100-5.json); elsewhere `perRep`'s slope.
+ */
+export async function kernelPerRep(e: Engine, run: (reps: number) => Promise<number>, reps: number): Promise<{ ms: number; clock: KernelClock }> {
+  if (e.gpu.profile !== 'gpu' || !e.ops.d.startGpuTimer()) return { ms: await perRep(run, reps), clock: 'wall-slope' };
+  await run(reps);
+  const ms = await e.ops.d.stopGpuTimer();
+  return { ms: ms! / reps, clock: 'gpu-timestamps' };
+}
+/** How a kernel timing was taken (see kernelPerRep). */
+export type KernelClock = 'gpu-timestamps' | 'wall-slope';
 
 /** Times every variant that can compute [T, K]·[K, N] on the engine's device (repetitions fill about `targetMs`). */
 export async function timeMatmuls(e: Engine, T: number, K: number, N: number, wDtype: StoreDType, targetMs = 60, only?: MatmulVariant[]): Promise<MatmulTiming[]> {
@@ -41,8 +55,8 @@ export async function timeMatmuls(e: Engine, T: number, K: number, N: number, wD
       await run(1);
       const once = await run(1);
       const reps = Math.max(3, Math.min(500, Math.ceil(targetMs / Math.max(once, 0.01))));
-      const ms = await perRep(run, reps);
-      out.push({ variant, T, K, N, ms, gflops: (2 * T * N * K) / ms / 1e6, weightGBps: wBytes / ms / 1e6 });
+      const { ms, clock } = await kernelPerRep(e, run, reps);
+      out.push({ variant, T, K, N, ms, clock, gflops: (2 * T * N * K) / ms / 1e6, weightGBps: wBytes / ms / 1e6 });
     }
   } finally {
     for (const b of [x, w, y]) b.destroy();

@@ -6,11 +6,7 @@
  * after the other, exposed on `window.legokvPeers` for src/bench/peers.ts.
  */
 import { Wllama, type RawCompletionResponse } from '@wllama/wllama';
-import { createGpuContext, describeAdapter } from '../engine/gpu/device';
-import { Engine } from '../engine/engine';
-import { kernelSources } from '../engine/kernel-sources';
-import { loadModelFiles } from '../engine/formats/load';
-import '../engine/formats/all';
+import { createGpuContext, describeAdapter, Engine, bundledKernelSources, loadModelFiles } from '../engine';
 import { argmax } from '../generate/sampling';
 import { fetchModelFiles } from '../worker/fetch-files';
 
@@ -82,7 +78,7 @@ const DEBUG_ALL = location.search.includes('debug');
 async function legokv(o: LegoOptions): Promise<PeerFigures & { ids: number[]; prompt: string }> {
   const t0 = now();
   const gpu = await createGpuContext(navigator.gpu, o.featureLevel ? { featureLevel: o.featureLevel } : {});
-  const engine = Engine.create(gpu, kernelSources);
+  const engine = Engine.create(gpu, bundledKernelSources());
   try {
     const files = await fetchModelFiles({ kind: 'url', id: o.name, base: new URL(o.url.replace(/[^/]*$/, ''), location.href).href, files: [o.url.replace(/^.*\//, '')] }, new AbortController().signal, () => {});
     const model = await loadModelFiles(files, o.name);

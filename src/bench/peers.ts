@@ -16,7 +16,7 @@ import { createReadStream, existsSync, mkdtempSync, readFileSync, rmSync, statSy
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { execSync } from 'node:child_process';
-import { parseArgs } from 'node:util';
+import { parseCommand } from '../cli/options';
 import { createRequire } from 'node:module';
 import { createServer, type Plugin } from 'vite';
 import { chromium, type Page } from '@playwright/test';
@@ -180,21 +180,29 @@ async function runModel(page: Page, cfg: string, model: string, path: string, o:
 }
 
 async function main() {
-  const { values: a } = parseArgs({
+  const ENGINES: EngineName[] = ['legokv', 'wllama-wasm', 'wllama-webgpu'];
+  const a = parseCommand({
+    command: 'npm run bench:peers',
+    summary: 'LegoKV against wllama (llama.cpp in WebAssembly and on WebGPU) in headless Chromium: prefill and decode of the same GGUF files and token ids, per adapter.',
     options: {
-      models: { type: 'string', default: 'gemma-3-270m,smollm2-135m-instruct' },
-      adapters: { type: 'string', default: 'swiftshader,llvmpipe' },
-      'prompt-tokens': { type: 'string', default: '128' },
-      'decode-tokens': { type: 'string', default: '24' },
-      threads: { type: 'string', default: '1' },
-      engines: { type: 'string', default: 'legokv,wllama-wasm,wllama-webgpu' },
-      out: { type: 'string', default: join(REPO_ROOT, 'docs/results/peers.json') },
+      models: { type: 'list', default: ['gemma-3-270m', 'smollm2-135m-instruct'], help: 'known model names' },
+      adapters: { type: 'list', default: ['swiftshader', 'llvmpipe'], arg: Object.keys(ADAPTERS).join(','), help: 'Chromium adapters' },
+      'prompt-tokens': { type: 'integer', default: 128, min: 1, help: 'prompt length' },
+      'decode-tokens': { type: 'integer', default: 24, min: 1, help: 'tokens decoded' },
+      threads: { type: 'integer', default: 1, min: 1, help: 'wllama\'s WASM threads' },
+      engines: { type: 'list', default: ENGINES, arg: ENGINES.join(','), help: 'which engines' },
+      out: { type: 'string', default: join(REPO_ROOT, 'docs/results/peers.json'), arg: 'file.json', help: 'where to write the results' },
     },
   });
-  const promptTokens = Number(a['prompt-tokens']), decodeTokens = Number(a['decode-tokens']), threads = Number(a.threads);
-  const engines = new Set(a.engines!.split(',') as EngineName[]);
+  const wrong = [...a.adapters.filter((x) => !ADAPTERS[x]), ...a.engines.filter((x) => !ENGINES.includes(x as EngineName))];
+  if (wrong.length) {
+    console.error(`npm run bench:peers: unknown ${wrong.join(', ')} (adapters: ${Object.keys(ADAPTERS).join(', ')}; engines: ${ENGINES.join(', ')})`);
+    process.exit(2);
+  }
+  const promptTokens = a['prompt-tokens'], decodeTokens = a['decode-tokens'], threads = a.threads;
+  const engines = new Set(a.engines as EngineName[]);
   const models = new Map<string, string>();
-  for (const m of a.models!.split(',')) {
+  for (const m of a.models) {
     const path = KNOWN_MODELS[m];
     if (!path || !existsSync(path)) console.log(`${m}: not present, skipped (npm run fetch:models fetches it)`);
     else models.set(m, path);
@@ -217,7 +225,7 @@ async function main() {
   const adapters: PeersResults['adapters'] = {};
   let chromiumVersion = '';
   try {
-    for (const cfg of a.adapters!.split(',')) {
+    for (const cfg of a.adapters) {
       const spec = ADAPTERS[cfg];
       if (!spec) throw new Error(`Unknown adapter ${cfg}: one of ${Object.keys(ADAPTERS).join(', ')}`);
       const profile = mkdtempSync(join(tmpdir(), 'legokv-peers-chromium-'));
@@ -257,7 +265,7 @@ async function main() {
     host: { cpus: cpus().length, cpu_model: cpus()[0]?.model ?? '', loadavg_start: started.load, loadavg_end: ended.load, uptime_start: started.uptime, uptime_end: ended.uptime },
     adapters, rows,
   };
-  writeFileSync(a.out!, `${JSON.stringify(out, null, 1)}\n`);
+  writeFileSync(a.out, `${JSON.stringify(out, null, 1)}\n`);
   console.log(`wrote ${a.out}`);
 }
 

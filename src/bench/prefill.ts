@@ -4,8 +4,7 @@
  * achieved GFLOP/s (attention included) at several prompt lengths, decode
  * tokens/s after the first, and the weight bytes one decode step must read.
  */
-import type { Engine } from '../engine/engine';
-import type { ModelConfig } from '../engine/model/config';
+import type { Engine, ModelConfig } from '../engine';
 
 /** FLOPs of a causal prefill of n tokens: 2 per weight per token in matmuls, plus QKᵀ and PV over n(n+1)/2 pairs. */
 export function prefillFlops(c: ModelConfig, n: number): { matmul: number; attention: number } {

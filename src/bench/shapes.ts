@@ -7,11 +7,7 @@
  * engine's canonical [out, in] layout, with norms at 1. Throughput does not
  * depend on the values; the text they produce means nothing.
  */
-import type { ModelConfig } from '../engine/model/config';
-import type { HostTensor, HostWeights } from '../engine/model/weights';
-import { expectedShapes, hfConfigToModelConfig } from '../engine/formats/hf';
-import { floatToHalf } from '../engine/f16';
-import { noiseBlocks, QUANT, type QuantType } from '../engine/quant';
+import { expectedShapes, hfConfigToModelConfig, floatToHalf, noiseBlocks, QUANT, type QuantType, type ModelConfig, type HostTensor, type HostWeights } from '../engine';
 import SHAPES from './shapes.json';
 
 export type ShapeName = Exclude<keyof typeof SHAPES, '_about'>;

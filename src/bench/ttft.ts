@@ -4,11 +4,11 @@
  * tokens in equal chunks compiled ahead (EPIC's synchronous workload), plus
  * a short question, linked by each algorithm (one warm-up link each first).
  */
-import type { Engine } from '../engine/engine';
-import { compileChunk, type CompiledChunk } from '../kvcompile/compile';
+import type { Engine } from '../engine';
+import { compileChunk } from '../kvcompile/compile';
+import type { CompiledChunk, LinkPart } from '../types/kv';
 import { link } from '../kvlink/link';
 import { parseAlgorithm } from '../kvlink/algorithms';
-import type { LinkPart } from '../kvlink/layout';
 import type { TtftBreakdown } from '../kvlink/link';
 
 export interface TtftRow extends TtftBreakdown {

@@ -8,39 +8,44 @@
  * when the model emits BOS, and pieces print exactly as run.c prints them.
  */
 import { writeFileSync } from 'node:fs';
-import { parseArgs } from 'node:util';
+import { existing, parseCommand } from './options';
 import { openModel } from '../node/session';
-import { rng, sample } from '../generate/sampling';
-import { Llama2cTokenizer } from '../engine/tokenizer/llama2c';
-import { describeSplit } from '../engine/model/gpu-plan';
+import { decodeTokens } from '../generate/generate';
+import { Llama2cTokenizer, describeSplit } from '../engine';
 
-const { values: a } = parseArgs({
+const a = parseCommand({
+  command: 'npm run generate',
+  summary: 'Runs a model on the app\'s engine and WGSL kernels in Node: prints the prompt and the generated text on stdout, timings on stderr (llama2.c checkpoints behave like run.c).',
   options: {
-    model: { type: 'string' }, prompt: { type: 'string', default: '' }, steps: { type: 'string', default: '256' },
-    temperature: { type: 'string', default: '0' }, 'top-p': { type: 'string', default: '0.9' }, seed: { type: 'string', default: '42' },
-    tokenizer: { type: 'string' }, 'dump-logits': { type: 'string' }, positions: { type: 'string' },
-    dtype: { type: 'string' }, 'kv-dtype': { type: 'string', default: 'f32' }, chat: { type: 'boolean', default: false },
+    model: { type: 'string', required: true, arg: 'file|folder', check: existing, help: 'a llama2.c .bin, a .gguf file or a Hugging Face folder' },
+    prompt: { type: 'string', default: '', arg: 'text', help: 'the prompt' },
+    steps: { type: 'integer', default: 256, min: 0, help: 'positions, the prompt included (0: the model\'s context)' },
+    temperature: { type: 'number', default: 0, min: 0, help: 'sampling temperature (0: greedy)' },
+    'top-p': { type: 'number', default: 0.9, min: 0, max: 1, help: 'nucleus sampling' },
+    seed: { type: 'integer', default: 42, help: 'sampling seed' },
+    tokenizer: { type: 'string', arg: 'file', check: existing, help: 'a llama2.c tokenizer .bin (default: next to the model)' },
+    'dump-logits': { type: 'string', arg: 'file.json', help: 'write every prompt row\'s logits' },
+    positions: { type: 'numbers', min: 0, help: 'a position id per prompt token' },
+    dtype: { type: 'string', choices: ['f32', 'f16'], help: 'weight storage (default: f32 for small models, f16 above 50M weights)' },
+    'kv-dtype': { type: 'string', default: 'f32', choices: ['f32', 'f16'], help: 'KV cache storage' },
+    chat: { type: 'boolean', help: 'wrap the prompt in the model\'s chat template' },
   },
 });
-if (!a.model) {
-  console.error('usage: npm run generate -- --model <file or folder> --prompt "<text>" [--steps 256] [--temperature 0]');
-  process.exit(2);
-}
 // Without --dtype, the engine's rule: f32 for small models, packed f16 above 50M weights.
-const dtype = a.dtype === 'f16' || a.dtype === 'f32' ? a.dtype : undefined;
+const dtype = a.dtype as 'f32' | 'f16' | undefined;
 const t0 = performance.now();
-const s = await openModel(a.model, { tokenizer: a.tokenizer, weightDtype: dtype, kvDtype: a['kv-dtype'] === 'f16' ? 'f16' : 'f32' });
+const s = await openModel(a.model, { tokenizer: a.tokenizer, weightDtype: dtype, kvDtype: a['kv-dtype'] as 'f32' | 'f16' });
 const t1 = performance.now();
 const { engine, model } = s;
 // Matrices larger than one buffer may be (a large vocabulary on a 128 MiB binding limit) are stored in parts.
 const split = describeSplit(engine.model!.plan);
 if (split) console.error(`[${s.gpu.adapter.description}] ${split}`);
 const tok = model.tokenizer;
-const text = a.chat && tok.applyChatTemplate ? tok.applyChatTemplate([{ role: 'user', content: a.prompt! }], { addGenerationPrompt: true }) : a.prompt!;
+const text = a.chat && tok.applyChatTemplate ? tok.applyChatTemplate([{ role: 'user', content: a.prompt }], { addGenerationPrompt: true }) : a.prompt;
 const prompt = tok.encode(text, { addBos: true });
-let steps = Number(a.steps);
+let steps = a.steps;
 if (!(steps > 0) || steps > model.config.maxPositions) steps = model.config.maxPositions;
-const positions = a.positions ? a.positions.split(',').map(Number) : undefined;
+const positions = a.positions;
 if (positions && positions.length !== prompt.length) {
   console.error(`--positions has ${positions.length} ids but the prompt has ${prompt.length} tokens`);
   process.exit(2);
@@ -61,19 +66,15 @@ if (a['dump-logits']) {
   writeFileSync(a['dump-logits'], JSON.stringify({ tokens: prompt, positions: Array.from(cache.positions.subarray(0, prompt.length)), logits: rows }));
 }
 let logits = pre.logits.subarray(pre.logits.length - V);
-const sampling = { temperature: Number(a.temperature), topP: Number(a['top-p']), seed: Number(a.seed) };
-const random = rng(sampling.seed);
+const sampling = { temperature: a.temperature, topP: a['top-p'], seed: a.seed };
 const generated: number[] = [];
 let prev = prompt[prompt.length - 1];
-const budget = steps - prompt.length + 1;
-for (let i = 0; i < budget; i++) {
-  const next = sample(logits, sampling, random);
-  if (model.config.eosIds.includes(next)) break;
+// The one decode loop (src/generate), as the worker and ContextCache use it.
+for await (const next of decodeTokens(engine, cache, logits, { maxNewTokens: steps - prompt.length + 1, sampling, stopIds: model.config.eosIds })) {
   generated.push(next);
   if (llama2c) out(llama2c.pieceBytes(prev, next));
   else out(tok.decode(generated).slice(tok.decode(generated.slice(0, -1)).length));
   prev = next;
-  if (i + 1 < budget) logits = await engine.decode(cache, next);
 }
 out('\n');
 const t3 = performance.now();

@@ -10,6 +10,11 @@
  *    set between layers;
  *  - decode: one token at a time.
  *
+ * The engine serialises its own GPU work: prefill, recompute, step and decode
+ * each take the engine's lock, and work that spans several calls (compiling
+ * a chunk, linking a prompt) holds it through `exclusive`, whose callback gets
+ * the same calls without the lock (`HeldEngine`).
+ *
  * Keys are cached after RoPE for attention; `capturePreRopeK` returns them
  * before RoPE, the position-free form KVCompile stores (see docs/ARCHITECTURE.md).
  */
@@ -58,6 +63,13 @@ export interface PassResult {
   preRopeK?: GPUBuffer[];
 }
 
+/** The calls that take the engine's lock, as `exclusive`'s callback gets them: already inside the lock. */
+export interface HeldEngine {
+  prefill(cache: KVCache, tokens: ArrayLike<number>, positions?: ArrayLike<number>, opts?: PassOptions): Promise<PassResult>;
+  recompute(cache: KVCache, rows: ArrayLike<number>, tokens: ArrayLike<number>, opts?: PassOptions): Promise<PassResult>;
+  step(cache: KVCache, token: number, position?: number, opts?: Omit<PassOptions, 'logits'>): Promise<PassResult>;
+}
+
 /**
  * Rows computed in one pass of a plain prefill; longer prompts go in blocks that bound the activations.
  * Real GPUs get larger blocks: their matmuls fill the chip better with more rows.
@@ -69,6 +81,12 @@ export class Engine {
   private scratch: Scratch;
   model: GpuModel | null = null;
   kvDtype: StoreDType = 'f32';
+  /**
+   * Submit each layer's work as soon as it is recorded, so a real GPU runs layer l while the host records layer
+   * l + 1 (a decode step is otherwise recorded whole before the GPU starts). Off on CPU adapters, where the
+   * "GPU" shares the host's cores. The GPU kit's profile stage times a decode step both ways.
+   */
+  submitEachLayer: boolean;
 
   private constructor(readonly gpu: GpuContext, sources: KernelSources) {
     const d = new Dispatcher(gpu.device);
@@ -76,6 +94,7 @@ export class Engine {
     // CPU adapters punish workgroup barriers; real GPUs reward shared-memory tiles and bandwidth-bound GEMV
     // (bench:engine and the GPU kit time every variant on the adapter at hand).
     this.ops.matmulProfile = gpu.profile;
+    this.submitEachLayer = gpu.profile === 'gpu';
     this.scratch = new Scratch(gpu.device, () => d.flush());
   }
 
@@ -131,7 +150,11 @@ export class Engine {
   }
 
   /** Appends `tokens` at `positions` (default: continuing after the last row) and computes them. */
-  async prefill(cache: KVCache, tokens: ArrayLike<number>, positions?: ArrayLike<number>, opts: PassOptions = {}): Promise<PassResult> {
+  prefill(cache: KVCache, tokens: ArrayLike<number>, positions?: ArrayLike<number>, opts: PassOptions = {}): Promise<PassResult> {
+    return this.exclusive((e) => e.prefill(cache, tokens, positions, opts));
+  }
+
+  private async prefillHeld(cache: KVCache, tokens: ArrayLike<number>, positions?: ArrayLike<number>, opts: PassOptions = {}): Promise<PassResult> {
     const start = cache.length;
     const next = start ? cache.positions[start - 1] + 1 : 0;
     const pos = positions ? Int32Array.from(positions) : Int32Array.from({ length: tokens.length }, (_, i) => next + i);
@@ -155,7 +178,7 @@ export class Engine {
 
   /** Recomputes rows already in the cache (their positions set), rewriting their K/V in every layer. */
   recompute(cache: KVCache, rows: ArrayLike<number>, tokens: ArrayLike<number>, opts: PassOptions = {}): Promise<PassResult> {
-    return this.run(cache, Array.from(tokens), Array.from(rows), opts);
+    return this.exclusive((e) => e.recompute(cache, rows, tokens, opts));
   }
 
   /** One decode step: appends `token` after the last row (or at `position`) and returns its logits. */
@@ -165,8 +188,16 @@ export class Engine {
 
   /** A decode step that can also return attention scores of the new row (for the attention maps). */
   step(cache: KVCache, token: number, position?: number, opts: Omit<PassOptions, 'logits'> = {}): Promise<PassResult> {
-    return this.prefill(cache, [token], position === undefined ? undefined : [position], { ...opts, logits: 'last' });
+    return this.exclusive((e) => e.step(cache, token, position, opts));
   }
+
+  /** The locked calls without the lock, for `exclusive`'s callback (which holds it). */
+  private readonly held: HeldEngine = {
+    prefill: (cache, tokens, positions, opts) => this.prefillHeld(cache, tokens, positions, opts),
+    recompute: (cache, rows, tokens, opts = {}) => this.run(cache, Array.from(tokens), Array.from(rows), opts),
+    step: (cache, token, position, opts = {}) =>
+      this.prefillHeld(cache, [token], position === undefined ? undefined : [position], { ...opts, logits: 'last' }),
+  };
 
   /**
    * Places cached rows (keys before RoPE, values) into `cache` at rows
@@ -201,7 +232,10 @@ export class Engine {
   private async run(cache: KVCache, tokens: number[], rows: number[], opts: PassOptions): Promise<PassResult> {
     const pass = this.pass(cache);
     pass.begin(tokens, rows);
-    for (let l = 0; l < this.config.nLayers; l++) pass.layer(l, opts);
+    for (let l = 0; l < this.config.nLayers; l++) {
+      pass.layer(l, opts);
+      if (this.submitEachLayer) this.ops.d.flush();
+    }
     const which = opts.logits === 'all' ? rows.map((_, i) => i) : opts.logits === 'none' ? [] : [rows.length - 1];
     const logits = which.length ? await pass.logits(which) : new Float32Array();
     this.ops.d.flush();
@@ -209,13 +243,16 @@ export class Engine {
   }
 
   /**
-   * Runs `fn` after every earlier exclusive call has finished. Engine calls
-   * share scratch buffers and one command stream, so work that spans several
-   * awaits (compiling a chunk, linking a prompt) must not interleave with
-   * other work; callers of several steps wrap them in this.
+   * Runs `fn` holding the engine's lock: after every earlier locked call has
+   * finished, and before any later one starts. Engine calls share scratch
+   * buffers and one command stream, so work that spans several awaits
+   * (compiling a chunk, linking a prompt) runs in here; inside, `fn` makes its
+   * locked calls through `held` (calling the engine's own would wait for
+   * itself) and uses the unlocked ones (pass, rowWriter, readRows, sync) freely.
    */
-  exclusive<T>(fn: () => Promise<T>): Promise<T> {
-    const run = this.queue.then(fn, fn);
+  exclusive<T>(fn: (held: HeldEngine) => Promise<T>): Promise<T> {
+    const go = () => fn(this.held);
+    const run = this.queue.then(go, go);
     this.queue = run.then(
       () => undefined,
       () => undefined,

@@ -78,6 +78,8 @@ export interface ScoresArgs extends Omit<AttentionArgs, 'v' | 'out' | 'T' | 'bou
 }
 export interface ScatterArgs {
   src: GPUBuffer; stride: number; offset: number; idx: GPUBuffer; dst: GPUBuffer; dstDtype: StoreDType; T: number; W: number;
+  /** A second destination, filled in the same launch from the W values after each source row's first W (keys, then values). */
+  dst2?: GPUBuffer;
 }
 export interface EmbedArgs {
   tokens: GPUBuffer; table: GPUBuffer; dtype: WeightDType; x: GPUBuffer; T: number; D: number; V: number; scale: number;
@@ -111,19 +113,26 @@ export class Ops {
     return T <= 4 ? ['reg', 'gemv'] : T < 16 ? ['reg'] : ['reg', 'tiled', 'tiled128'];
   }
 
-  /** The variant a product gets when the call names none. */
-  pickMatmul(T: number, N: number): MatmulVariant {
+  /**
+   * The variant a product [T, K]·[K, N] gets when the call names none. On an H100 (gpu-h100-4.json, -6.json)
+   * the 128-row tiles won on Llama-1B's gate/up (2048 tiles, K 2048: 33 against 31 TFLOP/s) and down products
+   * (256 tiles, K 8192: 33 against 29) but lost on its q/k/v (384 tiles, K 2048: 25 against 29). They also won
+   * on its output product (256 tiles, K 2048: 32 against 29), which this rule gives the 64-row tiles: the
+   * costlier of the two misses the old rule (>= 256 tiles) and this one make (0.07 against 0.17 ms a layer).
+   */
+  pickMatmul(T: number, N: number, K = Infinity): MatmulVariant {
     if (this.matmulProfile === 'cpu') return 'reg';
     if (T <= 4) return 'gemv';
     // Small row counts would leave most of a 64-row tile idle.
     if (T < 16) return 'reg';
-    return Math.ceil(T / 128) * Math.ceil(N / 128) >= TILES128_MIN ? 'tiled128' : 'tiled';
+    const tiles = Math.ceil(T / 128) * Math.ceil(N / 128);
+    return tiles >= TILES128_MIN && (K >= 4096 || tiles >= 4 * TILES128_MIN) ? 'tiled128' : 'tiled';
   }
 
   matmul(a: MatmulArgs) {
     if (a.K % 4 !== 0) throw new Error(`matmul needs K % 4 == 0, got K=${a.K}`);
     // An explicit tiled variant on fewer than 16 rows falls back to the register kernel: a 64-row tile would idle.
-    const variant = a.variant === undefined ? this.pickMatmul(a.T, a.N) : a.variant !== 'gemv' && a.T < 16 ? 'reg' : a.variant;
+    const variant = a.variant === undefined ? this.pickMatmul(a.T, a.N, a.K) : a.variant !== 'gemv' && a.T < 16 ? 'reg' : a.variant;
     if (variant === 'gemv') return this.gemv(a);
     if (variant !== 'reg') return this.matmulTiled(a, variant === 'tiled128' ? 128 : 64);
     const TM = a.T >= 4 ? 4 : 1;
@@ -173,7 +182,9 @@ export class Ops {
     // registers. GPUs keep one row per invocation: four rows' accumulators would spill and cut occupancy.
     const TQ = a.T >= 4 && a.HD <= 64 && (a.rowsPerThread ?? (this.matmulProfile === 'cpu' ? 4 : 1)) === 4 ? 4 : 1;
     const work = Math.ceil(a.T / TQ) * a.H;
-    const splits = a.splits ?? (this.matmulProfile === 'gpu' ? attentionSplits(work, a.n) : 1);
+    // The slices' partial outputs are one binding: never more slices than it can hold.
+    const fit = Math.max(1, Math.floor(this.lib.device.limits.maxStorageBufferBindingSize / (a.T * a.H * a.HD * 4)));
+    const splits = Math.min(fit, a.splits ?? (this.matmulProfile === 'gpu' ? attentionSplits(work, a.n) : 1));
     const split = splits > 1;
     const pipe = this.lib.pipeline('attention', { HD4: a.HD / 4, TQ, KV_F16: a.kvDtype === 'f16', SPLIT: split });
     const params = [u(a.T), u(a.n), u(a.H), u(a.NKV), u(a.qStride), u(a.qOffset), u(a.window), f(a.scale), u(splits)];
@@ -207,8 +218,10 @@ export class Ops {
 
   scatter(a: ScatterArgs) {
     checkAligned(a.stride, a.offset, a.W);
-    const pipe = this.lib.pipeline('kv_scatter', { DST_F16: a.dstDtype === 'f16' });
-    this.d.run1d(pipe, [u(a.T), u(a.W / 4), u(a.stride), u(a.offset)], { 1: a.src, 2: a.idx, 3: a.dst }, (a.T * a.W) / 4);
+    const pipe = this.lib.pipeline('kv_scatter', { DST_F16: a.dstDtype === 'f16', PAIR: !!a.dst2 });
+    const b: Record<number, GPUBuffer> = { 1: a.src, 2: a.idx, 3: a.dst };
+    if (a.dst2) b[4] = a.dst2;
+    this.d.run1d(pipe, [u(a.T), u(a.W / 4), u(a.stride), u(a.offset)], b, ((a.dst2 ? 2 : 1) * a.T * a.W) / 4);
   }
 
   embed(a: EmbedArgs) {
@@ -251,13 +264,17 @@ export class Ops {
 
 /**
  * How many slices to split attention's key range into on a real GPU: enough
- * to reach about 8K invocations, never slices under 256 keys. Measured on an
- * H100 (docs/results/gpu-h100-3.json): a decode row against 32K keys ran in
- * 0.6 ms split against 32-41 ms whole, while 1016 rows against 32K keys (9K
- * invocations already) ran 37 ms whole against 51 ms in four slices.
+ * to reach about 8K invocations, never slices under 32 keys, and at most 128
+ * (attention_combine walks every slice of a row serially). Each invocation
+ * walks its slice serially, so a decode row's time is its slice length. On
+ * an H100 (gpu-h100-5.json): a Llama-1B decode row against 512 keys took
+ * 0.44 ms whole and 0.19 ms in the 2 slices of 256 keys chosen before, 0.07
+ * in 32; a row against 32K keys 34 ms whole, 0.47 ms in 128 slices and 2.0
+ * ms in 911; 1016 rows against 32K keys (9K invocations already) 31 ms
+ * whole, slower in every split (36-92 ms): more slices there only cost.
  */
 export function attentionSplits(invocations: number, keys: number): number {
-  return Math.max(1, Math.min(Math.ceil(8192 / invocations), Math.floor(keys / 256)));
+  return Math.max(1, Math.min(Math.ceil(8192 / invocations), Math.floor(keys / 32), 128));
 }
 
 /**

@@ -19,67 +19,21 @@
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
-import { parseArgs } from 'node:util';
+import { parseCommand } from '../cli/options';
 import { loadavg } from 'node:os';
 import { runHost } from './env';
 import { otherCores, sampleCpu } from './host-cpu';
 import { openModel } from '../node/session';
 import { KVStore, MemoryBlobBackend, MemoryIndexBackend } from '../kvstore';
 import { ContextCache } from '../api/context-cache';
-import { formatAlgorithm, parseAlgorithm } from '../kvlink/algorithms';
 import { Rng } from './rng';
 import { needleCase } from './generators/needle';
 import { caseMessages } from './prompt';
 import { mean, quantile, stddev } from './stats';
-import { resolveModelPath } from './tokenizer';
+import { modelOption, resolveModelPath } from './tokenizer';
 import { writeJsonAtomic } from './runner';
+import type { LoadPoint, LoadResults } from './result-files';
 import { loadChart } from './charts';
-
-export interface LoadPoint {
-  algorithm: string;
-  rate: number;
-  arrivals: number;
-  served: number;
-  unserved: number;
-  ttft_ms_mean: number;
-  ttft_ms_std: number;
-  ttft_ms_p50: number;
-  ttft_ms_p95: number;
-  /** TTFT without the wait: the link itself. */
-  service_ttft_ms_mean: number;
-  queue_ms_mean: number;
-  service_ms_mean: number;
-  throughput_rps: number;
-  throughput_tokens_per_s: number;
-  span_s: number;
-  busy_s: number;
-  /** Cores other programs kept busy while this rate ran (src/eval/host-cpu.ts); null where unreadable. */
-  other_cpu?: number | null;
-}
-
-export interface LoadResults {
-  kind: 'load';
-  /** The command line that produced the file. */
-  command?: string;
-  adapter: string;
-  model: string;
-  users: number;
-  context_tokens: number;
-  chunk_tokens: number;
-  duration_s: number;
-  max_busy_s: number;
-  max_new_tokens: number;
-  seed: number;
-  date: string;
-  complete: boolean;
-  /** The source revision, the host's 1-minute load average when the run started and ended, and its CPU count. */
-  commit?: string | null;
-  loadavg_start: number;
-  loadavg_end: number | null;
-  cpus: number;
-  cpu_model?: string;
-  points: LoadPoint[];
-}
 
 /** Poisson arrivals at `rate` per second over `duration` seconds, each from a uniformly chosen user. */
 export function poissonArrivals(rng: Rng, rate: number, duration: number, users: number): { t: number; user: number }[] {
@@ -89,21 +43,27 @@ export function poissonArrivals(rng: Rng, rate: number, duration: number, users:
 }
 
 async function main() {
-  const { values: a } = parseArgs({
+  const a = parseCommand({
+    command: 'npm run bench:load',
+    summary: 'EPIC Figure 8 on one engine: simulated users send requests (their documents + a question) with Poisson arrivals; mean TTFT with queueing and throughput per request rate; writes JSON and an SVG.',
     options: {
-      model: { type: 'string', default: 'stories260K' }, users: { type: 'string', default: '4' }, context: { type: 'string', default: '2048' },
-      'chunk-tokens': { type: 'string', default: '512' }, rates: { type: 'string', default: '0.1,0.25,0.5,1,2' },
-      duration: { type: 'string', default: '40' }, 'max-busy-s': { type: 'string', default: '60' },
-      algorithms: { type: 'string', default: 'legolink:16,cacheblend:0.15' }, 'max-new-tokens': { type: 'string', default: '8' },
-      seed: { type: 'string', default: '1' }, out: { type: 'string', default: 'docs/results/load.json' }, svg: { type: 'string' },
+      model: modelOption('stories260K'),
+      users: { type: 'integer', default: 4, min: 1, help: 'simulated users, each with their own documents' },
+      context: { type: 'integer', default: 2048, min: 1, help: 'context tokens per user' },
+      'chunk-tokens': { type: 'integer', default: 512, min: 1, help: 'tokens per chunk' },
+      rates: { type: 'numbers', default: [0.1, 0.25, 0.5, 1, 2], min: 0, help: 'request rates (requests per second)' },
+      duration: { type: 'number', default: 40, min: 0, help: 'seconds of arrivals per rate' },
+      'max-busy-s': { type: 'number', default: 60, min: 0, help: 'engine seconds per rate before the rest is counted unserved' },
+      algorithms: { type: 'algorithms', default: ['legolink:16', 'cacheblend:0.15'], help: 'the linking algorithms, comma-separated' },
+      'max-new-tokens': { type: 'integer', default: 8, min: 1, help: 'answer length in tokens' },
+      seed: { type: 'integer', default: 1, help: 'the arrivals\' and cases\' seed' },
+      out: { type: 'string', default: 'docs/results/load.json', arg: 'file.json', help: 'where to write the results' },
+      svg: { type: 'string', arg: 'file.svg', help: 'where to draw the chart (default: --out with .svg)' },
     },
   });
-  const users = Number(a.users), context = Number(a.context), chunkTokens = Number(a['chunk-tokens']);
-  const rates = a.rates!.split(',').map(Number);
-  const duration = Number(a.duration), maxBusyMs = Number(a['max-busy-s']) * 1000, maxNew = Number(a['max-new-tokens']);
-  const algorithms = a.algorithms!.split(',').map((s) => formatAlgorithm(parseAlgorithm(s)));
-  const seed = Number(a.seed);
-  const path = resolveModelPath(a.model!);
+  const { users, context, duration, rates, algorithms, seed } = a;
+  const chunkTokens = a['chunk-tokens'], maxBusyMs = a['max-busy-s'] * 1000, maxNew = a['max-new-tokens'];
+  const path = resolveModelPath(a.model);
   const s = await openModel(path);
   const adapter = s.gpu.adapter.description;
   const tok = s.model.tokenizer;
@@ -143,9 +103,9 @@ async function main() {
     ...runHost(), loadavg_end: null, points: [],
   };
   const save = () => {
-    mkdirSync(dirname(a.out!), { recursive: true });
-    writeJsonAtomic(a.out!, res);
-    writeFileSync(a.svg ?? a.out!.replace(/\.json$/, '.svg'), loadChart(res));
+    mkdirSync(dirname(a.out), { recursive: true });
+    writeJsonAtomic(a.out, res);
+    writeFileSync(a.svg ?? a.out.replace(/\.json$/, '.svg'), loadChart(res));
   };
   for (const alg of algorithms) {
     for (const rate of rates) {

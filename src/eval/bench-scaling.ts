@@ -14,55 +14,22 @@
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
-import { parseArgs } from 'node:util';
+import { parseCommand } from '../cli/options';
 import { loadavg } from 'node:os';
 import { runHost } from './env';
 import { openModel } from '../node/session';
 import { KVStore, MemoryBlobBackend, MemoryIndexBackend } from '../kvstore';
 import { ContextCache } from '../api/context-cache';
-import { formatAlgorithm, parseAlgorithm } from '../kvlink/algorithms';
+import { SWEEP_ALGORITHMS } from '../kvlink/catalogue';
 import type { TtftBreakdown } from '../kvlink/link';
 import { Rng } from './rng';
 import { fillerSentence } from './generators/text';
 import { median, powerLawFit } from './stats';
-import { resolveModelPath } from './tokenizer';
+import { modelOption, resolveModelPath } from './tokenizer';
 import { writeJsonAtomic } from './runner';
+import type { ScalingPoint, ScalingResults } from './result-files';
 import { otherCores, sampleCpu } from './host-cpu';
 import { scalingChart } from './charts';
-
-export interface ScalingPoint {
-  algorithm: string;
-  context_tokens: number;
-  chunks: number;
-  prompt_tokens: number;
-  recomputed: number;
-  ttft_ms: number;
-  samples_ms: number[];
-  breakdown_ms: { lookup: number; load: number; recompute: number; first_token: number };
-  /** Cores other programs kept busy while this point was timed (src/eval/host-cpu.ts); null where unreadable. */
-  other_cpu?: number | null;
-}
-
-export interface ScalingResults {
-  kind: 'scaling';
-  /** The command line that produced the file. */
-  command?: string;
-  adapter: string;
-  model: string;
-  chunk_tokens: number;
-  question: string;
-  date: string;
-  complete: boolean;
-  points: ScalingPoint[];
-  skipped: { algorithm: string; context_tokens: number; reason: string }[];
-  fits: { algorithm: string; exponent: number; coefficient: number; r2: number; points: number }[];
-  /** The source revision, the host's 1-minute load average when the run started and ended, and its CPU count. */
-  commit?: string | null;
-  loadavg_start: number;
-  loadavg_end: number | null;
-  cpus: number;
-  cpu_model?: string;
-}
 
 export function fitScaling(points: ScalingPoint[], algorithms: string[]): ScalingResults['fits'] {
   return algorithms.map((algorithm) => {
@@ -73,20 +40,28 @@ export function fitScaling(points: ScalingPoint[], algorithms: string[]): Scalin
 }
 
 async function main() {
-  const { values: a } = parseArgs({
+  const a = parseCommand({
+    command: 'npm run bench:scaling',
+    summary: 'EPIC Figure 9: TTFT against context length with a fixed chunk size, through the ContextCache API; writes JSON (points, skipped points, fitted growth exponents) and an SVG.',
     options: {
-      model: { type: 'string', default: 'stories260K' }, lengths: { type: 'string', default: '1024,2048,4096,8192,16384' },
-      'chunk-tokens': { type: 'string', default: '512' }, algorithms: { type: 'string', default: 'full,cacheblend:0.15,legolink:16' },
-      reps: { type: 'string', default: '3' }, 'max-point-s': { type: 'string', default: '240' }, 'budget-s': { type: 'string', default: '540' },
-      out: { type: 'string', default: 'docs/results/scaling.json' }, svg: { type: 'string' }, seed: { type: 'string', default: '1' },
+      model: modelOption('stories260K'),
+      lengths: { type: 'numbers', default: [1024, 2048, 4096, 8192, 16384], min: 1, help: 'context lengths in tokens' },
+      'chunk-tokens': { type: 'integer', default: 512, min: 2, help: 'rows per chunk (BOS + filler)' },
+      algorithms: { type: 'algorithms', default: SWEEP_ALGORITHMS, help: 'the linking algorithms to time, comma-separated' },
+      reps: { type: 'integer', default: 3, min: 1, help: 'runs per point (one when a run takes over 3 s)' },
+      'max-point-s': { type: 'number', default: 240, min: 0, help: 'skip a point predicted to take longer (seconds)' },
+      'budget-s': { type: 'number', default: 540, min: 0, help: 'stop after this much time (seconds)' },
+      out: { type: 'string', default: 'docs/results/scaling.json', arg: 'file.json', help: 'where to write the results' },
+      svg: { type: 'string', arg: 'file.svg', help: 'where to draw the chart (default: --out with .svg)' },
+      seed: { type: 'integer', default: 1, help: 'the filler text\'s seed' },
     },
   });
-  const lengths = a.lengths!.split(',').map(Number).sort((x, y) => x - y);
-  const chunkRows = Number(a['chunk-tokens']);
-  const algorithms = a.algorithms!.split(',').map((s) => formatAlgorithm(parseAlgorithm(s)));
-  const maxPointMs = Number(a['max-point-s']) * 1000;
-  const budgetMs = Number(a['budget-s']) * 1000;
-  const path = resolveModelPath(a.model!);
+  const lengths = [...a.lengths].sort((x, y) => x - y);
+  const chunkRows = a['chunk-tokens'];
+  const algorithms = a.algorithms;
+  const maxPointMs = a['max-point-s'] * 1000;
+  const budgetMs = a['budget-s'] * 1000;
+  const path = resolveModelPath(a.model);
   const s = await openModel(path);
   const adapter = s.gpu.adapter.description;
   const tok = s.model.tokenizer;
@@ -120,9 +95,9 @@ async function main() {
   };
   const save = () => {
     res.fits = fitScaling(res.points, algorithms);
-    mkdirSync(dirname(a.out!), { recursive: true });
-    writeJsonAtomic(a.out!, res);
-    writeFileSync(a.svg ?? a.out!.replace(/\.json$/, '.svg'), scalingChart(res));
+    mkdirSync(dirname(a.out), { recursive: true });
+    writeJsonAtomic(a.out, res);
+    writeFileSync(a.svg ?? a.out.replace(/\.json$/, '.svg'), scalingChart(res));
   };
   const t0 = performance.now();
   const ids: string[] = [];
@@ -162,7 +137,7 @@ async function main() {
       const cpu0 = sampleCpu();
       const tp = performance.now();
       do samples.push(await once(alg, n));
-      while (samples.length < Number(a.reps) && performance.now() - tp < 3000 && !stop);
+      while (samples.length < a.reps && performance.now() - tp < 3000 && !stop);
       const ms = samples.map((x) => x.ttft.totalMs);
       const mid = samples[ms.indexOf([...ms].sort((x, y) => x - y)[Math.floor((ms.length - 1) / 2)])];
       const p: ScalingPoint = {

@@ -3,18 +3,16 @@
  * inference worker in headless Chromium (WebGPU there, SwiftShader where
  * there is no GPU). A Vite dev server for the repo serves the page
  * src/eval/browser-page.html (no studio UI), which starts the worker and
- * exposes load / tokenize / compile / ask / cancel / expire on
+ * exposes load / prepare / preload / answer / cancel / release on
  * `window.legokvEval`; this side calls them with `page.evaluate`.
  *
  * The model is fetched over HTTP from that server: from /public when it lives
  * there (stories260K, qa-demo), otherwise through a middleware that serves
- * exactly the model's files and nothing else. Chunks are tokenised by the
- * worker's tokenizer and compiled with the studio's compile request; each
- * answer is the studio's ask with the case's framed tail (prompt.ts) as its
- * question text, which the worker puts after the cached chunks verbatim, so
- * both backends put the same tokens in front of the model. Prompt Cache's
- * modules are compiled for the case's prompt (each chunk at the positions it
- * takes there), like the Node backend's schema of one module per chunk.
+ * exactly the model's files and nothing else. The page runs each case
+ * through case-api.ts on the worker's ContextCache (the studio's transport),
+ * the very code the Node backend runs on its own ContextCache: the same
+ * tokens, the same compile variants (Prompt Cache's modules at the case's
+ * schema positions), the same link and decode.
  */
 import { createReadStream, existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { createServer as createNetServer, type AddressInfo } from 'node:net';
@@ -23,12 +21,11 @@ import { basename, dirname, join, relative, sep } from 'node:path';
 import { createServer, type Plugin, type ViteDevServer } from 'vite';
 import { chromium, type BrowserContext, type Page } from '@playwright/test';
 import { CHROMIUM_ARGS, chromiumPath, gpuEnv } from '../../scripts/gpu-env.mjs';
-import { detectFormat } from '../engine/formats/load';
+import { detectFormat } from '../engine';
 import type { BundledModelRef } from '../worker/protocol';
-import type { ChunkRef } from '../worker/studio-protocol';
 import type { EvalPageApi } from './browser-page';
 import type { EvalCase } from './dataset';
-import { variantFor, type Answer, type EvalBackend, type PreparedCase, type VariantName } from './backend';
+import type { Answer, EvalBackend, PreparedCase, VariantName } from './backend';
 import { questionText } from './prompt';
 import { REPO_ROOT, resolveModelPath } from './tokenizer';
 import { modelFilePaths } from '../node/files';
@@ -102,15 +99,10 @@ function pageCall<K extends keyof EvalPageApi>(page: Page, name: K, ...args: Par
   ) as Promise<Awaited<ReturnType<EvalPageApi[K]>>>;
 }
 
-function cancelledAnswer(): Answer {
-  const ttft = { lookupMs: 0, loadMs: 0, recomputeMs: 0, firstTokenMs: 0, totalMs: 0, gpuMs: null, overlapMs: null, pipelined: true };
-  return { text: '', ttft, wallTtftMs: 0, recomputed: 0, recomputedFraction: 0, promptTokens: 0, newTokens: 0, decodeTokensPerS: 0, cancelled: true };
-}
-
 export class BrowserBackend implements EvalBackend {
   readonly name = 'browser';
-  /** Each prepared case's chunks as the worker's ask takes them (token ids). */
-  private chunks = new WeakMap<PreparedCase, ChunkRef[]>();
+  /** Each prepared case's handle in the page. */
+  private handles = new WeakMap<PreparedCase, number>();
 
   private constructor(
     private server: ViteDevServer,
@@ -165,53 +157,36 @@ export class BrowserBackend implements EvalBackend {
   }
 
   async prepare(c: EvalCase, variants: ReadonlySet<VariantName>): Promise<PreparedCase> {
-    const t0 = performance.now();
-    const chunks: ChunkRef[] = [];
-    for (const [i, text] of c.chunks.entries()) chunks.push({ key: `${c.id}#${i}`, label: `chunk ${i + 1}`, tokens: await this.call('tokenize', text) });
-    const ids: PreparedCase['ids'] = {};
-    for (const v of ['plain', 'legolink0', 'promptcache'] as const) {
-      if (variants.has(v)) ids[v] = await this.call('compile', chunks, v, questionText(c));
-    }
-    const p: PreparedCase = { case: c, ids, compileMs: performance.now() - t0 };
-    this.chunks.set(p, chunks);
+    const r = await this.call('prepare', c.chunks, questionText(c), [...variants]);
+    const p: PreparedCase = { case: c, ids: r.ids, compileMs: r.compileMs };
+    this.handles.set(p, r.handle);
     return p;
   }
 
-  async preload(p: PreparedCase): Promise<void> {
-    for (const v of Object.keys(p.ids) as VariantName[]) {
-      await this.answer(p, v === 'plain' ? 'naive' : v, 1);
-    }
+  private handle(p: PreparedCase): number {
+    const h = this.handles.get(p);
+    if (h === undefined) throw new Error(`Case ${p.case.id} was not prepared by this backend`);
+    return h;
+  }
+
+  preload(p: PreparedCase): Promise<void> {
+    return this.call('preload', this.handle(p));
   }
 
   async answer(p: PreparedCase, algorithm: string, maxNewTokens: number, signal?: AbortSignal): Promise<Answer> {
-    const v = variantFor(algorithm);
-    const chunks = this.chunks.get(p);
-    if (!chunks || !p.ids[v]) throw new Error(`Case ${p.case.id} was not compiled for the ${v} variant`);
-    if (signal?.aborted) return cancelledAnswer();
+    const h = this.handle(p);
     const onAbort = () => void this.call('cancel').catch(() => {});
     signal?.addEventListener('abort', onAbort, { once: true });
     try {
-      const { result, first, wallTtftMs } = await this.call('ask', {
-        chunks, question: questionText(p.case), algorithm, maxTokens: maxNewTokens, temperature: 0,
-      });
-      return {
-        text: result.text,
-        ttft: first.ttft,
-        wallTtftMs, recomputed: first.recomputed, recomputedFraction: first.recomputedFraction, promptTokens: first.promptTokens,
-        newTokens: result.tokens, decodeTokensPerS: result.decodeTokensPerS, cancelled: result.cancelled,
-      };
-    } catch (e) {
-      // Cancelled before its first token (the worker stops between chunk compiles).
-      if (signal?.aborted) return cancelledAnswer();
-      throw e;
+      return await this.call('answer', h, algorithm, maxNewTokens);
     } finally {
       signal?.removeEventListener('abort', onAbort);
     }
   }
 
   async release(p: PreparedCase): Promise<void> {
-    for (const ids of Object.values(p.ids)) for (const id of ids) await this.call('expire', id);
-    this.chunks.delete(p);
+    await this.call('release', this.handle(p));
+    this.handles.delete(p);
   }
 
   async close(): Promise<void> {

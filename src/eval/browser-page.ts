@@ -2,31 +2,27 @@
  * The page the browser backend of the evaluation runner drives (served by
  * Vite as /src/eval/browser-page.html, no studio UI): the app's real
  * inference worker behind a few async calls on `window.legokvEval`, which
- * src/eval/browser-backend.ts reaches with `page.evaluate`.
+ * src/eval/browser-backend.ts reaches with `page.evaluate`. Cases run through
+ * case-api.ts on the worker's ContextCache (remote.ts), the same code the
+ * Node backend runs on a local one.
  */
 import { EngineClient } from '../worker/client';
+import { RemoteContextCache } from '../worker/remote';
 import type { BundledModelRef, ModelInfo } from '../worker/protocol';
-import type { AskFirst, AskRequest, AskResult, ChunkRef, CompileVariantName, StudioEvent } from '../worker/studio-protocol';
-
-export interface EvalAnswer {
-  result: AskResult;
-  first: AskFirst;
-  /** From sending the request to the first-token event, measured here. */
-  wallTtftMs: number;
-}
+import type { Answer, VariantName } from './backend';
+import { answerCase, compileCase, preloadCase, releaseCase, type CompiledCase } from './case-api';
 
 export interface EvalPageApi {
   /** Starts the worker's WebGPU device; returns the adapter's name. */
   init(): Promise<string>;
   load(ref: BundledModelRef, weightDtype?: 'f32' | 'f16'): Promise<ModelInfo>;
-  /** Token ids of a text, without BOS, as the worker's tokenizer encodes it (nothing trimmed). */
-  tokenize(text: string): Promise<number[]>;
-  /** Compiles the chunks that are not stored yet; returns their cache ids (Prompt Cache: modules for this question's prompt). */
-  compile(chunks: ChunkRef[], variant: CompileVariantName | 'promptcache', question?: string): Promise<string[]>;
-  ask(req: AskRequest): Promise<EvalAnswer>;
-  /** Cancels the running ask, if any. */
+  /** Tokenises and compiles a case's chunks (with the text after them) for each variant; returns a handle for the calls below. */
+  prepare(chunks: string[], question: string, variants: VariantName[]): Promise<{ handle: number; ids: CompiledCase['ids']; compileMs: number }>;
+  preload(handle: number): Promise<void>;
+  answer(handle: number, algorithm: string, maxNewTokens: number): Promise<Answer>;
+  /** Cancels the running answer, if any. */
   cancel(): void;
-  expire(cacheId: string): Promise<void>;
+  release(handle: number): Promise<void>;
 }
 
 declare global {
@@ -37,7 +33,16 @@ declare global {
 
 const client = new EngineClient();
 client.onDeviceLost = (m) => console.error(`WebGPU device lost: ${m}`);
-let running: number | null = null;
+const lego = new RemoteContextCache(client);
+const cases = new Map<number, CompiledCase>();
+let nextHandle = 1;
+let running: AbortController | null = null;
+
+const get = (handle: number) => {
+  const p = cases.get(handle);
+  if (!p) throw new Error(`No prepared case ${handle}`);
+  return p;
+};
 
 const api: EvalPageApi = {
   async init() {
@@ -46,33 +51,31 @@ const api: EvalPageApi = {
   load(ref, weightDtype) {
     return client.load(ref, () => {}, weightDtype).result;
   },
-  tokenize(text) {
-    return client.studio<number[]>({ type: 'tokenize', text }).result;
+  async prepare(chunks, question, variants) {
+    const compiled = await compileCase(lego, chunks, question, new Set(variants));
+    const handle = nextHandle++;
+    cases.set(handle, compiled);
+    return { handle, ids: compiled.ids, compileMs: compiled.compileMs };
   },
-  async compile(chunks, variant, question) {
-    return (await client.studio<{ ids: string[] }>({ type: 'compile', chunks, variant, question }).result).ids;
+  preload(handle) {
+    return preloadCase(lego, get(handle));
   },
-  async ask(req) {
-    const t0 = performance.now();
-    let first: { first: AskFirst; at: number } | undefined;
-    const onEvent = (e: StudioEvent) => {
-      if (e.kind === 'first-token') first = { first: e.first, at: performance.now() };
-    };
-    const call = client.studio<AskResult>({ type: 'ask', req }, onEvent);
-    running = call.id;
+  async answer(handle, algorithm, maxNewTokens) {
+    const compiled = get(handle);
+    const ac = new AbortController();
+    running = ac;
     try {
-      const result = await call.result;
-      if (!first) throw new Error('The ask ended without a first-token event');
-      return { result, first: first.first, wallTtftMs: first.at - t0 };
+      return await answerCase(lego, compiled, algorithm, maxNewTokens, ac.signal);
     } finally {
-      running = null;
+      if (running === ac) running = null;
     }
   },
   cancel() {
-    if (running !== null) client.cancel(running);
+    running?.abort();
   },
-  async expire(cacheId) {
-    await client.studio<boolean>({ type: 'expire', cacheId }).result;
+  async release(handle) {
+    await releaseCase(lego, get(handle));
+    cases.delete(handle);
   },
 };
 

@@ -1,7 +1,6 @@
 /** The result charts: EPIC's Figures 6, 8 and 9, drawn from the JSON the benchmarks write. */
 import { lineChart, compact } from './svg';
-import type { ScalingResults } from './bench-scaling';
-import type { LoadResults } from './bench-load';
+import type { LoadResults, ScalingResults } from './result-files';
 import type { EvalResults } from './runner';
 
 const tokensK = (v: number) => (v >= 1024 && v % 1024 === 0 ? `${v / 1024}K` : compact(v));

@@ -9,13 +9,13 @@
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
+import { parseCommand } from '../cli/options';
 import { toJsonl, type EvalCase } from './dataset';
 import { DEFAULT_TOKENIZER, loadTokenizerOnly } from './tokenizer';
 import { generateNeedle } from './generators/needle';
 import { generateMultiDoc } from './generators/multidoc';
 import { generateSamsum } from './generators/samsum';
-import type { Tokenizer } from '../engine/tokenizer/types';
+import type { Tokenizer } from '../engine';
 
 export interface DatasetOptions {
   seed: number;
@@ -49,25 +49,35 @@ export function generateAll(tok: Tokenizer, tokenizerName: string, o: DatasetOpt
 }
 
 async function main() {
-  const { values: a } = parseArgs({
+  const d = DATASET_DEFAULTS;
+  const count = (help: string, dflt: number) => ({ type: 'integer', default: dflt, min: 1, help } as const);
+  const a = parseCommand({
+    command: 'npm run datasets',
+    summary: 'Writes needle.jsonl, multidoc.jsonl and samsum.jsonl (format: src/eval/dataset.ts); the same seed and tokenizer give the same bytes.',
     options: {
-      out: { type: 'string', default: 'data' }, seed: { type: 'string', default: '1' }, tokenizer: { type: 'string', default: DEFAULT_TOKENIZER },
-      'chunk-tokens': { type: 'string' }, 'needle-lengths': { type: 'string' }, 'needle-depths': { type: 'string' },
-      'multidoc-n': { type: 'string' }, 'multidoc-docs': { type: 'string' }, 'samsum-n': { type: 'string' }, 'samsum-shots': { type: 'string' },
-      only: { type: 'string' }, prefix: { type: 'string', default: '' },
+      out: { type: 'string', default: 'data', arg: 'folder', help: 'where to write the files' },
+      seed: { type: 'integer', default: d.seed, help: 'the random seed' },
+      tokenizer: { type: 'string', default: DEFAULT_TOKENIZER, arg: 'file|model', help: 'measures chunk lengths' },
+      'chunk-tokens': count('tokens per chunk', d.chunkTokens),
+      'needle-lengths': { type: 'numbers', default: d.needleLengths, min: 1, help: 'needle context lengths in tokens' },
+      'needle-depths': { type: 'numbers', default: d.needleDepths, min: 0, max: 1, help: 'where the needle sits, 0 (start) to 1 (end)' },
+      'multidoc-n': count('multi-document cases', d.multidocN),
+      'multidoc-docs': count('documents per multi-document case', d.multidocDocs),
+      'samsum-n': count('summarisation cases', d.samsumN),
+      'samsum-shots': count('examples per summarisation case', d.samsumShots),
+      only: { type: 'list', default: d.only, arg: 'needle,multidoc,samsum', help: 'which datasets to write' },
+      prefix: { type: 'string', default: '', help: 'a prefix for the file names' },
     },
   });
-  const d = DATASET_DEFAULTS;
-  const nums = (s: string | undefined, dflt: number[]) => (s ? s.split(',').map(Number) : dflt);
   const o: DatasetOptions = {
-    seed: Number(a.seed), chunkTokens: Number(a['chunk-tokens'] ?? d.chunkTokens),
-    needleLengths: nums(a['needle-lengths'], d.needleLengths), needleDepths: nums(a['needle-depths'], d.needleDepths),
-    multidocN: Number(a['multidoc-n'] ?? d.multidocN), multidocDocs: Number(a['multidoc-docs'] ?? d.multidocDocs),
-    samsumN: Number(a['samsum-n'] ?? d.samsumN), samsumShots: Number(a['samsum-shots'] ?? d.samsumShots),
-    only: a.only ? a.only.split(',') : d.only,
+    seed: a.seed, chunkTokens: a['chunk-tokens'], needleLengths: a['needle-lengths'], needleDepths: a['needle-depths'],
+    multidocN: a['multidoc-n'], multidocDocs: a['multidoc-docs'], samsumN: a['samsum-n'], samsumShots: a['samsum-shots'], only: a.only,
   };
-  if (!Number.isInteger(o.seed)) throw new Error('--seed must be an integer');
-  if (o.needleDepths.some((x) => !(x >= 0 && x <= 1))) throw new Error('--needle-depths must be in [0, 1]');
+  const unknown = o.only.filter((x) => !d.only.includes(x));
+  if (unknown.length) {
+    console.error(`npm run datasets: --only ${unknown.join(',')}: expected some of ${d.only.join(', ')}`);
+    process.exit(2);
+  }
   const { tokenizer, name } = await loadTokenizerOnly(a.tokenizer!);
   mkdirSync(a.out!, { recursive: true });
   for (const [stem, cases] of Object.entries(generateAll(tokenizer, name, o))) {

@@ -1,7 +1,8 @@
 /**
  * The runner's Node backend: the model on the `webgpu` package (SwiftShader
  * where there is no GPU), LegoKV's ContextCache API over an in-memory
- * KVStore. Prompt Cache cases are mapped to a schema with one module per
+ * KVStore, driven by case-api.ts exactly as the browser backend's page drives
+ * the worker's. Prompt Cache cases are mapped to a schema with one module per
  * chunk, at the consecutive positions the chunks take in the linked prompt
  * (after BOS and any chat-template text before them); each module is
  * compiled alone at those positions, without BOS (src/kvcompile/promptcache.ts).
@@ -9,13 +10,12 @@
 import { basename } from 'node:path';
 import { openModel, type NodeSession } from '../node/session';
 import { KVStore, MemoryBlobBackend, MemoryIndexBackend } from '../kvstore';
-import { ContextCache, type CompletionEvent } from '../api/context-cache';
-import { moduleSchemaPositions } from '../api/messages';
-import type { LinkLayout } from '../kvlink/layout';
-import type { ScoresResult } from '../engine/model/forward';
+import { ContextCache, type PromptLayout } from '../api/context-cache';
+import type { ScoresResult } from '../engine';
 import type { EvalCase } from './dataset';
 import { variantFor, type Answer, type EvalBackend, type PreparedCase, type VariantName } from './backend';
-import { caseMessages } from './prompt';
+import { caseMessages, questionText } from './prompt';
+import { answerCase, compileCase, preloadCase, releaseCase, type CompiledCase } from './case-api';
 import { resolveModelPath } from './tokenizer';
 
 export interface NodeBackendOptions {
@@ -26,6 +26,7 @@ export interface NodeBackendOptions {
 
 export class NodeBackend implements EvalBackend {
   readonly name = 'node';
+  private compiled = new WeakMap<PreparedCase, CompiledCase>();
   private constructor(
     private s: NodeSession,
     private lego: ContextCache,
@@ -52,64 +53,37 @@ export class NodeBackend implements EvalBackend {
     return !!this.s.model.tokenizer.applyChatTemplate;
   }
 
-  private encode(chunks: string[]) {
-    return chunks.map((ch) => this.s.model.tokenizer.encode(ch, { addBos: false }));
-  }
-
   /** Positions each chunk takes in the linked prompt: Prompt Cache's schema, one module per chunk. */
   promptCachePositions(c: EvalCase, tokens: number[][]): Promise<number[][]> {
-    const names = tokens.map((_, i) => `module${i}`);
-    return moduleSchemaPositions(caseMessages(names, c), this.s.model.tokenizer, this.s.model.config.bosId, (id) => tokens[Number(id.slice(6))]);
+    return this.lego.schemaPositions(tokens, questionText(c));
   }
 
   async prepare(c: EvalCase, variants: ReadonlySet<VariantName>): Promise<PreparedCase> {
-    const t0 = performance.now();
-    const tokens = this.encode(c.chunks);
-    const ids: PreparedCase['ids'] = {};
-    if (variants.has('plain')) ids.plain = await this.lego.compileContext(tokens);
-    if (variants.has('legolink0')) ids.legolink0 = await this.lego.compileContext(tokens, { variant: { kind: 'legolink0' } });
-    if (variants.has('promptcache')) {
-      const positions = await this.promptCachePositions(c, tokens);
-      ids.promptcache = [];
-      for (const [i, t] of tokens.entries()) {
-        ids.promptcache.push(...(await this.lego.compileContext([t], { variant: { kind: 'promptcache', positions: positions[i] } })));
-      }
-    }
-    return { case: c, ids, compileMs: performance.now() - t0 };
+    const compiled = await compileCase(this.lego, c.chunks, questionText(c), variants);
+    const p: PreparedCase = { case: c, ids: compiled.ids, compileMs: compiled.compileMs };
+    this.compiled.set(p, compiled);
+    return p;
   }
 
-  async preload(p: PreparedCase): Promise<void> {
-    for (const ids of Object.values(p.ids)) {
-      for await (const ev of this.lego.chatCompletion({ messages: caseMessages(ids, p.case), algorithm: 'naive', maxTokens: 1 })) void ev;
-    }
+  private of(p: PreparedCase): CompiledCase {
+    const c = this.compiled.get(p);
+    if (!c) throw new Error(`Case ${p.case.id} was not prepared by this backend`);
+    return c;
   }
 
-  async answer(p: PreparedCase, algorithm: string, maxNewTokens: number, signal?: AbortSignal): Promise<Answer> {
-    const v = variantFor(algorithm);
-    const ids = p.ids[v];
-    if (!ids) throw new Error(`Case ${p.case.id} was not compiled for the ${v} variant`);
-    const t0 = performance.now();
-    let first: Extract<CompletionEvent, { type: 'first-token' }> | undefined;
-    let wall = 0;
-    let done: Extract<CompletionEvent, { type: 'done' }> | undefined;
-    for await (const ev of this.lego.chatCompletion({ messages: caseMessages(ids, p.case), algorithm, maxTokens: maxNewTokens, temperature: 0, signal })) {
-      if (ev.type === 'first-token') {
-        wall = performance.now() - t0;
-        first = ev;
-      } else if (ev.type === 'done') done = ev;
-    }
-    if (!first || !done) throw new Error('chatCompletion ended without a first token or a done event');
-    return {
-      text: done.text, ttft: first.ttft, wallTtftMs: wall, recomputed: first.recomputed, recomputedFraction: first.recomputedFraction,
-      promptTokens: first.promptTokens, newTokens: done.tokens, decodeTokensPerS: done.decodeTokensPerS, cancelled: done.cancelled,
-    };
+  preload(p: PreparedCase): Promise<void> {
+    return preloadCase(this.lego, this.of(p));
+  }
+
+  answer(p: PreparedCase, algorithm: string, maxNewTokens: number, signal?: AbortSignal): Promise<Answer> {
+    return answerCase(this.lego, this.of(p), algorithm, maxNewTokens, signal);
   }
 
   /**
    * Links a prepared case with `algorithm` once and returns the question rows' raw attention scores (q·k,
    * -Infinity where masked) for every layer and head, with the linked layout (for the attention-sink report).
    */
-  async attention(p: PreparedCase, algorithm: string): Promise<{ layout: LinkLayout; scores: ScoresResult[] }> {
+  async attention(p: PreparedCase, algorithm: string): Promise<{ layout: PromptLayout; scores: ScoresResult[] }> {
     const ids = p.ids[variantFor(algorithm)];
     if (!ids) throw new Error(`Case ${p.case.id} was not compiled for ${algorithm}`);
     const { nLayers, nHeads } = this.s.model.config;
@@ -125,7 +99,8 @@ export class NodeBackend implements EvalBackend {
   }
 
   async release(p: PreparedCase): Promise<void> {
-    for (const ids of Object.values(p.ids)) for (const id of ids) await this.lego.expireCache(id);
+    await releaseCase(this.lego, this.of(p));
+    this.compiled.delete(p);
   }
 
   async close(): Promise<void> {

@@ -8,6 +8,7 @@
  * verbatim when it ends with a colon (as "Dialogue: …\nSummary:" does).
  */
 import type { ChatMessage } from '../api/context-cache';
+import { chunkMessages } from '../api/messages';
 import { DEFAULT_INSTRUCTION, type EvalCase } from './dataset';
 
 /**
@@ -23,7 +24,7 @@ export function questionText(c: EvalCase): string {
 }
 
 export function caseMessages(ids: readonly string[], c: EvalCase): ChatMessage[] {
-  return [{ role: 'user', content: [...ids.map((id) => ({ type: 'cache' as const, id })), { type: 'text' as const, text: questionText(c) }] }];
+  return chunkMessages(ids, questionText(c));
 }
 
 /**

@@ -10,9 +10,8 @@
 import { existsSync, readdirSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join, relative, dirname } from 'node:path';
 import { spawnSync } from 'node:child_process';
-import { parseArgs } from 'node:util';
-import type { ScalingResults } from './bench-scaling';
-import type { LoadResults } from './bench-load';
+import { parseCommand } from '../cli/options';
+import type { LoadResults, ScalingResults } from './result-files';
 import { aggregate, answeredByAll, BUSY_HOST_CORES, type EvalResults } from './runner';
 import { accuracyChart, loadChart, scalingChart } from './charts';
 import { REPO_ROOT } from './tokenizer';
@@ -242,7 +241,15 @@ export function buildResults(dir: string, outPath: string): { markdown: string; 
 }
 
 function main() {
-  const { values: a } = parseArgs({ options: { rerun: { type: 'boolean', default: false }, dir: { type: 'string', default: join(REPO_ROOT, 'docs/results') }, out: { type: 'string', default: join(REPO_ROOT, 'docs/RESULTS.md') } } });
+  const a = parseCommand({
+    command: 'npm run results',
+    summary: 'Builds docs/RESULTS.md and its charts from the JSON files in docs/results (with --rerun, runs the measurements first).',
+    options: {
+      rerun: { type: 'boolean', help: 'run the measurements that write the JSON files first' },
+      dir: { type: 'string', default: join(REPO_ROOT, 'docs/results'), arg: 'folder', help: 'where the JSON files are, and the charts go' },
+      out: { type: 'string', default: join(REPO_ROOT, 'docs/RESULTS.md'), arg: 'file.md', help: 'the page to write' },
+    },
+  });
   if (a.rerun) {
     for (const step of RERUN) {
       console.log(`[results] ${step.what}: npm ${step.args.join(' ')}`);
@@ -253,11 +260,11 @@ function main() {
       }
     }
   }
-  mkdirSync(a.dir!, { recursive: true });
-  const { markdown, charts } = buildResults(a.dir!, a.out!);
-  for (const [name, svg] of Object.entries(charts)) writeFileSync(join(a.dir!, name), svg);
-  writeFileSync(a.out!, markdown);
-  console.log(`${relative(process.cwd(), a.out!)} and ${Object.keys(charts).length} charts written from ${relative(process.cwd(), a.dir!) || '.'}/*.json`);
+  mkdirSync(a.dir, { recursive: true });
+  const { markdown, charts } = buildResults(a.dir, a.out);
+  for (const [name, svg] of Object.entries(charts)) writeFileSync(join(a.dir, name), svg);
+  writeFileSync(a.out, markdown);
+  console.log(`${relative(process.cwd(), a.out)} and ${Object.keys(charts).length} charts written from ${relative(process.cwd(), a.dir) || '.'}/*.json`);
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) main();

@@ -21,35 +21,37 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { cpus } from 'node:os';
-import { parseArgs } from 'node:util';
 import { readDataset } from './dataset';
 import type { EvalBackend } from './backend';
 import { NodeBackend } from './node-backend';
 import { runEval, ResumeMismatchError, type EvalResults } from './runner';
 import { modelDigest } from './env';
-import { resolveModelPath } from './tokenizer';
+import { modelOption, resolveModelPath } from './tokenizer';
 import { ProgressBar, resultsTable } from './format';
+import { ALL_ALGORITHMS } from '../kvlink/catalogue';
+import { existing, parseCommand } from '../cli/options';
 
-/** Every algorithm, the two references first: the ordinary prompt and EPIC's full recompute over the linked chunks. */
-export const ALL_ALGORITHMS = 'prompt,full,naive,cacheblend:0.15,legolink:16,legolink0,attnlink:16,promptcache';
+export const EVAL_COMMAND = {
+  command: 'npm run eval',
+  summary: 'EPIC\'s synchronous workload: compiles every case\'s chunks, answers each case greedily with every algorithm, prints TTFT, accuracy and recomputed share per algorithm, and writes the results JSON after every answer.',
+  options: {
+    model: modelOption('stories260K'),
+    data: { type: 'string', required: true, arg: 'file.jsonl', check: existing, help: 'the cases (format: src/eval/dataset.ts)' },
+    algorithms: { type: 'algorithms', default: ALL_ALGORITHMS, help: 'the linking algorithms to run, comma-separated' },
+    'max-new-tokens': { type: 'integer', default: 32, min: 1, help: 'answer length in tokens' },
+    out: { type: 'string', arg: 'results.json', help: 'where to write the results' },
+    backend: { type: 'string', default: 'node', choices: ['node', 'browser'], help: 'node: the ContextCache API on Node\'s webgpu; browser: the app\'s worker in headless Chromium' },
+    limit: { type: 'integer', min: 1, help: 'run the first N cases only' },
+    dtype: { type: 'string', choices: ['f32', 'f16'], help: 'weight storage (default: f32 for small models, f16 above 50M weights)' },
+    'kv-dtype': { type: 'string', choices: ['f32', 'f16'], help: 'KV cache storage (node backend)' },
+    tokenizer: { type: 'string', arg: 'file', check: existing, help: 'a tokenizer file for a llama2.c model (node backend)' },
+    'no-warmup': { type: 'boolean', help: 'skip the untimed warm-up answer' },
+    resume: { type: 'boolean', help: 'continue the stopped run saved in --out' },
+  },
+} as const;
 
 async function main() {
-  const { values: a } = parseArgs({
-    options: {
-      model: { type: 'string', default: 'stories260K' }, data: { type: 'string' }, algorithms: { type: 'string', default: ALL_ALGORITHMS },
-      'max-new-tokens': { type: 'string', default: '32' }, out: { type: 'string' }, backend: { type: 'string', default: 'node' },
-      limit: { type: 'string' }, dtype: { type: 'string' }, 'kv-dtype': { type: 'string' }, tokenizer: { type: 'string' },
-      'no-warmup': { type: 'boolean', default: false }, resume: { type: 'boolean', default: false },
-    },
-  });
-  if (!a.data) {
-    console.error('usage: npm run eval -- --model <path|stories260K|qa-demo|gemma-3-270m|smollm2-135m-instruct> --data <file.jsonl> [--algorithms a,b] [--max-new-tokens 32] [--out results.json] [--backend node|browser] [--limit N] [--resume]');
-    process.exit(2);
-  }
-  if (a.backend !== 'node' && a.backend !== 'browser') {
-    console.error(`--backend ${a.backend}: expected node or browser`);
-    process.exit(2);
-  }
+  const a = parseCommand(EVAL_COMMAND);
   if (a.backend === 'browser' && (a['kv-dtype'] || a.tokenizer)) {
     console.error('--kv-dtype and --tokenizer are options of the node backend only');
     process.exit(2);
@@ -70,8 +72,8 @@ async function main() {
   const modelPath = resolveModelPath(a.model!);
   const modelSha256 = existsSync(modelPath) ? modelDigest(modelPath) : undefined;
   let cases = readDataset(a.data);
-  if (a.limit) cases = cases.slice(0, Number(a.limit));
-  const algorithms = a.algorithms!.split(',').map((s) => s.trim()).filter(Boolean);
+  if (a.limit) cases = cases.slice(0, a.limit);
+  const algorithms = a.algorithms;
   const ac = new AbortController();
   let firstSignal = 0;
   process.on('SIGINT', () => {
@@ -93,7 +95,7 @@ async function main() {
   const bar = new ProgressBar();
   try {
     const res = await runEval({
-      backend, cases, data: a.data, algorithms, command: [...(process.env.LEGOKV_NODE_BACKEND ? [`LEGOKV_NODE_BACKEND=${process.env.LEGOKV_NODE_BACKEND}`] : []), 'npm run eval --', ...process.argv.slice(2)].join(' '), maxNewTokens: Number(a['max-new-tokens']), out: a.out, warmup: !a['no-warmup'], signal: ac.signal,
+      backend, cases, data: a.data, algorithms, command: [...(process.env.LEGOKV_NODE_BACKEND ? [`LEGOKV_NODE_BACKEND=${process.env.LEGOKV_NODE_BACKEND}`] : []), 'npm run eval --', ...process.argv.slice(2)].join(' '), maxNewTokens: a['max-new-tokens'], out: a.out, warmup: !a['no-warmup'], signal: ac.signal,
       modelSha256, resume,
       onBusyHost: (id, cores) => bar.note(`warning: other programs kept ${cores.toFixed(2)} of ${cpus().length} CPUs busy while ${id} was timed; on a CPU adapter its TTFTs are inflated (other_cpu in the results)`),
       onProgress: (p) => bar.update(p.done, p.total, `case ${p.caseIndex + 1}/${p.cases} ${p.caseId} ${p.phase}${p.algorithm ? ` ${p.algorithm}` : ''}`),

@@ -23,19 +23,19 @@
  * heads and question rows; per-layer means are in the JSON.
  */
 import { writeFileSync } from 'node:fs';
-import { parseArgs } from 'node:util';
 import { readDataset, type EvalCase } from './dataset';
 import { NodeBackend } from './node-backend';
 import { table } from './format';
 import { variantFor, type VariantName } from './backend';
-import type { LinkLayout } from '../kvlink/layout';
-import type { ScoresResult } from '../engine/model/forward';
+import type { ScoresResult } from '../engine';
 import { segmentShares } from '../analysis/attention-math';
+import { existing, parseCommand } from '../cli/options';
+import { modelOption } from './tokenizer';
 
 interface Acc { start: number; chunk: number; tokens: number; n: number }
 
 /** Per segment: softmax mass of the question rows on its first `sinkTokens` rows and on all of it (analysis/attention-math). */
-export function chunkShares(layout: LinkLayout, s: ScoresResult, sinkTokens: number): { start: number; chunk: number; length: number }[] {
+export function chunkShares(layout: { segments: { start: number; length: number }[] }, s: ScoresResult, sinkTokens: number): { start: number; chunk: number; length: number }[] {
   const rows = s.rows.map((_, r) => s.scores.subarray(r * s.keys, (r + 1) * s.keys));
   return segmentShares(rows, s.keys, layout.segments, sinkTokens).map((x, i) => ({ start: x.sink, chunk: x.chunk, length: layout.segments[i].length }));
 }
@@ -115,19 +115,21 @@ export async function sinkReport(
 }
 
 async function main() {
-  const { values: a } = parseArgs({
+  const a = parseCommand({
+    command: 'npm run sinks',
+    summary: 'Links each case under every algorithm and reports how much of the question rows\' attention (every layer and head) lands on each chunk\'s first tokens: the attention sinks LegoLink removes.',
     options: {
-      model: { type: 'string', default: 'qa-demo' }, data: { type: 'string' }, limit: { type: 'string', default: '20' },
-      algorithms: { type: 'string', default: SINK_ALGORITHMS }, 'sink-tokens': { type: 'string', default: '1' }, out: { type: 'string' },
+      model: modelOption('qa-demo'),
+      data: { type: 'string', required: true, arg: 'file.jsonl', check: existing, help: 'the cases (format: src/eval/dataset.ts)' },
+      limit: { type: 'integer', default: 20, min: 1, help: 'how many cases' },
+      algorithms: { type: 'algorithms', default: SINK_ALGORITHMS.split(','), help: 'the linking algorithms to measure, comma-separated' },
+      'sink-tokens': { type: 'integer', default: 1, min: 1, help: 'how many of each chunk\'s first tokens count as its start' },
+      out: { type: 'string', arg: 'sinks.json', help: 'where to write the report' },
     },
   });
-  if (!a.data) {
-    console.error(`usage: npm run sinks -- --model <m> --data <file.jsonl> [--limit 20] [--algorithms ${SINK_ALGORITHMS}] [--sink-tokens 1] [--out sinks.json]`);
-    process.exit(2);
-  }
-  const cases = readDataset(a.data).slice(0, Number(a.limit));
-  const algorithms = a.algorithms!.split(',').map((x) => x.trim()).filter(Boolean);
-  const sinkTokens = Number(a['sink-tokens']);
+  const cases = readDataset(a.data).slice(0, a.limit);
+  const algorithms = a.algorithms;
+  const sinkTokens = a['sink-tokens'];
   const backend = await NodeBackend.open(a.model!);
   console.error(`[${backend.adapter}] ${backend.model}: ${cases.length} cases, ${backend.layers} layers, algorithms ${algorithms.join(', ')}`);
   try {

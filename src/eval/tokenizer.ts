@@ -6,11 +6,7 @@
  */
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import type { Tokenizer } from '../engine/tokenizer/types';
-import { Llama2cTokenizer } from '../engine/tokenizer/llama2c';
-import { createGgufTokenizer, tokenizerSpecFromGguf } from '../engine/tokenizer/gguf';
-import { parseGguf } from '../engine/formats/gguf';
-import { loadHfTokenizer } from '../engine/tokenizer/hf';
+import { Llama2cTokenizer, createGgufTokenizer, tokenizerSpecFromGguf, parseGguf, loadHfTokenizer, type Tokenizer } from '../engine';
 import { nodeFileSource, nodeFolderFiles } from '../node/files';
 
 export const REPO_ROOT = join(import.meta.dirname, '../..');
@@ -25,6 +21,15 @@ export const KNOWN_MODELS: Record<string, string> = {
 
 export function resolveModelPath(m: string): string {
   return KNOWN_MODELS[m] ?? m;
+}
+
+/** The --model option of the commands that take one (src/cli/options.ts): a path or a known name, checked to exist. */
+export function modelOption(dflt: string) {
+  const names = Object.keys(KNOWN_MODELS).join(', ');
+  return {
+    type: 'string', default: dflt, arg: 'path|name', help: `the model: a file or folder, or a known name (${names})`,
+    check: (m: string) => (existsSync(resolveModelPath(m)) ? undefined : KNOWN_MODELS[m] ? 'not fetched yet (npm run fetch:models fetches it)' : `no such file or folder, nor a known name (${names})`),
+  } as const;
 }
 
 export const DEFAULT_TOKENIZER = join(REPO_ROOT, 'public/models/stories260K/tok512.bin');

@@ -3,10 +3,7 @@
  * whose last prefill produced `logits`; knows nothing of how the prompt's
  * KV got there (plain prefill or a linked set of cached chunks).
  */
-import type { Engine } from '../engine/engine';
-import type { KVCache } from '../engine/model/kv-cache';
-import type { ScoresRequest, ScoresResult } from '../engine/model/forward';
-import type { Tokenizer } from '../engine/tokenizer/types';
+import type { Engine, KVCache, ScoresRequest, ScoresResult, Tokenizer } from '../engine';
 import { rng, sample, type SamplingOptions } from './sampling';
 
 export interface DecodeOptions {
@@ -14,11 +11,26 @@ export interface DecodeOptions {
   sampling: SamplingOptions;
   stopIds: readonly number[];
   signal?: AbortSignal;
-  /** Capture each generated row's attention scores (one layer, some heads) for the attention maps. */
-  scores?: { layer: ScoresRequest['layer']; heads: number[]; onScores: (s: ScoresResult[]) => void };
+  /** Attention scores of each generated row to capture (some layers and heads), handed to `onStep`. */
+  scores?: { layer: ScoresRequest['layer']; heads: number[] };
+  /**
+   * Called after every decode step (the token fed, the new row's scores when asked for); awaited before the
+   * next token is sampled, so a caller can pace the loop (the studio's slow motion) or collect what it needs.
+   */
+  onStep?: (step: DecodeStep) => void | Promise<void>;
 }
 
-/** Yields generated token ids until a stop token, the budget, or an abort. */
+export interface DecodeStep {
+  /** 0 for the first generated token. */
+  index: number;
+  token: number;
+  scores: ScoresResult[];
+}
+
+/**
+ * The decode loop: yields generated token ids until a stop token, the budget, or an abort. Each step is one
+ * locked engine call, so loops of several requests interleave safely between tokens.
+ */
 export async function* decodeTokens(engine: Engine, cache: KVCache, logits: Float32Array, o: DecodeOptions): AsyncGenerator<number> {
   const random = rng(o.sampling.seed ?? 42);
   for (let i = 0; i < o.maxNewTokens; i++) {
@@ -26,12 +38,13 @@ export async function* decodeTokens(engine: Engine, cache: KVCache, logits: Floa
     const next = sample(logits, o.sampling, random);
     if (o.stopIds.includes(next)) return;
     yield next;
-    if (i + 1 >= o.maxNewTokens) continue;
-    if (o.scores) {
-      const r = await engine.step(cache, next, undefined, { scores: { layer: o.scores.layer, heads: o.scores.heads, rows: [0] } });
-      o.scores.onScores(r.scores);
-      logits = r.logits;
-    } else logits = await engine.decode(cache, next);
+    if (i + 1 >= o.maxNewTokens) {
+      await o.onStep?.({ index: i, token: next, scores: [] });
+      continue;
+    }
+    const r = await engine.step(cache, next, undefined, o.scores ? { scores: { ...o.scores, rows: [0] } } : {});
+    logits = r.logits;
+    await o.onStep?.({ index: i, token: next, scores: r.scores });
   }
 }
 

@@ -11,25 +11,10 @@
  *  - promptcache: a Prompt Cache module, encoded at its schema positions
  *    (see promptcache.ts), no BOS.
  */
-import type { Engine } from '../engine/engine';
-import type { GpuLayerRows, LayerRows } from '../engine/model/kv-io';
+import type { Engine } from '../engine';
+import type { CompileVariant, CompiledChunk } from '../types/kv';
 
-export type CompileVariant =
-  | { kind: 'plain' }
-  | { kind: 'legolink0'; sinks?: number; sinkToken?: number }
-  | { kind: 'promptcache'; positions: number[] };
-
-export interface CompiledChunk {
-  id: string;
-  variant: CompileVariant;
-  /** Token ids of the stored rows (plain: with BOS; legolink0: without the sinks). */
-  tokens: number[];
-  /** Positions the rows were computed at (0.. for plain and legolink0; the schema's for promptcache). */
-  positions: number[];
-  layers: LayerRows[];
-  /** The same rows on the GPU, when KVStore's GPU tier holds them (linking then skips the upload). */
-  gpu?: GpuLayerRows[];
-}
+export type { CompileVariant, CompiledChunk };
 
 export interface CompileContext {
   engine: Engine;
@@ -39,29 +24,54 @@ export interface CompileContext {
   bosId: number | null;
 }
 
-/** The content hash naming a compiled chunk: (model, tokenizer, token ids, variant and its parameters). */
-export async function cacheId(ctx: Pick<CompileContext, 'modelId' | 'tokenizerId'>, tokens: readonly number[], variant: CompileVariant): Promise<string> {
-  const text = JSON.stringify([ctx.modelId, ctx.tokenizerId, tokens, variant]);
+/** LegoLink-0's default number of sink tokens (EPIC: three extra BOS and the usual one). */
+export const DEFAULT_SINKS = 4;
+
+/** A variant with every default filled in, its fields in one order: the one shape a cache id is hashed from. */
+export type ResolvedVariant =
+  | { kind: 'plain' }
+  | { kind: 'legolink0'; sinks: number; sinkToken: number | null }
+  | { kind: 'promptcache'; positions: number[] };
+
+/**
+ * Fills in a variant's defaults (LegoLink-0: 4 sinks, the model's BOS as the sink token), so that two spellings of
+ * the same compile (`{kind:'legolink0'}` and `{kind:'legolink0', sinks:4}`) name the same cache.
+ */
+export function resolveVariant(variant: CompileVariant, bosId: number | null): ResolvedVariant {
+  switch (variant.kind) {
+    case 'plain':
+      return { kind: 'plain' };
+    case 'legolink0': {
+      const sinks = variant.sinks ?? DEFAULT_SINKS;
+      if (!Number.isInteger(sinks) || sinks < 1) throw new Error(`legolink0 needs at least one sink token, got ${sinks}`);
+      return { kind: 'legolink0', sinks, sinkToken: variant.sinkToken ?? bosId };
+    }
+    case 'promptcache':
+      return { kind: 'promptcache', positions: [...variant.positions] };
+  }
+}
+
+/** The content hash naming a compiled chunk: (model, tokenizer, token ids, variant with its defaults filled in). */
+export async function cacheId(ctx: Pick<CompileContext, 'modelId' | 'tokenizerId' | 'bosId'>, tokens: readonly number[], variant: CompileVariant): Promise<string> {
+  const text = JSON.stringify([ctx.modelId, ctx.tokenizerId, tokens, resolveVariant(variant, ctx.bosId)]);
   const digest = await crypto.subtle.digest('SHA-256', new TextEncoder().encode(text));
   return Array.from(new Uint8Array(digest).subarray(0, 16), (b) => b.toString(16).padStart(2, '0')).join('');
 }
 
 /** The rows a variant computes for `chunk`, the positions, and how many leading rows to drop. */
 export function compileLayout(chunk: readonly number[], variant: CompileVariant, bosId: number | null) {
-  if (variant.kind === 'promptcache') {
-    if (variant.positions.length !== chunk.length) throw new Error('promptcache: one position per token');
-    return { tokens: [...chunk], positions: [...variant.positions], drop: 0 };
+  const v = resolveVariant(variant, bosId);
+  if (v.kind === 'promptcache') {
+    if (v.positions.length !== chunk.length) throw new Error('promptcache: one position per token');
+    return { tokens: [...chunk], positions: v.positions, drop: 0 };
   }
-  const bos = bosId === null ? [] : [bosId];
-  if (variant.kind === 'plain') {
-    const tokens = [...bos, ...chunk];
+  if (v.kind === 'plain') {
+    const tokens = bosId === null ? [...chunk] : [bosId, ...chunk];
     return { tokens, positions: tokens.map((_, i) => i), drop: 0 };
   }
-  const sinks = variant.sinks ?? 4;
-  const sink = variant.sinkToken ?? bosId;
-  if (sink === null || sink === undefined) throw new Error('legolink0 needs a sink token (the model has no BOS)');
-  const tokens = [...Array(sinks).fill(sink), ...chunk];
-  return { tokens, positions: tokens.map((_, i) => i), drop: sinks };
+  if (v.sinkToken === null) throw new Error('legolink0 needs a sink token (the model has no BOS)');
+  const tokens = [...Array<number>(v.sinks).fill(v.sinkToken), ...chunk];
+  return { tokens, positions: tokens.map((_, i) => i), drop: v.sinks };
 }
 
 /** Prefills `chunk` alone under `variant` and returns its rows (keys before RoPE). */
@@ -69,10 +79,10 @@ export async function compileChunk(ctx: CompileContext, chunk: readonly number[]
   if (chunk.length === 0) throw new Error('compileChunk: empty chunk');
   const id = await cacheId(ctx, chunk, variant);
   const { tokens, positions, drop } = compileLayout(chunk, variant, ctx.bosId);
-  return ctx.engine.exclusive(async () => {
+  return ctx.engine.exclusive(async (held) => {
     const cache = ctx.engine.newCache(tokens.length);
     try {
-      const res = await ctx.engine.prefill(cache, tokens, positions, { logits: 'none', capturePreRopeK: true });
+      const res = await held.prefill(cache, tokens, positions, { logits: 'none', capturePreRopeK: true });
       const all = await ctx.engine.exportRows(cache, res, 0, tokens.length);
       const kvDim = all[0].k.length / tokens.length;
       const layers = all.map((r) => ({ k: r.k.slice(drop * kvDim), v: r.v.slice(drop * kvDim) }));

@@ -20,9 +20,9 @@
  * those positions. Text after the last module continues after the largest
  * position of the schema.
  */
-import type { Tokenizer } from '../engine/tokenizer/types';
-import { compileChunk, type CompileContext, type CompiledChunk } from './compile';
-import type { LinkPart } from '../kvlink/layout';
+import type { Tokenizer } from '../engine';
+import { compileChunk, type CompileContext } from './compile';
+import type { CompiledChunk, LinkPart } from '../types/kv';
 
 export interface SchemaModule { name: string; text: string }
 export interface Schema { name: string; modules: (SchemaModule | { union: SchemaModule[] })[] }

@@ -10,11 +10,9 @@
  * the next layer narrows to r by the same measure there (the paper's
  * gradual filtering, which the authors' code does not implement).
  */
-import type { Engine } from '../engine/engine';
-import type { KVCache } from '../engine/model/kv-cache';
+import type { Engine, KVCache, ScoresRequest } from '../engine';
 import type { LinkAlgorithm } from './algorithms';
 import type { LinkLayout } from './layout';
-import type { ScoresRequest } from '../engine/model/forward';
 
 type CacheBlend = Extract<LinkAlgorithm, { kind: 'cacheblend' }>;
 

@@ -10,7 +10,12 @@
  * Estimates are moving averages over observed links; before any
  * observation it uses CacheBlend's default of 15%.
  */
-import type { LinkResult } from './link';
+/** What the controller reads of a finished link (link.ts's LinkResult carries all of it). */
+export interface LinkObservation {
+  layout: { segments: readonly { length: number }[] };
+  ttft: { loadMs: number; recomputeMs: number; gpuMs: number | null };
+  recomputedRowLayers: number;
+}
 
 const ALPHA = 0.3;
 
@@ -21,7 +26,7 @@ export class LoadingController {
   recomputeMsPerTokenLayer: number | null = null;
 
   /** Updates the estimates from a finished link. */
-  observe(r: LinkResult, nLayers: number, _kvDim: number) {
+  observe(r: LinkObservation, nLayers: number, _kvDim: number) {
     const cached = r.layout.segments.reduce((n, s) => n + s.length, 0);
     const avg = (old: number | null, v: number) => (old === null ? v : old + ALPHA * (v - old));
     if (cached > 0 && r.ttft.loadMs > 0) this.loadMsPerTokenLayer = avg(this.loadMsPerTokenLayer, r.ttft.loadMs / (cached * nLayers));

@@ -11,11 +11,8 @@
  * then every chunk's own tokens (without the BOS or sinks it was compiled
  * with) and the text, at consecutive positions, every row uncached.
  */
-import { compileLayout, type CompiledChunk } from '../kvcompile/compile';
-
-export type LinkPart =
-  | { kind: 'text'; tokens: number[]; /** explicit positions (Prompt Cache parameters) */ positions?: number[] }
-  | { kind: 'cache'; chunk: CompiledChunk };
+import { compileLayout } from '../kvcompile/compile';
+import type { CompiledChunk, LinkPart } from '../types/kv';
 
 export interface Segment {
   /** Index of the part in the request. */

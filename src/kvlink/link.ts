@@ -13,11 +13,10 @@
  * `promptLayout`) and computes every row: nothing is loaded or staged, so its
  * TTFT is recompute and first-token time alone.
  */
-import type { Engine } from '../engine/engine';
-import type { KVCache } from '../engine/model/kv-cache';
-import type { ScoresRequest, ScoresResult } from '../engine/model/forward';
+import type { Engine, KVCache, ScoresRequest, ScoresResult } from '../engine';
 import { staticRecomputeRows, type LinkAlgorithm } from './algorithms';
-import { layoutParts, promptLayout, type LinkLayout, type LinkPart } from './layout';
+import type { LinkPart } from '../types/kv';
+import { layoutParts, promptLayout, type LinkLayout } from './layout';
 import { cacheBlendPass } from './cacheblend';
 import { LoadingController } from './controller';
 

@@ -13,7 +13,7 @@
  * of sentences are of texts of at most about twice the budget, which keeps
  * quadratic tokenizers (llama2.c's merge loop) usable on long documents.
  */
-import type { Tokenizer } from '../engine/tokenizer/types';
+import type { Tokenizer } from '../engine';
 import { alignPieces } from './align';
 import { paragraphs, passages, sentences, type Span } from './units';
 

@@ -16,7 +16,7 @@
  *    sentence boundaries unless a single sentence exceeds the budget.
  * The result depends only on the inputs (deterministic).
  */
-import type { Tokenizer } from '../engine/tokenizer/types';
+import type { Tokenizer } from '../engine';
 import { alignPieces } from './align';
 import { splitSemantic, type PackedSpan } from './semantic';
 import { trimSpan, type Span } from './units';

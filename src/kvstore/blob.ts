@@ -24,8 +24,8 @@
  * RoPE), f32 or IEEE half (two halves per u32, as `pack2x16float` packs them),
  * each array zero-padded to a multiple of 4 bytes.
  */
-import type { LayerRows } from '../engine/model/kv-io';
-import { f32ArrayToF16, halvesToFloats } from '../engine/f16';
+import type { LayerRows } from '../types/kv';
+import { f32ArrayToF16, halvesToFloats } from '../engine';
 import { crc32 } from './crc32';
 import { CorruptBlobError, type KvDtype } from './types';
 

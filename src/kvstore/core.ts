@@ -3,7 +3,7 @@
  * of the index, the RAM tier, pins, counters, the operation queue, recency
  * clock, LRU victims and event emission.
  */
-import type { LayerRows } from '../engine/model/kv-io';
+import type { LayerRows } from '../types/kv';
 import type {
   BlobBackend, EvictReason, GetResult, IndexBackend, IndexRecord, StoreEvent, Tier,
 } from './types';

@@ -11,7 +11,7 @@
  * held keeps its buffers until the last release. Without this, a link whose
  * chunks outgrow the budget destroyed buffers its own copies still needed.
  */
-import type { CompiledChunk } from '../kvcompile/compile';
+import type { CompiledChunk } from '../types/kv';
 import type { KVStore } from './store';
 
 interface Entry {

@@ -19,7 +19,7 @@
  * and puts, `touch` entries it served itself, and `pin` entries it is using so
  * that neither tier evicts them.
  */
-import type { LayerRows } from '../engine/model/kv-io';
+import type { LayerRows } from '../types/kv';
 import { decodeBlob, encodeBlob } from './blob';
 import { writeBlobAtomically } from './commit';
 import { rowBytes, StoreCore, type Budgets, type OpenReport } from './core';

@@ -1,5 +1,5 @@
 /** KVStore's public types, errors and backend interfaces. */
-import type { LayerRows } from '../engine/model/kv-io';
+import type { LayerRows } from '../types/kv';
 
 export type KvDtype = 'f32' | 'f16';
 export type Tier = 'ram' | 'opfs';

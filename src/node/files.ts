@@ -2,8 +2,7 @@
 import { readdirSync, statSync } from 'node:fs';
 import { open, stat } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, normalize, sep } from 'node:path';
-import { ModelFormatError, type ByteSource } from '../engine/formats/source';
-import type { ModelFiles } from '../engine/formats/load';
+import { ModelFormatError, type ByteSource, type ModelFiles } from '../engine';
 
 /** A ByteSource reading ranges of a file with positioned reads (the file is opened per read). */
 export async function nodeFileSource(path: string, name = basename(path)): Promise<ByteSource> {

@@ -7,8 +7,8 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createGpuContext, NoWebGPUError, type GpuContext } from '../engine/gpu/device';
-import type { KernelSources } from '../engine/gpu/kernels';
+import { createGpuContext, NoWebGPUError, type GpuContext, type KernelSources } from '../engine';
+import { throttleDawnPolling } from './dawn-poll';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -55,6 +55,8 @@ export async function createNodeGpu(): Promise<NodeGpu> {
         'libgl1-mesa-dri libgles2), and chromium\'s ANGLE libEGL must not be on LD_LIBRARY_PATH (scripts/gpu-env.mjs leaves it off).',
     );
   }
+  // On a CPU adapter Dawn's busy wait competes with the adapter's own threads (dawn-poll.ts); LEGOKV_DAWN_POLL=spin keeps it.
+  if (ctx.profile === 'cpu' && process.env.LEGOKV_DAWN_POLL !== 'spin') throttleDawnPolling();
   return {
     ...ctx,
     release() {

@@ -1,10 +1,8 @@
 /** Loading a model onto a Node WebGPU device: shared by the CLI, benchmarks and tests. */
-import { Engine, type LoadOptions } from '../engine/engine';
-import { loadModelFiles, type LoadedModel } from '../engine/formats/load';
+import { Engine, loadModelFiles, type LoadOptions, type LoadedModel } from '../engine';
 import { createNodeGpu, loadKernelSources, type NodeGpu } from './gpu';
 import { nodeModelFiles } from './files';
 import { basename } from 'node:path';
-import '../engine/formats/all';
 
 export interface NodeSession {
   gpu: NodeGpu;

@@ -9,8 +9,9 @@ import { useApp } from './store';
 import { refreshMaps } from './ask-actions';
 import { Heatmap } from './Heatmap';
 import { sinkShares, type Normalization } from '../analysis/attention-math';
-import type { AttentionMap } from '../worker/studio-protocol';
+import type { AttentionMap } from '../types/attention';
 import { useCurrentMeasures } from './prompt-context';
+import { COMPARE_ALGORITHMS } from '../kvlink/catalogue';
 
 const pct = (v: number) => `${(100 * v).toFixed(1)}%`;
 
@@ -54,7 +55,7 @@ export function AttentionPanel() {
   const model = useApp((s) => s.model);
   const [ref, width] = useWidth<HTMLDivElement>();
   const setSettings = (p: Partial<Settings>) => set((x) => ({ settings: { ...x.settings, ...p } }));
-  const names = [...new Set([...Object.keys(maps), 'naive', 'legolink:16', 'full', 'prompt', 'cacheblend:0.15', 'legolink0'])];
+  const names = [...new Set([...Object.keys(maps), ...COMPARE_ALGORITHMS])];
   const layers = model?.layers ?? 1;
   const heads = model?.heads ?? 1;
   const colW = Math.floor((width - 16) / 2);

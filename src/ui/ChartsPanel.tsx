@@ -12,6 +12,7 @@ import { ChartCard } from './ChartCard';
 import { ParetoChart } from './ParetoChart';
 import { useApp } from './store';
 import { StudioError } from './StudioError';
+import { SWEEP_ALGORITHMS } from '../kvlink/catalogue';
 
 const PARTS = [
   { key: 'lookup', label: 'lookup', colour: '#94a3b8' },
@@ -21,7 +22,6 @@ const PARTS = [
 ] as const;
 export const ALGO_COLOURS = ['#dc2626', '#2563eb', '#16a34a', '#9333ea', '#ea580c', '#0891b2', '#4b5563'];
 const WIDTH = 540;
-const SWEEP_ALGOS = ['full', 'cacheblend:0.15', 'legolink:16'];
 
 export function ChartsPanel() {
   // Only answers' TTFTs matter here: a string key keeps streamed text from re-rendering the charts.
@@ -53,7 +53,7 @@ export function ChartsPanel() {
     const ls = lengths.split(/[\s,]+/).map(Number).filter((n) => Number.isFinite(n) && n > 0);
     setSettings({ sweepLengths: ls });
     // Settings are read by the action; let the store update first.
-    queueMicrotask(() => void runSweep(SWEEP_ALGOS));
+    queueMicrotask(() => void runSweep(SWEEP_ALGORITHMS));
   }
 
   return (
@@ -93,7 +93,7 @@ export function ChartsPanel() {
               {algos.map((a, i) => <Line key={a} dataKey={a} stroke={ALGO_COLOURS[i % ALGO_COLOURS.length]} dot isAnimationActive={false} />)}
             </LineChart>
           ) : (
-            <p className="muted">Runs {SWEEP_ALGOS.join(', ')} over your documents' text repeated and cut into fixed-size chunks. Full recompute and
+            <p className="muted">Runs {SWEEP_ALGORITHMS.join(', ')} over your documents' text repeated and cut into fixed-size chunks. Full recompute and
               CacheBlend grow quadratically with the context; LegoLink stays near linear.</p>
           )}
         </ChartCard>

@@ -10,6 +10,7 @@ import { askSelected, compareAll, stopAll } from './ask-actions';
 import { promptFor, useApp } from './store';
 import { moveItem } from './list-ops';
 import { StudioError } from './StudioError';
+import { algorithmInfo } from '../kvlink/catalogue';
 
 const CHUNK = 'application/x-legokv-chunk';
 const ORDER = 'application/x-legokv-order';
@@ -22,6 +23,8 @@ export function Composer() {
   const [overIdx, setOverIdx] = useState<number | null>(null);
   const all = allChunks(s);
   const st = s.settings;
+  /** The chosen algorithm's parameter (k or r), from the catalogue. */
+  const param = algorithmInfo(st.algorithm)?.param;
   const framing = framingFor(st, model?.id, bundled);
   const setSettings = (p: Partial<Settings>) => s.set((x) => ({ settings: { ...x.settings, ...p } }));
   const setComposer = (composer: string[]) => s.set({ composer });
@@ -90,11 +93,8 @@ export function Composer() {
             {ALGORITHMS.map((a) => <option key={a.value} value={a.value}>{a.label}</option>)}
           </select>
         </label>
-        {(st.algorithm === 'legolink' || st.algorithm === 'attnlink') && (
-          <label>k <input type="number" aria-label="k (tokens recomputed per chunk)" min={0} max={4096} value={st.k} onChange={(e) => setSettings({ k: Number(e.target.value) })} /></label>
-        )}
-        {st.algorithm === 'cacheblend' && (
-          <label>r <input type="number" aria-label="r (share of tokens recomputed)" min={0} max={1} step={0.05} value={st.r} onChange={(e) => setSettings({ r: Number(e.target.value) })} /></label>
+        {param && (
+          <label>{param.name} <input type="number" aria-label={param.label} min={param.min} max={param.max} step={param.step} value={st[param.name]} onChange={(e) => setSettings({ [param.name]: Number(e.target.value) })} /></label>
         )}
         <label>Answer tokens <input type="number" aria-label="Answer tokens" min={1} max={512} value={st.maxTokens} onChange={(e) => setSettings({ maxTokens: Number(e.target.value) })} /></label>
       </div>

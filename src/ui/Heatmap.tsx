@@ -7,7 +7,7 @@
  * maximum of its tokens), and the panel says so.
  */
 import { useEffect, useMemo, useRef, useState, type KeyboardEvent, type MouseEvent } from 'react';
-import type { AttentionMap } from '../worker/studio-protocol';
+import type { AttentionMap } from '../types/attention';
 import { binSums, columnSums, downsample, heatColour, normalizeMap, type Normalization } from '../analysis/attention-math';
 
 const LABEL_H = 34;

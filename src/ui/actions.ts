@@ -4,10 +4,14 @@
  * every result lands in the zustand store.
  */
 import { EngineClient } from '../worker/client';
+import { ModelUploadError } from '../worker/errors';
+import { RemoteContextCache } from '../worker/remote';
 import type { GenerateRequest, ModelSource } from '../worker/protocol';
+import { NoWebGPUError } from '../worker/errors';
 import { useApp, type BundledModel } from './store';
 
 let client: EngineClient | null = null;
+let remote: RemoteContextCache | null = null;
 let loadJob: number | null = null;
 let genJob: number | null = null;
 
@@ -15,6 +19,9 @@ const state = () => useApp.getState();
 
 /** The worker client, once started (the studio's actions use it too). */
 export const engineClient = (): EngineClient | null => client;
+
+/** The worker's ContextCache, as the page reaches it (the studio's asks and compiles go through it). */
+export const contextCache = (): RemoteContextCache | null => remote;
 
 /** The Hub address: `?hub=http://127.0.0.1:PORT` in the page URL overrides https://huggingface.co (tests, mirrors). */
 export function hubEndpoint(): string | undefined {
@@ -36,6 +43,7 @@ export async function startEngine(): Promise<void> {
     return;
   }
   client = new EngineClient();
+  remote = new RemoteContextCache(client);
   // ?debug exposes a device-loss switch and a slow-motion decode, so recovery and Stop can be shown and tested.
   if (new URLSearchParams(location.search).has('debug')) {
     const c = client;
@@ -59,7 +67,7 @@ export async function startEngine(): Promise<void> {
     if (first) await loadBundled(first);
   } catch (e) {
     const err = e as Error;
-    state().set({ fatal: { title: err.name === 'NoWebGPUError' ? 'WebGPU is not available' : 'Could not start', message: err.message } });
+    state().set({ fatal: { title: err instanceof NoWebGPUError ? 'WebGPU is not available' : 'Could not start', message: err.message } });
   }
 }
 
@@ -85,7 +93,7 @@ export async function loadModel(source: ModelSource, label: string): Promise<voi
     const err = e as Error;
     const cancelled = err.name === 'AbortError';
     state().set({
-      model: err.name === 'ModelUploadError' ? null : previous,
+      model: err instanceof ModelUploadError ? null : previous,
       loadError: cancelled ? `Loading ${label} was cancelled.` : `Could not load ${label}: ${err.message}`,
     });
   } finally {

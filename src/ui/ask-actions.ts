@@ -3,16 +3,17 @@
  * turn), streamed into answer cards; the attention maps that come back; and
  * the TTFT sweep. Stop cancels whatever runs.
  */
-import type { AskResult, ChunkRef, SinkMapResult, StudioEvent, SweepPoint } from '../worker/studio-protocol';
-import { client, refreshLibrary } from './doc-actions';
+import type { AskResult, ChunkRef, SinkMapResult, StudioEvent } from '../worker/studio-protocol';
+import { studioAsk } from '../worker/studio-ask';
+import { client, lego, refreshLibrary } from './doc-actions';
 import { describeError, isAbort } from './errors';
 import { algorithmSpec, allChunks, COMPARE_ALGORITHMS, frameQuestion, framingFor, mapTarget, studio, type AnswerCard, type Settings } from './studio-store';
-import { engineClient } from './actions';
 import { useApp } from './store';
-import { parseAlgorithm } from '../kvlink/algorithms';
+import { parseAlgorithm, SWEEP_ALGORITHMS } from '../kvlink/catalogue';
 import { currentContext } from './prompt-context';
 
-let job: number | null = null;
+/** Stops whatever runs now (an ask, the sink map, the sweep). */
+let stopJob: (() => void) | null = null;
 let stopped = false;
 let nextCard = 1;
 
@@ -53,13 +54,13 @@ async function askWith(algorithm: string, group: number, opts: { maxTokens?: num
     else if (ev.kind === 'text') patchCard(card.id, (c) => ({ text: c.text + ev.text }));
     else if (ev.kind === 'compile') patchCard(card.id, { status: ev.done === ev.total ? 'linking' : 'compiling' });
   };
-  const j = client().studio<AskResult>({
-    type: 'ask',
-    req: { chunks, question: askedText(st), algorithm, maxTokens: opts.maxTokens ?? st.maxTokens, temperature: st.temperature, scores: mapTarget(st, useApp.getState().model) },
-  }, onEvent);
-  job = j.id;
+  const ac = new AbortController();
+  stopJob = () => ac.abort();
   try {
-    const r = await j.result;
+    const r = await studioAsk(lego(), {
+      chunks, question: askedText(st), algorithm, maxTokens: opts.maxTokens ?? st.maxTokens, temperature: st.temperature,
+      scores: mapTarget(st, useApp.getState().model),
+    }, onEvent, { signal: ac.signal });
     patchCard(card.id, { algorithm: r.algorithm, status: r.cancelled ? 'stopped' : 'done', text: r.text, tokens: r.tokens, decodeTokensPerS: r.decodeTokensPerS, first: r.first });
     // A map is kept only while its model and prompt are the current ones (and replaces those of another prompt).
     if (r.map && currentContext() === ctx) {
@@ -70,7 +71,7 @@ async function askWith(algorithm: string, group: number, opts: { maxTokens?: num
     patchCard(card.id, { status: isAbort(e) ? 'stopped' : 'error', error: isAbort(e) ? undefined : describeError(e, 'Asking') });
     return null;
   } finally {
-    job = null;
+    stopJob = null;
   }
 }
 
@@ -138,8 +139,8 @@ export async function measureSinkMap(algorithm = 'naive'): Promise<SinkMapResult
   stopped = false;
   s.set({ busy: 'ask', error: null });
   const ctx = currentContext();
-  const j = client().studio<SinkMapResult>({ type: 'sink-map', req: { chunks, question: askedText(s.settings), algorithm } });
-  job = j.id;
+  const j = client().call('sink-map', { chunks, question: askedText(s.settings), algorithm });
+  stopJob = () => client().cancel(j.id);
   try {
     const grid = await j.result;
     if (currentContext() !== ctx) return null;
@@ -149,14 +150,14 @@ export async function measureSinkMap(algorithm = 'naive'): Promise<SinkMapResult
     if (!isAbort(e)) studio().set({ error: { message: describeError(e, 'Measuring the sinks'), at: 'ask' } });
     return null;
   } finally {
-    job = null;
+    stopJob = null;
     studio().set({ busy: null });
   }
 }
 
 export function stopAll() {
   stopped = true;
-  if (job !== null) engineClient()?.cancel(job);
+  stopJob?.();
 }
 
 export function clearAnswers() {
@@ -164,26 +165,25 @@ export function clearAnswers() {
 }
 
 /** TTFT against context length with fixed-size chunks, for the chart. */
-export async function runSweep(algorithms = ['full', 'cacheblend:0.15', 'legolink:16']): Promise<void> {
+export async function runSweep(algorithms: readonly string[] = SWEEP_ALGORITHMS): Promise<void> {
   const s = studio();
   if (s.busy) return;
   const text = s.docs.map((d) => d.text).join('\n\n');
   stopped = false;
   s.set({ busy: 'sweep', error: null, sweep: { points: [], done: 0, total: s.settings.sweepLengths.length * algorithms.length } });
-  const j = client().studio<SweepPoint[]>(
-    { type: 'sweep', req: { text, chunkTokens: s.settings.sweepChunk, lengths: s.settings.sweepLengths, algorithms } },
-    (ev) => {
-      if (ev.kind === 'sweep-point') studio().set((x) => ({ sweep: { points: [...x.sweep.points, ev.point], done: ev.done, total: ev.total } }));
-    },
+  const j = client().call(
+    'sweep',
+    { text, chunkTokens: s.settings.sweepChunk, lengths: s.settings.sweepLengths, algorithms: [...algorithms] },
+    (ev) => studio().set((x) => ({ sweep: { points: [...x.sweep.points, ev.point], done: ev.done, total: ev.total } })),
   );
-  job = j.id;
+  stopJob = () => client().cancel(j.id);
   try {
     const points = await j.result;
     studio().set((x) => ({ sweep: { ...x.sweep, points } }));
   } catch (e) {
     if (!isAbort(e)) studio().set({ error: { message: describeError(e, 'The sweep'), at: 'charts' } });
   } finally {
-    job = null;
+    stopJob = null;
     studio().set({ busy: null });
     void refreshLibrary();
   }

@@ -3,19 +3,26 @@
  * of the worker for them. Results land in the studio store.
  */
 import type { SplitMode } from '../kvsplit/types';
-import type { ChunkRef, LibraryResult, SplitResult } from '../worker/studio-protocol';
-import { engineClient } from './actions';
+import type { ChunkRef } from '../worker/studio-protocol';
+import { contextCache, engineClient } from './actions';
 import { extractText } from './doc-import';
 import { describeError, isAbort } from './errors';
 import { useApp } from './store';
 import { allChunks, chunkKey, modeKey, studio, type DocKind, type DocSplit, type StudioDoc } from './studio-store';
 
 let nextErrorId = 1;
-let compileJob: number | null = null;
+let compileAbort: AbortController | null = null;
 let persistAsked = false;
 
 export function client() {
   const c = engineClient();
+  if (!c) throw new Error('The engine is not running');
+  return c;
+}
+
+/** The worker's ContextCache (compile, ask). */
+export function lego() {
+  const c = contextCache();
   if (!c) throw new Error('The engine is not running');
   return c;
 }
@@ -49,7 +56,7 @@ export function dismissImportError(id: number) {
 
 async function split(doc: Pick<StudioDoc, 'id' | 'text' | 'mode'>): Promise<DocSplit> {
   await whenModel();
-  const r = await client().studio<SplitResult>({ type: 'split', docId: doc.id, text: doc.text, mode: doc.mode }).result;
+  const r = await client().call('split', { docId: doc.id, text: doc.text, mode: doc.mode }).result;
   return { ...r, modeKey: modeKey(doc.mode) };
 }
 
@@ -146,19 +153,21 @@ export async function compileKeys(keys: string[]): Promise<void> {
     return c ? [{ key: k, label: c.label, tokens: c.chunk.tokens }] : [];
   });
   s.set({ busy: 'compile', error: null, compile: { running: true, done: 0, total: refs.length, status: {}, current: refs[0]?.key ?? null } });
-  const job = client().studio<unknown>({ type: 'compile', chunks: refs, variant: 'plain' }, (ev) => {
-    if (ev.kind !== 'compile') return;
-    studio().set((st) => ({
-      compile: { ...st.compile, done: ev.done, status: { ...st.compile.status, [ev.key]: ev.status }, current: refs[ev.done]?.key ?? null },
-    }));
-  });
-  compileJob = job.id;
+  const ac = new AbortController();
+  compileAbort = ac;
   try {
-    await job.result;
+    await lego().compileContext(refs.map((r) => r.tokens), {
+      variant: { kind: 'plain' }, signal: ac.signal,
+      onProgress: (ev) => {
+        studio().set((st) => ({
+          compile: { ...st.compile, done: ev.done, status: { ...st.compile.status, [refs[ev.index].key]: ev.status }, current: refs[ev.done]?.key ?? null },
+        }));
+      },
+    });
   } catch (e) {
     if (!isAbort(e)) studio().set({ error: { message: describeError(e, 'Compiling'), at: 'documents' } });
   } finally {
-    compileJob = null;
+    compileAbort = null;
     studio().set((st) => ({ busy: null, compile: { ...st.compile, running: false, current: null } }));
     await refreshLibrary();
   }
@@ -170,12 +179,12 @@ export function compileAll() {
 }
 
 export function cancelCompile() {
-  if (compileJob !== null) engineClient()?.cancel(compileJob);
+  compileAbort?.abort();
 }
 
 export async function refreshLibrary(): Promise<void> {
   try {
-    studio().set({ library: await client().studio<LibraryResult>({ type: 'library' }).result });
+    studio().set({ library: await client().call('library', null).result });
   } catch (e) {
     studio().set({ error: { message: describeError(e, 'Reading the cache library'), at: 'library' } });
   }
@@ -183,7 +192,7 @@ export async function refreshLibrary(): Promise<void> {
 
 export async function expireCache(id: string): Promise<void> {
   try {
-    await client().studio<boolean>({ type: 'expire', cacheId: id }).result;
+    await lego().expireCache(id);
   } catch (e) {
     studio().set({ error: { message: describeError(e, 'Expiring a cache'), at: 'library' } });
   }
@@ -192,7 +201,7 @@ export async function expireCache(id: string): Promise<void> {
 
 export async function clearLibrary(): Promise<void> {
   try {
-    await client().studio<void>({ type: 'clear-library' }).result;
+    await client().call('clear-library', null).result;
   } catch (e) {
     studio().set({ error: { message: describeError(e, 'Clearing the library'), at: 'library' } });
   }

@@ -1,6 +1,6 @@
 /** Page state (zustand): adapter, models (loaded, bundled, cached), load progress, the streamed answer. */
 import { create } from 'zustand';
-import type { AdapterSummary } from '../engine/gpu/device';
+import type { AdapterSummary } from '../engine';
 import type { SplitMode } from '../kvsplit/types';
 import type { BundledModelRef, CachedModel, GenerateStats, ModelInfo } from '../worker/protocol';
 

@@ -10,10 +10,10 @@ import type {
   AskFirst, AttentionMap, ChunkInfo, LibraryResult, SinkMapResult, SweepPoint,
 } from '../worker/studio-protocol';
 import type { Normalization } from '../analysis/attention-math';
-import { DEFAULT_ALGORITHMS } from '../kvlink/algorithms';
+import { ALGORITHM_CATALOGUE, COMPARE_ALGORITHMS, algorithmInfo, specFor, type AlgorithmKind } from '../kvlink/catalogue';
 
 /** What Compare runs side by side: the two references (the ordinary prompt, full recompute) and the linking algorithms. */
-export const COMPARE_ALGORITHMS: readonly string[] = DEFAULT_ALGORITHMS;
+export { COMPARE_ALGORITHMS };
 
 export type DocKind = 'txt' | 'md' | 'html' | 'pdf' | 'paste' | 'sample';
 
@@ -114,8 +114,8 @@ export interface StudioState {
 export const DEFAULT_SETTINGS: Settings = {
   defaultMode: { kind: 'semantic', maxTokens: 48 },
   algorithm: 'legolink',
-  k: 16,
-  r: 0.15,
+  k: algorithmInfo('legolink')!.param!.default,
+  r: algorithmInfo('cacheblend')!.param!.default,
   maxTokens: 24,
   temperature: 0,
   question: '',
@@ -145,7 +145,7 @@ export const useStudio = create<StudioState>((set) => ({
   maps: {},
   sinkGrid: null,
   mapsContext: null,
-  mapPair: ['naive', 'legolink:16'],
+  mapPair: ['naive', specFor('legolink')],
   sweep: { points: [], done: 0, total: 0 },
   set: (p) => set(p),
 }));
@@ -201,23 +201,13 @@ export function promptContext(
   return JSON.stringify([modelKey ?? null, chunks, frameQuestion(framing, s.settings.question)]);
 }
 
-/** The algorithms the composer offers: every KVLink algorithm (its parameter k or r is set beside it). */
-export const ALGORITHMS: { value: Settings['algorithm']; label: string }[] = [
-  { value: 'prompt', label: 'Ordinary prompt (one BOS, no cache)' },
-  { value: 'naive', label: 'Naive (no recompute)' },
-  { value: 'full', label: 'Full recompute (each chunk keeps its BOS)' },
-  { value: 'cacheblend', label: 'CacheBlend-r' },
-  { value: 'legolink', label: 'LegoLink-k' },
-  { value: 'attnlink', label: 'AttnLink-k' },
-  { value: 'legolink0', label: 'LegoLink-0 (sink-free compile)' },
-  { value: 'promptcache', label: 'Prompt Cache (chunks as modules at fixed positions)' },
-];
+/** The algorithms the composer offers: every KVLink algorithm of the catalogue (its parameter k or r is set beside it). */
+export const ALGORITHMS: { value: Settings['algorithm']; label: string }[] = ALGORITHM_CATALOGUE.map((a) => ({ value: a.kind, label: a.menu }));
 
-/** The algorithm spec of the settings: kind plus its parameter. */
+/** The algorithm spec of the settings: kind plus its parameter, kept in the catalogue's range. */
 export function algorithmSpec(s: Pick<Settings, 'algorithm' | 'k' | 'r'>): string {
-  if (s.algorithm === 'legolink' || s.algorithm === 'attnlink') return `${s.algorithm}:${Math.max(0, Math.round(s.k))}`;
-  if (s.algorithm === 'cacheblend') return `cacheblend:${Math.min(1, Math.max(0, s.r))}`;
-  return s.algorithm;
+  const param = algorithmInfo(s.algorithm)?.param;
+  return param ? specFor(s.algorithm as AlgorithmKind, s[param.name]) : s.algorithm;
 }
 
 export interface ResolvedChunk {

@@ -1,18 +1,26 @@
-/** The page's side of the worker: promise-returning calls with streamed events. */
-import type {
-  Event, GenerateRequest, GenerateResult, InitResult, ListCachedResult, LoadResult, LoadStage, ModelSource, Request,
-} from './protocol';
-import type { StudioEvent, StudioRequest } from './studio-protocol';
+/**
+ * The page's side of the worker: one typed `call` per entry of protocol.ts's
+ * `Calls` map (its arguments, result and events fixed by the call's type),
+ * cancellable by id. Errors come back as instances of their classes (errors.ts).
+ * ContextCache's calls are wrapped as a ContextCacheApi by remote.ts.
+ */
+import type { CallType, Calls, GenerateRequest, LoadStage, ModelSource, Reply, Request } from './protocol';
+import { rebuildError, WorkerError } from './errors';
 
 export type LoadProgressFn = (stage: LoadStage, loaded: number, total: number, file?: string) => void;
 
-type Pending = { resolve: (v: unknown) => void; reject: (e: Error) => void; onEvent?: (e: Event) => void };
+export { WorkerError } from './errors';
 
-export class WorkerError extends Error {
-  constructor(name: string, message: string) {
-    super(message);
-    this.name = name;
-  }
+/** A call in flight: its id (for `cancel`) and its result. */
+export interface Job<T> {
+  id: number;
+  result: Promise<T>;
+}
+
+interface Pending {
+  resolve: (v: unknown) => void;
+  reject: (e: Error) => void;
+  onEvent?: (e: unknown) => void;
 }
 
 export class EngineClient {
@@ -23,7 +31,7 @@ export class EngineClient {
 
   constructor() {
     this.worker = new Worker(new URL('./engine.worker.ts', import.meta.url), { type: 'module' });
-    this.worker.onmessage = (ev: MessageEvent<Event>) => {
+    this.worker.onmessage = (ev: MessageEvent<Reply>) => {
       const e = ev.data;
       if (e.type === 'device-lost') return this.onDeviceLost(e.message);
       const p = this.pending.get(e.id);
@@ -33,8 +41,8 @@ export class EngineClient {
         p.resolve(e.result);
       } else if (e.type === 'error') {
         this.pending.delete(e.id);
-        p.reject(new WorkerError(e.name, e.message));
-      } else p.onEvent?.(e);
+        p.reject(rebuildError(e.error));
+      } else p.onEvent?.(e.event);
     };
     // A worker that fails to start or crashes must not leave calls waiting forever.
     this.worker.onerror = (ev) => {
@@ -44,17 +52,22 @@ export class EngineClient {
     };
   }
 
-  private call<T>(req: Omit<Request, 'id'> & { type: Request['type'] }, onEvent?: (e: Event) => void): { id: number; result: Promise<T> } {
+  /** Sends one call; its events go to `onEvent` until the result (or error) arrives. */
+  call<K extends CallType>(type: K, args: Calls[K]['args'], onEvent?: (e: Calls[K]['event']) => void): Job<Calls[K]['result']> {
     const id = this.next++;
-    const result = new Promise<T>((resolve, reject) => {
-      this.pending.set(id, { resolve: resolve as (v: unknown) => void, reject, onEvent });
-      this.worker.postMessage({ ...req, id } as Request);
+    const result = new Promise<Calls[K]['result']>((resolve, reject) => {
+      this.pending.set(id, { resolve: resolve as (v: unknown) => void, reject, onEvent: onEvent as ((e: unknown) => void) | undefined });
+      this.worker.postMessage({ id, type, args } as Request);
     });
     return { id, result };
   }
 
+  cancel(target: number) {
+    this.worker.postMessage({ id: 0, type: 'cancel', target } satisfies Request);
+  }
+
   init() {
-    return this.call<InitResult>({ type: 'init' }).result;
+    return this.call('init', null).result;
   }
 
   /**
@@ -62,43 +75,28 @@ export class EngineClient {
    * weights' precision is the worker's choice by size unless given.
    */
   load(model: ModelSource, onProgress: LoadProgressFn, weightDtype?: 'f32' | 'f16') {
-    return this.call<LoadResult>({ type: 'load', model, weightDtype } as Omit<Request, 'id'>, (e) => {
-      if (e.type === 'progress') onProgress(e.stage, e.loaded, e.total, e.file);
-    });
+    return this.call('load', { model, weightDtype }, (e) => onProgress(e.stage, e.loaded, e.total, e.file));
   }
 
   /** Destroys the worker's GPU device, as a driver reset would; the next request recovers. */
   simulateDeviceLoss() {
-    return this.call<void>({ type: 'simulate-device-loss' }).result;
+    return this.call('simulate-device-loss', null).result;
   }
 
   /** Slow motion: the worker waits `ms` after every token it decodes for a studio answer (0: off). */
   setDecodeDelay(ms: number) {
-    return this.call<void>({ type: 'set-decode-delay', ms } as Omit<Request, 'id'>).result;
+    return this.call('set-decode-delay', { ms }).result;
   }
 
   listCached() {
-    return this.call<ListCachedResult>({ type: 'list-cached' }).result;
+    return this.call('list-cached', null).result;
   }
 
   deleteCached(key: string) {
-    return this.call<boolean>({ type: 'delete-cached', key } as Omit<Request, 'id'>).result;
+    return this.call('delete-cached', { key }).result;
   }
 
   generate(req: GenerateRequest, onText: (t: string) => void) {
-    return this.call<GenerateResult>({ type: 'generate', req } as Omit<Request, 'id'>, (e) => {
-      if (e.type === 'token') onText(e.text);
-    });
-  }
-
-  /** A studio request (split, compile, library, ask, sweep); its events stream to `onEvent`. Cancel with its id. */
-  studio<T>(req: StudioRequest, onEvent?: (e: StudioEvent) => void): { id: number; result: Promise<T> } {
-    return this.call<T>(req as Omit<Request, 'id'>, (e) => {
-      if (e.type === 'studio') onEvent?.(e.ev);
-    });
-  }
-
-  cancel(target: number) {
-    this.worker.postMessage({ id: 0, type: 'cancel', target } as Request);
+    return this.call('generate', req, (e) => onText(e.text));
   }
 }

@@ -1,22 +1,16 @@
 /**
- * The inference worker: owns the WebGPU device, the engine and the loaded
- * model, so the page never blocks. Requests and events are in protocol.ts.
+ * The inference worker: owns the WebGPU device, the engine, the loaded model
+ * and the studio's ContextCache, so the page never blocks. Every call of
+ * protocol.ts's `Calls` map has one handler here (`handlers`, checked by
+ * type); errors go back serialised by name (errors.ts).
  */
-import { createGpuContext, type GpuContext } from '../engine/gpu/device';
-import { Engine } from '../engine/engine';
-import { OutOfGpuMemoryError } from '../engine/model/gpu-model';
-import { kernelSources } from '../engine/kernel-sources';
-import { isQuant } from '../engine/quant';
-import type { LoadedModel } from '../engine/formats/load';
-import '../engine/formats/all';
+import { createGpuContext, Engine, OutOfGpuMemoryError, bundledKernelSources, hfConfigToModelConfig, isQuant, type GpuContext, type LoadedModel } from '../engine';
 import { decodeTokens, TextStream } from '../generate/generate';
 import { parseModel, resolveSource } from './sources';
-import { hfConfigToModelConfig } from '../engine/formats/hf';
 import { deleteCachedModel, listCachedModels, opfsRoot } from './opfs-cache';
-import type { Event, GenerateRequest, InitResult, LoadResult, LoadStage, Request, GenerateResult, ModelSource } from './protocol';
-import { setDecodeDelay } from './linked-answer';
-import { STUDIO_TYPES, StudioWorker, type ModelSession } from './studio';
-import type { StudioRequest } from './studio-protocol';
+import type { CallType, Calls, GenerateRequest, GenerateResult, InitResult, LoadStage, ModelInfo, ModelSource, Reply, Request } from './protocol';
+import { StudioWorker, type ModelSession } from './studio';
+import { ModelUploadError, ModelWontFitError, serializeError } from './errors';
 
 let gpu: GpuContext | null = null;
 let engine: Engine | null = null;
@@ -26,13 +20,15 @@ let modelRef: { ref: ModelSource; weightDtype: 'f32' | 'f16' } | null = null;
 /** Names the loaded weights, their precision and tokenizer: part of every cache id. */
 let modelKey = '';
 const aborts = new Map<number, AbortController>();
+/** Slow motion for the studio's answers (?debug): a pause after every decoded token. */
+let decodeDelayMs = 0;
 
-const post = (e: Event) => (self as unknown as Worker).postMessage(e);
+const post = (e: Reply) => (self as unknown as Worker).postMessage(e);
 
 async function init(): Promise<InitResult> {
   if (!gpu) {
     gpu = await createGpuContext(navigator.gpu);
-    engine = Engine.create(gpu, kernelSources);
+    engine = Engine.create(gpu, bundledKernelSources());
     const ctx = gpu;
     void ctx.lost.then(async (message) => {
       if (gpu !== ctx) return;
@@ -45,13 +41,10 @@ async function init(): Promise<InitResult> {
   return { adapter: gpu.adapter };
 }
 
-async function load(id: number, ref: ModelSource, requested?: 'f32' | 'f16'): Promise<LoadResult> {
+async function load(ref: ModelSource, requested: 'f32' | 'f16' | undefined, signal: AbortSignal, id = 0): Promise<ModelInfo> {
   await init();
-  const ac = new AbortController();
-  aborts.set(id, ac);
-  const { signal } = ac;
   const progress = (stage: LoadStage, loaded: number, total: number, file?: string) =>
-    post({ id, type: 'progress', stage, loaded, total, file });
+    id && post({ id, type: 'event', call: 'load', event: { stage, loaded, total, file } });
   // A Hub model's config is checked before its weights are downloaded.
   const preflight = (raw: unknown, name: string) => {
     const plan = engine!.plan(hfConfigToModelConfig(raw, undefined, name), requested);
@@ -72,9 +65,7 @@ async function load(id: number, ref: ModelSource, requested?: 'f32' | 'f16'): Pr
     // The engine dropped the previous model before the upload: nothing is loaded now.
     model = null;
     modelRef = null;
-    const err = new Error(`Uploading ${resolved.name} to the GPU failed: ${(e as Error).message}`);
-    err.name = 'ModelUploadError';
-    throw err;
+    throw new ModelUploadError(resolved.name, (e as Error).message);
   }
   const weightDtype = gm.dtype;
   model = m;
@@ -95,26 +86,21 @@ async function load(id: number, ref: ModelSource, requested?: 'f32' | 'f16'): Pr
 
 /** A model refused before anything was uploaded, because a buffer breaks the adapter's limits; the loaded one stays. */
 function wontFit(name: string, problems: readonly string[]): Error {
-  const keep = model ? ` ${model.config.name} stays loaded.` : '';
-  const err = new Error(`${name} will not fit on this adapter: ${problems.join(' ')}. Nothing was uploaded.${keep}`);
-  err.name = 'ModelWontFitError';
-  return err;
+  return new ModelWontFitError(name, problems, model ? model.config.name : null);
 }
 
 /** The engine and model, loaded again first when the device was lost. */
 async function session(): Promise<ModelSession> {
-  if (!engine && modelRef) await load(0, modelRef.ref, modelRef.weightDtype);
+  if (!engine && modelRef) await load(modelRef.ref, modelRef.weightDtype, new AbortController().signal);
   if (!engine || !model) throw new Error('No model is loaded');
   return { engine, model, key: modelKey };
 }
 
 const studio = new StudioWorker(session);
 
-async function generate(id: number, req: GenerateRequest): Promise<GenerateResult> {
+async function generate(req: GenerateRequest, signal: AbortSignal, onText: (text: string) => void): Promise<GenerateResult> {
   await session();
   if (!engine || !model) throw new Error('No model is loaded');
-  const ac = new AbortController();
-  aborts.set(id, ac);
   const tok = model.tokenizer;
   const text = req.chat && tok.applyChatTemplate ? tok.applyChatTemplate([{ role: 'user', content: req.prompt }], { addGenerationPrompt: true }) : req.prompt;
   const prompt = tok.encode(text, { addBos: true });
@@ -130,21 +116,68 @@ async function generate(id: number, req: GenerateRequest): Promise<GenerateResul
     const t1 = performance.now();
     const gen = decodeTokens(engine, cache, logits, {
       maxNewTokens: steps - prompt.length + 1, sampling: { temperature: req.temperature, topP: req.topP },
-      stopIds: model.config.eosIds, signal: ac.signal,
+      stopIds: model.config.eosIds, signal,
     });
     for await (const t of gen) {
       n++;
       const delta = stream.push(t);
-      if (delta) post({ id, type: 'token', text: delta });
+      if (delta) onText(delta);
     }
     const dt = performance.now() - t1;
     return {
-      text: stream.text, cancelled: ac.signal.aborted,
+      text: stream.text, cancelled: signal.aborted,
       stats: { promptTokens: prompt.length, generatedTokens: n, ttftMs: ttft, decodeTokensPerS: n > 1 ? (n / dt) * 1000 : 0 },
     };
   } finally {
     cache.destroy();
   }
+}
+
+/** What a handler gets besides its arguments: the call's abort signal and its event channel. */
+interface CallContext<K extends CallType> {
+  id: number;
+  signal: AbortSignal;
+  emit: (event: Calls[K]['event']) => void;
+}
+
+type Handlers = { [K in CallType]: (args: Calls[K]['args'], c: CallContext<K>) => Promise<Calls[K]['result']> };
+
+const handlers: Handlers = {
+  init: () => init(),
+  load: (a, c) => load(a.model, a.weightDtype, c.signal, c.id),
+  'simulate-device-loss': async () => {
+    gpu?.device.destroy();
+    return null;
+  },
+  'set-decode-delay': async ({ ms }) => {
+    decodeDelayMs = Math.max(0, Math.min(10_000, ms));
+    return null;
+  },
+  'list-cached': async () => listCachedModels(await opfsRoot()),
+  'delete-cached': async ({ key }) => deleteCachedModel(await opfsRoot(), key),
+  generate: (req, c) => generate(req, c.signal, (text) => c.emit({ text })),
+  'compile-context': async ({ chunks, opts }, c) => (await studio.cc()).compileContext(chunks, { ...opts, signal: c.signal, onProgress: c.emit }),
+  'chat-completion': async (req, c) => {
+    const delay = req.decodeDelayMs ?? decodeDelayMs;
+    for await (const ev of (await studio.cc()).chatCompletion({ ...req, decodeDelayMs: delay, signal: c.signal })) c.emit(ev);
+    return null;
+  },
+  'expire-cache': async ({ id }) => (await studio.cc()).expireCache(id),
+  tokenize: async ({ text }) => (await studio.cc()).tokenize(text),
+  'token-pieces': async ({ tokens }) => (await studio.cc()).tokenPieces(tokens),
+  split: (a) => studio.split(a.docId, a.text, a.mode),
+  library: () => studio.library(),
+  'clear-library': () => studio.clearLibrary(),
+  'sink-map': (req, c) => studio.sinkMap(req, c.signal),
+  sweep: (req, c) => studio.sweep(req, c.signal, c.emit),
+};
+
+/** Runs one call with its handler; the result, events and any error go back tagged with the call's id. */
+async function serve<K extends CallType>(id: number, type: K, args: Calls[K]['args'], signal: AbortSignal) {
+  const handler = handlers[type] as Handlers[K];
+  const emit = (event: Calls[K]['event']) => post({ id, type: 'event', call: type, event } as Reply);
+  const result = await handler(args, { id, signal, emit });
+  post({ id, type: 'done', call: type, result } as Reply);
 }
 
 self.onmessage = async (ev: MessageEvent<Request>) => {
@@ -153,24 +186,12 @@ self.onmessage = async (ev: MessageEvent<Request>) => {
     aborts.get(r.target)?.abort();
     return;
   }
+  const ac = new AbortController();
+  aborts.set(r.id, ac);
   try {
-    let result: unknown;
-    if (r.type === 'init') result = await init();
-    else if (r.type === 'load') result = await load(r.id, r.model, r.weightDtype);
-    else if (r.type === 'simulate-device-loss') result = gpu?.device.destroy();
-    else if (r.type === 'set-decode-delay') result = setDecodeDelay(r.ms);
-    else if (r.type === 'list-cached') result = await listCachedModels(await opfsRoot());
-    else if (r.type === 'delete-cached') result = await deleteCachedModel(await opfsRoot(), r.key);
-    else if (r.type === 'generate') result = await generate(r.id, r.req);
-    else if (STUDIO_TYPES.has(r.type)) {
-      const ac = new AbortController();
-      aborts.set(r.id, ac);
-      result = await studio.handle(r as StudioRequest, ac.signal, (ev) => post({ id: r.id, type: 'studio', ev }));
-    }
-    post({ id: r.id, type: 'done', result });
+    await serve(r.id, r.type, r.args, ac.signal);
   } catch (e) {
-    const err = e as Error;
-    post({ id: r.id, type: 'error', name: err.name ?? 'Error', message: err.message ?? String(e) });
+    post({ id: r.id, type: 'error', error: serializeError(e) });
   } finally {
     aborts.delete(r.id);
   }

@@ -1,6 +1,5 @@
 /** Fetches a model's files from a URL folder with byte progress and cancellation. */
-import type { ModelFiles } from '../engine/formats/load';
-import { bufferSource, ModelFormatError } from '../engine/formats/source';
+import { bufferSource, ModelFormatError, type ModelFiles } from '../engine';
 import type { BundledModelRef } from './protocol';
 
 export async function fetchModelFiles(

@@ -8,8 +8,8 @@
  * is fetched as it is. Bytes stream straight into OPFS (never held whole in
  * memory), with byte progress across files and an AbortSignal to cancel.
  */
-import { ModelFormatError } from '../engine/formats/source';
-import type { ModelFiles } from '../engine/formats/load';
+import { ModelFormatError, type ModelFiles } from '../engine';
+import { HubError } from './errors';
 import { CacheWriter, cacheKey, isFlatName, openCachedModel, type CacheDir } from './opfs-cache';
 
 export const DEFAULT_HUB = 'https://huggingface.co';
@@ -17,12 +17,7 @@ const INDEX = 'model.safetensors.index.json';
 const SINGLE = 'model.safetensors';
 const OPTIONAL_JSON = ['tokenizer.json', 'tokenizer_config.json', 'generation_config.json'];
 
-export class HubError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'HubError';
-  }
-}
+export { HubError };
 
 /** What to download: a repository at a revision, or one file. */
 export interface HubTarget {

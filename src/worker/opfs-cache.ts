@@ -9,8 +9,7 @@
  * cancel) never leaves a file that is taken as complete. Cached files are
  * read through `File.slice`, never copied whole.
  */
-import type { ModelFiles } from '../engine/formats/load';
-import { blobSource } from '../engine/formats/source';
+import { blobSource, type ModelFiles } from '../engine';
 import type { CachedModel } from './protocol';
 
 /** The parts of the OPFS handles used here (a fake implements them in Node tests). */

@@ -1,6 +1,16 @@
-/** Messages between the page and the inference worker. */
-import type { AdapterSummary } from '../engine/gpu/device';
-import type { StudioEvent, StudioRequest } from './studio-protocol';
+/**
+ * Messages between the page and the inference worker: one map from each call's
+ * type to its arguments, its result and the events it streams (`Calls`).
+ * A request is `{ id, type, args }`; the worker answers with events, then
+ * `done` with the result or `error` with a serialised error (errors.ts).
+ * ContextCache's calls carry its own request and event types: the page's
+ * RemoteContextCache (remote.ts) implements ContextCacheApi over them.
+ */
+import type { AdapterSummary } from '../engine';
+import type { CompileOptions, CompileProgress, CompletionEvent, CompletionRequest } from '../api/context-cache';
+import type { SplitMode } from '../kvsplit/types';
+import type { SerializedError } from './errors';
+import type { LibraryResult, SinkMapRequest, SinkMapResult, SplitResult, SweepPoint, SweepRequest } from './studio-protocol';
 
 /** A model served with the app: a URL folder and the files to fetch from it. */
 export interface BundledModelRef {
@@ -69,19 +79,6 @@ export interface GenerateRequest {
   chat?: boolean;
 }
 
-export type Request =
-  | { id: number; type: 'init' }
-  | { id: number; type: 'load'; model: ModelSource; weightDtype?: 'f32' | 'f16' }
-  /** Destroys the GPU device, as a driver reset would (for testing recovery). */
-  | { id: number; type: 'simulate-device-loss' }
-  /** Waits `ms` after every decoded token of a studio answer: slow motion, to watch (and test) streaming and Stop. */
-  | { id: number; type: 'set-decode-delay'; ms: number }
-  | { id: number; type: 'list-cached' }
-  | { id: number; type: 'delete-cached'; key: string }
-  | { id: number; type: 'generate'; req: GenerateRequest }
-  | { id: number; type: 'cancel'; target: number }
-  | ({ id: number } & StudioRequest);
-
 export interface ModelInfo {
   id: string;
   /** How it was obtained: bundled, Hugging Face Hub, browser cache, local files. */
@@ -119,15 +116,59 @@ export interface GenerateStats {
  */
 export type LoadStage = 'download' | 'cache' | 'parse' | 'upload';
 
-export type Event =
-  | { id: number; type: 'progress'; stage: LoadStage; loaded: number; total: number; file?: string }
-  | { id: number; type: 'token'; text: string }
-  | { id: number; type: 'studio'; ev: StudioEvent }
-  | { id: number; type: 'done'; result: unknown }
-  | { id: number; type: 'error'; name: string; message: string }
-  | { id: -1; type: 'device-lost'; message: string };
-
 export type InitResult = { adapter: AdapterSummary };
-export type LoadResult = ModelInfo;
-export type ListCachedResult = CachedModel[];
 export type GenerateResult = { text: string; stats: GenerateStats; cancelled: boolean };
+export interface LoadProgress {
+  stage: LoadStage;
+  loaded: number;
+  total: number;
+  file?: string;
+}
+
+/** A call's arguments, result, and the events it streams before the result. */
+interface Call<A, R, E = never> {
+  args: A;
+  result: R;
+  event: E;
+}
+
+/** What crosses postMessage: no functions, no AbortSignal (a `cancel` message aborts a call by id). */
+export type WireCompileOptions = Omit<CompileOptions, 'onProgress' | 'signal'>;
+export type WireCompletionRequest = Omit<CompletionRequest, 'signal'>;
+
+export interface Calls {
+  init: Call<null, InitResult>;
+  /** The weights' precision is the worker's choice by size unless given. */
+  load: Call<{ model: ModelSource; weightDtype?: 'f32' | 'f16' }, ModelInfo, LoadProgress>;
+  /** Destroys the GPU device, as a driver reset would (for testing recovery). */
+  'simulate-device-loss': Call<null, null>;
+  /** Waits `ms` after every decoded token of a studio answer: slow motion, to watch (and test) streaming and Stop. */
+  'set-decode-delay': Call<{ ms: number }, null>;
+  'list-cached': Call<null, CachedModel[]>;
+  'delete-cached': Call<{ key: string }, boolean>;
+  generate: Call<GenerateRequest, GenerateResult, { text: string }>;
+  // ContextCache's surface (ContextCacheApi).
+  'compile-context': Call<{ chunks: (string | number[])[]; opts: WireCompileOptions }, string[], CompileProgress>;
+  'chat-completion': Call<WireCompletionRequest, null, CompletionEvent>;
+  'expire-cache': Call<{ id: string }, boolean>;
+  tokenize: Call<{ text: string }, number[]>;
+  'token-pieces': Call<{ tokens: number[] }, string[]>;
+  // The studio's documents, library and measurements (studio.ts).
+  split: Call<{ docId: string; text: string; mode: SplitMode }, SplitResult>;
+  library: Call<null, LibraryResult>;
+  'clear-library': Call<null, null>;
+  'sink-map': Call<SinkMapRequest, SinkMapResult>;
+  sweep: Call<SweepRequest, SweepPoint[], { point: SweepPoint; done: number; total: number }>;
+}
+
+export type CallType = keyof Calls;
+
+export type Request =
+  | { [K in CallType]: { id: number; type: K; args: Calls[K]['args'] } }[CallType]
+  | { id: number; type: 'cancel'; target: number };
+
+export type Reply =
+  | { [K in CallType]: { id: number; type: 'event'; call: K; event: Calls[K]['event'] } }[CallType]
+  | { [K in CallType]: { id: number; type: 'done'; call: K; result: Calls[K]['result'] } }[CallType]
+  | { id: number; type: 'error'; error: SerializedError }
+  | { id: -1; type: 'device-lost'; message: string };

@@ -4,8 +4,7 @@
  * into the cache), or the cache alone. Each becomes a ModelFiles for
  * loadModelFiles; a cached copy that fails to parse is deleted.
  */
-import { detectFormat, loadModelFiles, type LoadedModel, type ModelFiles } from '../engine/formats/load';
-import { blobSource, ModelFormatError } from '../engine/formats/source';
+import { detectFormat, loadModelFiles, blobSource, ModelFormatError, type LoadedModel, type ModelFiles } from '../engine';
 import { fetchModelFiles } from './fetch-files';
 import { DEFAULT_HUB, hubModelFiles, parseHubInput } from './hub';
 import { CacheWriter, cacheKey, deleteCachedModel, isFlatName, openCachedModel, opfsRoot, type CacheDir } from './opfs-cache';

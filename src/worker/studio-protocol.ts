@@ -1,12 +1,17 @@
 /**
- * The studio's messages between the page and the worker: documents → KVSplit,
- * KVCompile with per-chunk progress, the KVStore library, and asking over
- * linked chunks (answers, TTFT, attention scores), plus the TTFT sweep.
+ * The studio's shapes: documents as KVSplit cut them, the KVStore library,
+ * an ask over linked chunks as the page shows it (answers, TTFT, attention
+ * maps), the sink map and the TTFT sweep. Asking runs ContextCache through
+ * api/ask.ts (studio-ask.ts adds the attention map).
  */
-import type { SplitMode } from '../kvsplit/types';
 import type { StoreStats } from '../kvstore/types';
 import type { TtftBreakdown } from '../kvlink/link';
 import type { SinkGrid } from '../analysis/sink-grid';
+import type { AskFirst } from '../api/ask';
+import type { AttentionMap } from '../types/attention';
+
+export type { AskFirst } from '../api/ask';
+export type { AttentionMap, MapRow } from '../types/attention';
 
 /** One chunk of a document, as KVSplit cut it, with the cache ids it has under each compile variant. */
 export interface ChunkInfo {
@@ -32,8 +37,6 @@ export interface ChunkRef {
   label: string;
   tokens: number[];
 }
-
-export type CompileVariantName = 'plain' | 'legolink0';
 
 export interface LibraryEntry {
   id: string;
@@ -67,38 +70,8 @@ export interface AskRequest {
   temperature: number;
   /** Capture attention scores of one layer and head (question rows while linking, then every decode step). */
   scores?: { layer: number; head: number };
-}
-
-export interface AskFirst {
-  ttft: TtftSummary;
-  recomputed: number;
-  recomputedFraction: number;
-  promptTokens: number;
-  /** Chunks that had to be compiled first (not counted in the TTFT). */
-  compiledOnDemand: number;
-  compileMs: number;
-}
-
-/** One query row of an attention map: raw scaled q·k against every key before it (-Infinity where masked). */
-export interface MapRow {
-  /** Text of the query token. */
-  token: string;
-  kind: 'question' | 'answer';
-  scores: Float32Array;
-}
-
-export interface AttentionMap {
-  algorithm: string;
-  layer: number;
-  head: number;
-  /** Text of every key token (prompt rows, then generated tokens). */
-  columns: string[];
-  /** Cached chunks in the prompt, in order. */
-  segments: { start: number; length: number; label: string }[];
-  /** First row after the last cached chunk (the question and its template). */
-  questionStart: number;
-  promptTokens: number;
-  rows: MapRow[];
+  /** The first ask of each algorithm warms its GPU pipelines, untimed (the studio's default). */
+  warmup?: boolean;
 }
 
 export interface AskResult {
@@ -142,21 +115,8 @@ export interface SweepPoint {
   recomputed: number;
 }
 
-export type StudioRequest =
-  | { type: 'split'; docId: string; text: string; mode: SplitMode }
-  /** Token ids of a text as the model's tokenizer encodes it, without BOS. */
-  | { type: 'tokenize'; text: string }
-  /** Prompt Cache modules are compiled at the positions the chunks take, in this order, before `question`. */
-  | { type: 'compile'; chunks: ChunkRef[]; variant: CompileVariantName | 'promptcache'; question?: string }
-  | { type: 'library' }
-  | { type: 'expire'; cacheId: string }
-  | { type: 'clear-library' }
-  | { type: 'ask'; req: AskRequest }
-  | { type: 'sink-map'; req: SinkMapRequest }
-  | { type: 'sweep'; req: SweepRequest };
-
+/** What the studio hears while it asks: per-chunk compile progress, the first token, streamed text. */
 export type StudioEvent =
   | { kind: 'compile'; done: number; total: number; key: string; status: 'compiled' | 'cached'; ms: number }
   | { kind: 'first-token'; first: AskFirst }
-  | { kind: 'text'; text: string }
-  | { kind: 'sweep-point'; point: SweepPoint; done: number; total: number };
+  | { kind: 'text'; text: string };

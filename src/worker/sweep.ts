@@ -2,17 +2,18 @@
  * TTFT against context length, run from the studio: the text is repeated to
  * reach each length, cut by KVSplit into fixed-size chunks, compiled (cached
  * in the KVStore like any chunk), then linked with each algorithm and a short
- * question; one token is generated, and the TTFT breakdown is kept.
+ * question (the studio's ask, through ContextCache); one token is generated,
+ * and the TTFT breakdown is kept.
  */
 import type { ContextCache } from '../api/context-cache';
 import { splitDocument } from '../kvsplit';
-import { askLinked } from './linked-answer';
-import type { ChunkRef, StudioEvent, SweepPoint, SweepRequest } from './studio-protocol';
+import { studioAsk } from './studio-ask';
+import type { ChunkRef, SweepPoint, SweepRequest } from './studio-protocol';
 
 const QUESTION = '\nWhat happened next?';
 
 export async function runSweep(
-  lego: ContextCache, req: SweepRequest, signal: AbortSignal | undefined, emit: (ev: StudioEvent) => void,
+  lego: ContextCache, req: SweepRequest, signal: AbortSignal | undefined, emit: (ev: { point: SweepPoint; done: number; total: number }) => void,
 ): Promise<SweepPoint[]> {
   const tok = lego.model.tokenizer;
   const size = Math.floor(req.chunkTokens);
@@ -31,17 +32,17 @@ export async function runSweep(
   // One untimed run first, so shader compilation and first-use costs stay out of the curve.
   const warm: ChunkRef[] = runs.slice(0, 2).map((c) => ({ key: `sweep:${c.index}`, label: `sweep ${c.index + 1}`, tokens: c.tokens }));
   for (const algorithm of req.algorithms) {
-    await askLinked(lego, { chunks: warm, question: QUESTION, algorithm, maxTokens: 1, temperature: 0 }, signal, () => {});
+    await studioAsk(lego, { chunks: warm, question: QUESTION, algorithm, maxTokens: 1, temperature: 0, warmup: false }, () => {}, { signal });
   }
   for (const L of lengths) {
     const n = Math.max(1, Math.round(L / size));
     const chunks: ChunkRef[] = runs.slice(0, n).map((c) => ({ key: `sweep:${c.index}`, label: `sweep ${c.index + 1}`, tokens: c.tokens }));
     for (const algorithm of req.algorithms) {
       signal?.throwIfAborted();
-      const r = await askLinked(lego, { chunks, question: QUESTION, algorithm, maxTokens: 1, temperature: 0 }, signal, () => {});
+      const r = await studioAsk(lego, { chunks, question: QUESTION, algorithm, maxTokens: 1, temperature: 0, warmup: false }, () => {}, { signal });
       const point: SweepPoint = { algorithm: r.algorithm, contextTokens: r.first.promptTokens, chunks: n, ttft: r.first.ttft, recomputed: r.first.recomputed };
       points.push(point);
-      emit({ kind: 'sweep-point', point, done: points.length, total });
+      emit({ point, done: points.length, total });
     }
   }
   return points;

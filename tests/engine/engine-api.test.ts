@@ -2,7 +2,9 @@
  * The engine operations the linker builds on, on stories260K (interleaved
  * RoPE) and the Gemma 3 fixture (half-split RoPE, sliding window, two bases):
  *  - selective recompute of chosen rows against a full-length cache;
- *  - pre-RoPE keys placed at new positions equal keys computed there fresh;
+ *  - pre-RoPE keys placed at new positions equal keys computed there fresh,
+ *    for shifts of tens and thousands of positions and back to position 0,
+ *    also on the Llama fixture (llama3-scaled RoPE);
  *  - attention scores and probabilities for chosen layer, head and rows;
  *  - decode steps equal one prefill.
  */
@@ -16,13 +18,16 @@ import { nodeFolderFiles, nodeModelFiles } from '../../src/node/files';
 import { loadKernelSources } from '../../src/node/gpu';
 import { softmax } from '../../src/engine/reference';
 import { assertClose, harness } from '../helpers/gpu';
+import { rerotationTolerance, scaledMaxDiff } from '../helpers/compare';
 
 const STORIES = join(import.meta.dirname, '../../public/models/stories260K/stories260K.bin');
 const GEMMA = join(import.meta.dirname, '../fixtures/hf/gemma3');
+const LLAMA3 = join(import.meta.dirname, '../fixtures/hf/llama3-smollm');
 
-async function engineFor(which: 'stories' | 'gemma', kvDtype: 'f32' | 'f16' = 'f32') {
+async function engineFor(which: 'stories' | 'gemma' | 'llama3', kvDtype: 'f32' | 'f16' = 'f32') {
   const h = await harness();
-  const m = which === 'stories' ? await loadModelFiles(nodeModelFiles(STORIES), 'stories260K') : await loadHfFolder(nodeFolderFiles(GEMMA), { name: 'gemma3' });
+  const m = which === 'stories' ? await loadModelFiles(nodeModelFiles(STORIES), 'stories260K')
+    : await loadHfFolder(nodeFolderFiles(which === 'gemma' ? GEMMA : LLAMA3), { name: which === 'gemma' ? 'gemma3' : 'llama3-smollm' });
   const e = Engine.create(h.gpu, loadKernelSources());
   await e.load(m.config, m.weights, { kvDtype });
   return e;
@@ -46,25 +51,39 @@ for (const which of ['stories', 'gemma'] as const) {
     assertClose(got, want, 1e-5, 1e-5, 'last-row logits');
     e.destroy();
   });
+}
 
-  test(`${which}: pre-RoPE keys moved to new positions equal keys computed there`, async () => {
+// Key re-rotation: a chunk's pre-RoPE keys, captured at positions from..from+9, written at to..to+9 (rotated there)
+// equal the keys and values of the chunk computed fresh at to..to+9, as its relative positions are unchanged. Shifts:
+// small, thousands of positions (past the llama3 fixture's original 256-position context, into its scaled band), and
+// back to position 0. Tolerance: rerotationTolerance (tests/helpers/compare.ts), which grows with the largest
+// position, as the f32 rounding of the RoPE angles does.
+const SHIFTS = [[0, 40], [0, 4000], [3000, 0], [1000, 9000]] as const;
+for (const which of ['stories', 'gemma', 'llama3'] as const) {
+  test(`${which}: pre-RoPE keys moved to new positions equal keys computed there (shifts ${SHIFTS.map(([a, b]) => `${a}→${b}`).join(', ')})`, async (t) => {
     const e = await engineFor(which);
     const V = e.config.vocabSize;
     const chunk = seq(10, 2, V);
-    const a = e.newCache();
-    const res = await e.prefill(a, chunk, undefined, { logits: 'none', capturePreRopeK: true });
-    const rows = await e.exportRows(a, res, 0, chunk.length);
-    // The same chunk computed fresh at positions 40..49 (relative positions unchanged).
-    const shifted = Array.from({ length: chunk.length }, (_, i) => 40 + i);
-    const fresh = e.newCache();
-    await e.prefill(fresh, chunk, shifted, { logits: 'none' });
-    const moved = e.newCache();
-    e.writeRows(moved, 0, shifted, rows);
-    for (let l = 0; l < e.config.nLayers; l++) {
-      const f = await e.readRows(fresh, l, 0, chunk.length);
-      const m = await e.readRows(moved, l, 0, chunk.length);
-      assertClose(m.k, f.k, 1e-4, 1e-4, `layer ${l} keys`);
-      assertClose(m.v, f.v, 1e-4, 1e-4, `layer ${l} values`);
+    const at = (p0: number) => Array.from({ length: chunk.length }, (_, i) => p0 + i);
+    for (const [from, to] of SHIFTS) {
+      const a = e.newCache();
+      const res = await e.prefill(a, chunk, at(from), { logits: 'none', capturePreRopeK: true });
+      const rows = await e.exportRows(a, res, 0, chunk.length);
+      const fresh = e.newCache();
+      await e.prefill(fresh, chunk, at(to), { logits: 'none' });
+      const moved = e.newCache();
+      e.writeRows(moved, 0, at(to), rows);
+      const tol = rerotationTolerance(Math.max(from, to) + chunk.length);
+      let worst = 0;
+      for (let l = 0; l < e.config.nLayers; l++) {
+        const f = await e.readRows(fresh, l, 0, chunk.length);
+        const m = await e.readRows(moved, l, 0, chunk.length);
+        worst = Math.max(worst, scaledMaxDiff(m.k, f.k), scaledMaxDiff(m.v, f.v));
+        assertClose(m.k, f.k, tol, tol, `${from}→${to}: layer ${l} keys`);
+        assertClose(m.v, f.v, tol, tol, `${from}→${to}: layer ${l} values`);
+      }
+      t.diagnostic(`${from}→${to}: ${worst.toExponential(2)} (tolerance ${tol.toExponential(2)})`);
+      for (const c of [a, fresh, moved]) c.destroy();
     }
     e.destroy();
   });

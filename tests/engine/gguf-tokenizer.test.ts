@@ -15,10 +15,8 @@ import { createGgufTokenizer, tokenizerSpecFromGguf, type GgufTokenizerSpec } fr
 
 const FIX = fileURLToPath(new URL('../fixtures/gguf/', import.meta.url));
 const GEMMA = fileURLToPath(new URL('../../.cache/models/gemma-3-270m-q4_k_m.gguf', import.meta.url));
-const SMOLLM_CANDIDATES = [
-  fileURLToPath(new URL('../../shared/models/smollm2-135m-instruct-tokenizer/tokenizer.json', import.meta.url)),
-  '/work/shared/models/smollm2-135m-instruct-tokenizer/tokenizer.json',
-];
+// The shared folder lies beside the repository (../shared from its root), as in scripts/fixtures.
+const SMOLLM = fileURLToPath(new URL('../../../shared/models/smollm2-135m-instruct-tokenizer/tokenizer.json', import.meta.url));
 
 // id: piece (type, score). Types: 1 normal, 2 unknown, 3 control, 4 user-defined, 6 byte.
 const SPM: [string, number, number][] = [
@@ -146,9 +144,8 @@ test('real Gemma 3 vocabulary: ids equal SentencePiece', async (t) => {
 });
 
 test('real SmolLM2 vocabulary: byte-level BPE ids equal Hugging Face tokenizers', async (t) => {
-  const path = SMOLLM_CANDIDATES.find((p) => existsSync(p));
-  if (!path) return t.skip('smollm2-135m-instruct-tokenizer/tokenizer.json is absent (shared/models)');
-  const tj = JSON.parse(readFileSync(path, 'utf8')) as {
+  if (!existsSync(SMOLLM)) return t.skip(`${SMOLLM} is absent (../shared/models beside the repository)`);
+  const tj = JSON.parse(readFileSync(SMOLLM, 'utf8')) as {
     model: { vocab: Record<string, number>; merges: string[] };
     added_tokens: { id: number; content: string; special: boolean }[];
   };

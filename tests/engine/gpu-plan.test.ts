@@ -16,7 +16,6 @@ import { GpuModel, OutOfGpuMemoryError } from '../../src/engine/model/gpu-model'
 import { paramCount, planGpuMemory, splitRows, weightDtypeFor } from '../../src/engine/model/gpu-plan';
 import { loadHfFolder } from '../../src/engine/formats/hf';
 import { loadModelFiles } from '../../src/engine/formats/load';
-import '../../src/engine/formats/all';
 import { nodeFolderFiles, nodeModelFiles } from '../../src/node/files';
 import type { ModelConfig } from '../../src/engine/model/config';
 import type { HostWeights } from '../../src/engine/model/weights';

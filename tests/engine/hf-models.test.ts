@@ -5,8 +5,11 @@
  * bases, query_pre_attn_scalar, F16), with logits recorded by transformers
  * in f32 (scripts/fixtures/make_hf_fixtures.py). Cases cover contiguous and
  * non-contiguous position ids and, for Gemma 3, a sequence longer than its
- * sliding window. Tolerance: max |Δlogit| ≤ 1e-3 of the reference logits'
- * range (1e-2 with f16 KV storage, which rounds K and V to 11 bits).
+ * sliding window. Tolerance: max |Δlogit| ≤ 1e-5 of the reference logits'
+ * range with f32 KV, about 10x the error measured on SwiftShader (at most
+ * 8.2e-7 of the range, Qwen2 with gapped positions; 3.6e-7 to 8.2e-7 over
+ * all cases); 1e-2 with f16 KV storage, which rounds K and V to 11 bits
+ * (measured at most 6.5e-4).
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -28,7 +31,7 @@ for (const name of ['llama3-smollm', 'qwen2', 'gemma3']) {
   const dir = join(FIX, name);
   const ref = JSON.parse(readFileSync(join(dir, 'reference.json'), 'utf8')) as { cases: Case[] };
   for (const kvDtype of ['f32', 'f16'] as const) {
-    test(`${name}: logits match transformers (${kvDtype} KV)`, async () => {
+    test(`${name}: logits match transformers (${kvDtype} KV)`, async (t) => {
       const h = await harness();
       const m = await loadHfFolder(nodeFolderFiles(dir), { name });
       const engine = Engine.create(h.gpu, loadKernelSources());
@@ -41,7 +44,8 @@ for (const name of ['llama3-smollm', 'qwen2', 'gemma3']) {
           const got = (await engine.prefill(cache, c.tokens, c.positions, { logits: 'all' })).logits;
           cache.destroy();
           const { d, range } = maxDiffOverRange(got, want);
-          const tol = (kvDtype === 'f32' ? 1e-3 : 1e-2) * range;
+          const tol = (kvDtype === 'f32' ? 1e-5 : 1e-2) * range;
+          t.diagnostic(`${c.name}: max |Δlogit| / range = ${(d / range).toExponential(2)}`);
           assert.ok(d <= tol, `${name}/${c.name}: max |Δlogit| ${d.toExponential(2)} > ${tol.toExponential(2)} (range ${range.toFixed(2)})`);
         }
       } finally {

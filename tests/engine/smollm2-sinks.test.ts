@@ -51,16 +51,15 @@ test('SmolLM2-135M-Instruct under naive: a chunk start draws >= 10x an ordinary 
     const store = new KVStore({ blobs: new MemoryBlobBackend(), index: new MemoryIndexBackend() });
     await store.open();
     const studio = new StudioWorker(async () => ({ engine: s.engine, model: s.model, key: `${entry.id}|f32` }), store);
-    const run = <T>(req: Parameters<StudioWorker['handle']>[0]) => studio.handle(req, new AbortController().signal, () => {}) as Promise<T>;
     const chunks: ChunkRef[] = [];
     for (const [d, sm] of samples.samples.entries()) {
       const text = readFileSync(join(ROOT, 'public/samples', sm.file), 'utf8');
-      const sp = await run<SplitResult>({ type: 'split', docId: `d${d}`, text, mode: demo.mode });
+      const sp: SplitResult = await studio.split(`d${d}`, text, demo.mode);
       for (const c of sp.chunks.slice(0, demo.chunksPerDocument)) chunks.push({ key: `d${d}#${c.index}`, label: `${sm.title} · ${c.index + 1}`, tokens: c.tokens });
     }
     const question = frameQuestion(entry.prompt.framing, demo.question);
     const t0 = performance.now();
-    const g = await run<SinkMapResult>({ type: 'sink-map', req: { chunks, question, algorithm: 'naive' } });
+    const g: SinkMapResult = await studio.sinkMap({ chunks, question, algorithm: 'naive' });
     const i = g.best.layer * g.heads + g.best.head;
     t.diagnostic(`[${s.gpu.adapter.description}] ${chunks.length} chunks (${chunks.map((c) => c.tokens.length).join(', ')} tokens), ${g.promptTokens}-token prompt, `
       + `compiled and measured in ${((performance.now() - t0) / 1000).toFixed(1)} s`);

@@ -11,9 +11,13 @@
  *  - the recomputed rows of each algorithm are the ones the papers name;
  *  - prompt equals a plain prefill of one BOS, the chunks' own tokens and
  *    the question, reads no cached row, and differs from full, whose chunks
- *    keep their BOS.
+ *    keep their BOS;
+ *  - a cached chunk's rows, placed at position 0 or thousands of positions
+ *    on (keys re-rotated), equal the chunk prefilled alone there, also with
+ *    the Llama fixture's llama3-scaled RoPE.
  * Tolerance: 1e-4 absolute plus relative on logits (the same f32 math in a
- * different grouping of rows).
+ * different grouping of rows); for re-rotated rows, rerotationTolerance
+ * (tests/helpers/compare.ts), which grows with the position.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -26,13 +30,16 @@ import { loadKernelSources } from '../../src/node/gpu';
 import { compileChunk, type CompileContext } from '../../src/kvcompile/compile';
 import { link } from '../../src/kvlink/link';
 import { parseAlgorithm, staticRecomputeRows } from '../../src/kvlink/algorithms';
-import { layoutParts, textOnlyChunk, type LinkPart } from '../../src/kvlink/layout';
+import { layoutParts, textOnlyChunk } from '../../src/kvlink/layout';
+import type { LinkPart } from '../../src/types/kv';
 import { assertClose, harness } from '../helpers/gpu';
+import { rerotationTolerance, scaledMaxDiff } from '../helpers/compare';
 
 const MODELS = {
   stories: async () => loadModelFiles(nodeModelFiles(join(import.meta.dirname, '../../public/models/stories260K/stories260K.bin')), 'stories260K'),
   qwen2: async () => loadHfFolder(nodeFolderFiles(join(import.meta.dirname, '../fixtures/hf/qwen2')), { name: 'qwen2' }),
   gemma3: async () => loadHfFolder(nodeFolderFiles(join(import.meta.dirname, '../fixtures/hf/gemma3')), { name: 'gemma3' }),
+  llama3: async () => loadHfFolder(nodeFolderFiles(join(import.meta.dirname, '../fixtures/hf/llama3-smollm')), { name: 'llama3-smollm' }),
 };
 
 async function setup(name: keyof typeof MODELS) {
@@ -120,6 +127,39 @@ for (const name of ['stories', 'gemma3'] as const) {
     for (let i = 0; i < want.length; i++) diff = Math.max(diff, Math.abs(full.logits[i] - r.logits[i]));
     assert.ok(diff > 1e-3, `${name}: full over chunks with their own BOS should differ from the ordinary prompt (max diff ${diff})`);
     for (const x of [r, bare, full]) x.cache.destroy();
+    engine.destroy();
+  });
+}
+
+// Key re-rotation through the linker: uncached text at position 4000 puts the second chunk at 4001.., thousands of
+// positions from where it was compiled, while the first stays at 0, where it was. naive reads their rows as stored.
+for (const name of ['stories', 'gemma3', 'llama3'] as const) {
+  test(`${name}: linked chunk rows at position 0 and at 4001 equal each chunk prefilled alone there`, async (t) => {
+    const { engine, ctx, bosId, V } = await setup(name);
+    const [a, b] = await Promise.all([toks(7, 1, V), toks(9, 2, V)].map((t) => compileChunk(ctx, t)));
+    const parts: LinkPart[] = [
+      { kind: 'cache', chunk: a }, { kind: 'text', tokens: [5], positions: [4000] }, { kind: 'cache', chunk: b }, { kind: 'text', tokens: toks(3, 9, V) },
+    ];
+    const r = await link(engine, parts, parseAlgorithm('naive'), { bosId });
+    const { segments, positions } = r.layout;
+    assert.deepEqual(segments.map((s) => positions[s.start]), [0, 4001]);
+    for (const s of segments) {
+      const alone = engine.newCache(s.length);
+      const at = positions.slice(s.start, s.start + s.length);
+      await engine.prefill(alone, s.chunk.tokens, at, { logits: 'none' });
+      const tol = rerotationTolerance(at[at.length - 1]);
+      let worst = 0;
+      for (let l = 0; l < engine.config.nLayers; l++) {
+        const want = await engine.readRows(alone, l, 0, s.length);
+        const got = await engine.readRows(r.cache, l, s.start, s.length);
+        worst = Math.max(worst, scaledMaxDiff(got.k, want.k), scaledMaxDiff(got.v, want.v));
+        assertClose(got.k, want.k, tol, tol, `${name}: chunk at ${at[0]}, layer ${l} keys`);
+        assertClose(got.v, want.v, tol, tol, `${name}: chunk at ${at[0]}, layer ${l} values`);
+      }
+      t.diagnostic(`chunk at ${at[0]}: ${worst.toExponential(2)} (tolerance ${tol.toExponential(2)})`);
+      alone.destroy();
+    }
+    r.cache.destroy();
     engine.destroy();
   });
 }

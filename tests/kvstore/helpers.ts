@@ -1,5 +1,5 @@
 /** Fake caches and a store over memory backends for the KVStore tests. */
-import type { LayerRows } from '../../src/engine/model/kv-io';
+import type { LayerRows } from '../../src/types/kv';
 import { KVStore, MemoryBlobBackend, MemoryIndexBackend, type Budgets, type PutMeta, type StoreEvent } from '../../src/kvstore';
 
 /** `nLayers` layers of `[tokens, kvDim]` pseudo-random values (deterministic in `seed`), some large, some tiny. */

@@ -11,7 +11,7 @@ import { paretoFront, parseResults } from '../../src/ui/pareto';
 import { ALGORITHMS, COMPARE_ALGORITHMS, DEFAULT_SETTINGS, algorithmSpec, frameQuestion, framingFor, mapTarget, promptContext, type StudioDoc } from '../../src/ui/studio-store';
 import type { BundledModel } from '../../src/ui/store';
 import { parseAlgorithm } from '../../src/kvlink/algorithms';
-import type { AttentionMap } from '../../src/worker/studio-protocol';
+import type { AttentionMap } from '../../src/types/attention';
 
 const close = (a: ArrayLike<number>, b: number[], eps = 1e-6) => b.forEach((v, i) => assert.ok(Number.isNaN(v) ? Number.isNaN(a[i]) : Math.abs(a[i] - v) < eps, `${i}: ${a[i]} vs ${v}`));
 

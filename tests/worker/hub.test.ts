@@ -12,7 +12,6 @@ import { fileURLToPath } from 'node:url';
 import { DEFAULT_HUB, downloadToCache, hubModelFiles, parseHubInput, type HubTarget } from '../../src/worker/hub';
 import { CacheWriter, cacheKey, deleteCachedModel, listCachedModels, openCachedModel } from '../../src/worker/opfs-cache';
 import { loadModelFiles } from '../../src/engine/formats/load';
-import '../../src/engine/formats/all';
 import { FakeDir } from '../helpers/fake-opfs';
 
 const FIXTURE = fileURLToPath(new URL('../fixtures/hf/llama3-smollm/', import.meta.url));

@@ -1,10 +1,11 @@
 /**
  * The studio's worker side in Node (stories260K, a KVStore over memory
  * backends): KVSplit of the sample documents, compile with per-chunk
- * progress and reuse, the library, asking with attention scores for a layer
- * and head (question rows from KVLink, one row per decode step), LegoLink-0
- * compiled on demand, the ordinary prompt with nothing compiled or read,
- * cancel, empty documents, and the TTFT sweep.
+ * progress and reuse (the worker's ContextCache), the library, asking with
+ * attention scores for a layer and head (studio-ask.ts over that
+ * ContextCache: question rows from KVLink, one row per decode step),
+ * LegoLink-0 compiled on demand, the ordinary prompt with nothing compiled or
+ * read, cancel, empty documents, and the TTFT sweep.
  */
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -13,7 +14,8 @@ import { join } from 'node:path';
 import { openModel } from '../../src/node/session';
 import { KVStore, MemoryBlobBackend, MemoryIndexBackend } from '../../src/kvstore';
 import { StudioWorker } from '../../src/worker/studio';
-import type { AskResult, ChunkRef, SplitResult, StudioEvent, SweepPoint } from '../../src/worker/studio-protocol';
+import { studioAsk } from '../../src/worker/studio-ask';
+import type { AskRequest, AskResult, ChunkRef, SplitResult, StudioEvent, SweepPoint } from '../../src/worker/studio-protocol';
 
 const root = join(import.meta.dirname, '../..');
 const s = await openModel(join(root, 'public/models/stories260K/stories260K.bin'));
@@ -22,9 +24,41 @@ const store = new KVStore({ blobs: new MemoryBlobBackend(), index: new MemoryInd
 const studio = new StudioWorker(async () => ({ engine: s.engine, model: s.model, key: 'stories260K|f32' }), store);
 const docs = ['lily-and-the-kite.txt', 'tom-and-max.txt'].map((f) => readFileSync(join(root, 'public/samples', f), 'utf8'));
 
-async function run<T>(req: Parameters<StudioWorker['handle']>[0], signal = new AbortController().signal) {
-  const events: StudioEvent[] = [];
-  const result = (await studio.handle(req, signal, (e) => events.push(e))) as T;
+/** The studio's requests as the page makes them, with the events each one streams. */
+type Req =
+  | { type: 'split'; docId: string; text: string; mode: Parameters<StudioWorker['split']>[2] }
+  | { type: 'compile'; chunks: ChunkRef[]; variant: 'plain' }
+  | { type: 'library' }
+  | { type: 'ask'; req: AskRequest }
+  | { type: 'sweep'; req: Parameters<StudioWorker['sweep']>[0] };
+
+async function handle(r: Req, signal: AbortSignal, emit: (e: StudioEvent | { kind: 'sweep-point' }) => void): Promise<unknown> {
+  switch (r.type) {
+    case 'split':
+      return studio.split(r.docId, r.text, r.mode);
+    case 'compile': {
+      let compiled = 0;
+      const ids = await (await studio.cc()).compileContext(r.chunks.map((c) => c.tokens), {
+        variant: { kind: 'plain' }, signal,
+        onProgress: (p) => {
+          if (p.status === 'compiled') compiled++;
+          emit({ kind: 'compile', done: p.done, total: p.total, key: r.chunks[p.index].key, status: p.status, ms: p.ms });
+        },
+      });
+      return { ids, compiled };
+    }
+    case 'library':
+      return studio.library();
+    case 'ask':
+      return studioAsk(await studio.cc(), r.req, emit, { signal });
+    case 'sweep':
+      return studio.sweep(r.req, signal, () => emit({ kind: 'sweep-point' }));
+  }
+}
+
+async function run<T>(req: Req, signal = new AbortController().signal) {
+  const events: (StudioEvent | { kind: 'sweep-point' })[] = [];
+  const result = (await handle(req, signal, (e) => events.push(e))) as T;
   return { result, events };
 }
 
@@ -93,7 +127,7 @@ test('split, compile with progress, reuse, library, ask with scores, legolink0 o
   assert.deepEqual(prompt.result.map!.segments.map((x) => x.label), order.map((x) => x.label));
 
   const ac = new AbortController();
-  const cancelled = studio.handle({ type: 'ask', req: { chunks: order, question: ' Tom', algorithm: 'naive', maxTokens: 200, temperature: 0 } }, ac.signal, (e) => {
+  const cancelled = handle({ type: 'ask', req: { chunks: order, question: ' Tom', algorithm: 'naive', maxTokens: 200, temperature: 0 } }, ac.signal, (e) => {
     if (e.kind === 'text') ac.abort();
   });
   const cr = (await cancelled) as AskResult;
@@ -109,7 +143,7 @@ test('split, compile with progress, reuse, library, ask with scores, legolink0 o
   assert.ok(at('full', 4).contextTokens > at('full', 2).contextTokens);
   assert.ok(at('legolink:16', 4).recomputed < at('full', 4).recomputed);
 
-  assert.equal(await studio.handle({ type: 'expire', cacheId: c0.ids.plain }, new AbortController().signal, () => {}), true);
-  await studio.handle({ type: 'clear-library' }, new AbortController().signal, () => {});
+  assert.equal(await (await studio.cc()).expireCache(c0.ids.plain), true);
+  await studio.clearLibrary();
   assert.equal((await store.list()).length, 0);
 });

@@ -14,6 +14,8 @@ import type { HostWeights } from '../model/weights';
 import type { Tokenizer } from '../tokenizer/types';
 import { Llama2cTokenizer } from '../tokenizer/llama2c';
 import { loadLlama2c } from './llama2c';
+import { loadHfModel } from './hf';
+import { loadGguf } from './gguf-model';
 import { ModelFormatError, type ByteSource } from './source';
 
 export interface ModelFiles {
@@ -31,12 +33,6 @@ export interface LoadedModel {
 
 export type FormatLoader = (files: ModelFiles, name: string) => Promise<LoadedModel>;
 
-/** Loaders of the formats that live in their own modules register here (keeps this file small). */
-const loaders: Partial<Record<'hf' | 'gguf', FormatLoader>> = {};
-export function registerFormat(format: 'hf' | 'gguf', loader: FormatLoader) {
-  loaders[format] = loader;
-}
-
 export function detectFormat(names: string[]): LoadedModel['format'] {
   if (names.includes('config.json')) return 'hf';
   if (names.some((n) => n.endsWith('.gguf'))) return 'gguf';
@@ -48,13 +44,21 @@ export function detectFormat(names: string[]): LoadedModel['format'] {
 }
 
 export async function loadModelFiles(files: ModelFiles, name: string): Promise<LoadedModel> {
-  const format = detectFormat(files.names());
-  if (format === 'llama2c') return loadLlama2cFiles(files, name);
-  const loader = loaders[format];
-  if (!loader) throw new ModelFormatError(`The ${format} loader is not available in this build`);
-  return loader(files, name);
+  return LOADERS[detectFormat(files.names())](files, name);
 }
 
+async function loadHfFiles(files: ModelFiles, name: string): Promise<LoadedModel> {
+  return { format: 'hf', ...(await loadHfModel(files, { name })) };
+}
+
+async function loadGgufFiles(files: ModelFiles): Promise<LoadedModel> {
+  const names = files.names().filter((n) => n.endsWith('.gguf'));
+  if (names.length !== 1) throw new ModelFormatError(`Expected one .gguf file, found ${names.length}: ${names.join(', ')}`);
+  const src = await files.get(names[0]);
+  if (!src) throw new ModelFormatError(`${names[0]} could not be opened`);
+  const m = await loadGguf(src, { dtype: 'f16' });
+  return { format: 'gguf', config: m.config, weights: m.weights, tokenizer: m.tokenizer };
+}
 async function loadLlama2cFiles(files: ModelFiles, name: string): Promise<LoadedModel> {
   const bins = files.names().filter((n) => n.endsWith('.bin'));
   const sources = (await Promise.all(bins.map((n) => files.get(n)))).filter((s): s is ByteSource => !!s);
@@ -67,3 +71,6 @@ async function loadLlama2cFiles(files: ModelFiles, name: string): Promise<Loaded
   const tokenizer = await Llama2cTokenizer.load(tok, config.vocabSize);
   return { format: 'llama2c', config, weights, tokenizer };
 }
+
+/** Every format's loader, by the format detectFormat names: a fixed table, so no import order decides what loads. */
+const LOADERS: Record<LoadedModel['format'], FormatLoader> = { hf: loadHfFiles, gguf: loadGgufFiles, llama2c: loadLlama2cFiles };

@@ -80,11 +80,15 @@ export class Dispatcher {
     }
     this.slot++;
     this.count++;
-    const pass = this.beginPass();
+    // Profiling gives each dispatch a pass of its own, timed and labelled with its pipeline.
+    if (this.profiling && this.pass) this.commandEncoder();
+    const pass = this.beginPass(this.profiling ? pipeline.label : undefined);
     pass.setPipeline(pipeline);
     pass.setBindGroup(0, bg);
     pass.dispatchWorkgroups(groups[0], groups[1], groups[2]);
   }
+
+  private profiling = false;
 
   private growArena() {
     // Pending dispatches reference the old uniform buffer: submit them first.
@@ -97,21 +101,27 @@ export class Dispatcher {
     this.bindCache.clear();
   }
 
-  private beginPass(): GPUComputePassEncoder {
+  private beginPass(label?: string): GPUComputePassEncoder {
     if (!this.encoder) this.encoder = this.device.createCommandEncoder();
-    if (!this.pass) this.pass = this.encoder.beginComputePass({ timestampWrites: this.timer?.passWrites() });
+    if (!this.pass) this.pass = this.encoder.beginComputePass({ timestampWrites: this.timer?.passWrites(label) });
     return this.pass;
   }
 
   /** Present when the device has timestamp queries. */
   private timer: GpuTimer | null = null;
 
-  /** Starts summing the GPU time of compute passes; false when the adapter cannot. */
-  startGpuTimer(): boolean {
+  /**
+   * Starts summing the GPU time of compute passes; false when the adapter
+   * cannot. With `perDispatch`, every dispatch gets its own pass, so
+   * `gpuTimeByKernel` can say where the time went (the separate passes cost
+   * some time of their own, so use the plain total for throughput).
+   */
+  startGpuTimer(perDispatch = false): boolean {
     if (!this.device.features.has('timestamp-query')) return false;
     this.flush();
     this.timer ??= new GpuTimer(this.device);
     this.timer.start();
+    this.profiling = perDispatch;
     return true;
   }
 
@@ -119,7 +129,13 @@ export class Dispatcher {
   async stopGpuTimer(): Promise<number | null> {
     if (!this.timer?.running) return null;
     this.flush();
+    this.profiling = false;
     return this.timer.stop(this.commandEncoder(), (b, o, n) => this.read(b, o, n));
+  }
+
+  /** GPU ms and dispatch count per pipeline from the last per-dispatch timing (see startGpuTimer). */
+  gpuTimeByKernel(): Map<string, { ms: number; passes: number }> {
+    return this.timer?.byLabel ?? new Map();
   }
 
   /** The current encoder with no compute pass open, for copies between dispatches. */

@@ -11,12 +11,14 @@
  * pre-RoPE keys (KVCompile) or attention scores (the sink maps).
  *
  * Data layout per pass of T rows: x [T, D]; qkv [T, qDim + 2 kvDim] with q
- * heads first, then k heads, then v heads; att [T, qDim]; gu [T, 2I].
+ * heads first, then k heads, then v heads; att [T, qDim]; gu [T, 2I]. The
+ * buffers are the named fields of RunState (run-state.ts), with every shape.
  */
 import type { GpuModel } from './gpu-model';
 import type { KVCache } from './kv-cache';
 import { inverseFrequencies, ropeTable } from './rope';
-import { Scratch } from './scratch';
+import type { Scratch } from './scratch';
+import { RunState } from './run-state';
 import { keyBounds, unmaskScores, type Ops, type WeightMatrix } from '../ops';
 
 export interface ScoresRequest {
@@ -48,14 +50,16 @@ export class ForwardPass {
   private other: GPUBuffer | null = null;
   private invFreq: { global: Float32Array; local: Float32Array };
   private pendingScores: Promise<ScoresResult>[] = [];
+  private s: RunState;
   preRopeK: GPUBuffer[] = [];
 
   constructor(
     private ops: Ops,
     private m: GpuModel,
     private cache: KVCache,
-    private scratch: Scratch,
+    scratch: Scratch,
   ) {
+    this.s = new RunState(scratch, { D: m.config.hidden, qDim: m.qDim, kvDim: m.kvDim, I: m.config.intermediate, V: m.config.vocabSize });
     this.invFreq = { global: inverseFrequencies(m.config, 'global'), local: inverseFrequencies(m.config, 'local') };
   }
 
@@ -70,10 +74,9 @@ export class ForwardPass {
     this.ops.d.flush();
     this.cache.syncPositions();
     this.setRows(Uint32Array.from(rows));
-    const D = this.c.hidden;
-    const tok = this.scratch.put('tokens', Uint32Array.from(tokens));
-    this.x = this.scratch.get('x0', this.T * D * 4);
-    this.other = this.scratch.get('x1', this.T * D * 4);
+    const tok = this.s.putTokens(Uint32Array.from(tokens));
+    this.x = this.s.x(0, this.T);
+    this.other = this.s.x(1, this.T);
     this.ops.embedParts({ tokens: tok, ids: tokens, table: this.m.embed, x: this.x, T: this.T, scale: this.c.embedScale });
   }
 
@@ -81,14 +84,14 @@ export class ForwardPass {
     this.rows = rows;
     this.T = rows.length;
     const pos = Int32Array.from(rows, (r) => this.cache.positions[r]);
-    this.scratch.put('rows', rows);
-    this.scratch.put('qpos', pos);
-    this.scratch.put('cs.global', ropeTable(this.invFreq.global, pos));
+    this.s.putRows(rows);
+    this.s.putQpos(pos);
+    this.s.putRope('global', ropeTable(this.invFreq.global, pos));
     const n = this.cache.length;
-    this.scratch.put('bounds.global', keyBounds(this.cache.positions, n, pos, 0));
+    this.s.putBounds('global', keyBounds(this.cache.positions, n, pos, 0));
     if (this.c.layerKinds.includes('local')) {
-      this.scratch.put('cs.local', ropeTable(this.invFreq.local, pos));
-      this.scratch.put('bounds.local', keyBounds(this.cache.positions, n, pos, this.c.slidingWindow));
+      this.s.putRope('local', ropeTable(this.invFreq.local, pos));
+      this.s.putBounds('local', keyBounds(this.cache.positions, n, pos, this.c.slidingWindow));
     }
   }
 
@@ -96,7 +99,7 @@ export class ForwardPass {
   select(keep: number[]) {
     const D = this.c.hidden;
     const enc = this.ops.d.commandEncoder();
-    const next = this.scratch.get(this.x === this.scratch.get('x0', 0) ? 'x1' : 'x0', Math.max(1, keep.length) * D * 4);
+    const next = this.s.x(this.x === this.s.x(0, 0) ? 1 : 0, Math.max(1, keep.length));
     keep.forEach((k, i) => enc.copyBufferToBuffer(this.x!, k * D * 4, next, i * D * 4, D * 4));
     this.other = this.x;
     this.x = next;
@@ -110,10 +113,10 @@ export class ForwardPass {
     const D = c.hidden, HD = c.headDim, qDim = this.m.qDim, kvDim = this.m.kvDim, I = c.intermediate;
     const W = qDim + 2 * kvDim;
     const eps = c.rmsEps, plusOne = c.normPlusOne;
-    const xn = this.scratch.get('xn', T * D * 4);
-    const qkv = this.scratch.get('qkv', T * W * 4);
-    const att = this.scratch.get('att', T * qDim * 4);
-    const rowsBuf = this.scratch.get('rows', 0);
+    const xn = this.s.xn(T);
+    const qkv = this.s.qkv(T);
+    const att = this.s.att(T);
+    const rowsBuf = this.s.rows();
     const kind = c.layerKinds[l];
 
     ops.rmsnorm({ x: this.x!, w: Lw.attnNorm, y: xn, T, D, eps, plusOne });
@@ -123,30 +126,29 @@ export class ForwardPass {
       ops.rmsnorm({ x: qkv, w: Lw.kNorm, T, D: HD, G: c.nKvHeads, stride: W, offset: qDim, eps, plusOne });
     }
     if (opts.capturePreRopeK) {
-      const dst = this.scratch.get(`prek${l}`, T * kvDim * 4);
-      const ident = this.scratch.put('ident', Uint32Array.from({ length: T }, (_, i) => i));
+      const dst = this.s.preRopeK(l, T);
+      const ident = this.s.putIdentity(T);
       ops.scatter({ src: qkv, stride: W, offset: qDim, idx: ident, dst, dstDtype: 'f32', T, W: kvDim });
       this.preRopeK[l] = dst;
     }
-    const cs = this.scratch.get(`cs.${kind}`, 0);
+    const cs = this.s.rope(kind);
     const interleaved = c.ropeStyle === 'interleaved';
-    ops.rope({ x: qkv, cs, T, H: c.nHeads, HD, stride: W, offset: 0, interleaved });
-    ops.rope({ x: qkv, cs, T, H: c.nKvHeads, HD, stride: W, offset: qDim, interleaved });
+    // The k heads follow the q heads in each row: one launch rotates both, and one writes k and v into the cache.
+    ops.rope({ x: qkv, cs, T, H: c.nHeads + c.nKvHeads, HD, stride: W, offset: 0, interleaved });
     const kv = this.cache.dtype;
-    ops.scatter({ src: qkv, stride: W, offset: qDim, idx: rowsBuf, dst: this.cache.k[l], dstDtype: kv, T, W: kvDim });
-    ops.scatter({ src: qkv, stride: W, offset: qDim + kvDim, idx: rowsBuf, dst: this.cache.v[l], dstDtype: kv, T, W: kvDim });
+    ops.scatter({ src: qkv, stride: W, offset: qDim, idx: rowsBuf, dst: this.cache.k[l], dst2: this.cache.v[l], dstDtype: kv, T, W: kvDim });
     const window = kind === 'local' ? c.slidingWindow : 0;
     const common = {
-      q: qkv, qStride: W, qOffset: 0, k: this.cache.k[l], kvDtype: kv, qpos: this.scratch.get('qpos', 0), kpos: this.cache.kpos,
+      q: qkv, qStride: W, qOffset: 0, k: this.cache.k[l], kvDtype: kv, qpos: this.s.qpos(), kpos: this.cache.kpos,
       n: this.cache.length, H: c.nHeads, NKV: c.nKvHeads, HD, window, scale: c.attnScale,
     };
-    ops.attention({ ...common, v: this.cache.v[l], out: att, T, bounds: this.scratch.get(`bounds.${kind}`, 0) });
+    ops.attention({ ...common, v: this.cache.v[l], out: att, T, bounds: this.s.bounds(kind) });
     if (opts.scores && wantsLayer(opts.scores.layer, l)) this.requestScores(opts.scores, l, common);
 
     this.residual(att, Lw.wo, qDim, Lw.postAttnNorm);
     ops.rmsnorm({ x: this.x!, w: Lw.ffnNorm, y: xn, T, D, eps, plusOne });
-    const gu = this.scratch.get('gu', T * 2 * I * 4);
-    const act = this.scratch.get('act', T * I * 4);
+    const gu = this.s.gu(T);
+    const act = this.s.act(T);
     ops.matmulParts({ x: xn, w: Lw.wGateUp, y: gu, T, K: D });
     ops.glu({ gu, out: act, T, I, act: c.activation });
     this.residual(act, Lw.wDown, I, Lw.postFfnNorm);
@@ -157,7 +159,7 @@ export class ForwardPass {
     const { T, c } = this;
     const D = c.hidden;
     if (postNorm) {
-      const tmp = this.scratch.get('tmp', T * D * 4);
+      const tmp = this.s.tmp(T);
       this.ops.matmulParts({ x: a, w, y: tmp, T, K });
       this.ops.rmsnorm({ x: tmp, w: postNorm, y: this.other!, T, D, eps: c.rmsEps, plusOne: c.normPlusOne, residual: this.x! });
     } else {
@@ -169,9 +171,9 @@ export class ForwardPass {
   private requestScores(req: ScoresRequest, layer: number, common: Parameters<Ops['attnScores']>[0] extends infer A ? Omit<A, 'rows' | 'R' | 'head' | 'out'> : never) {
     const R = req.rows.length;
     const n = this.cache.length;
-    const rowsBuf = this.scratch.put(`probe.rows`, Uint32Array.from(req.rows));
+    const rowsBuf = this.s.putProbeRows(Uint32Array.from(req.rows));
     for (const head of req.heads) {
-      const out = this.scratch.get(`probe.${head}`, R * n * 4);
+      const out = this.s.probe(head, R, n);
       this.ops.attnScores({ ...common, rows: rowsBuf, R, head, out });
       const cacheRows = req.rows.map((r) => this.rows[r]);
       this.pendingScores.push(
@@ -205,13 +207,13 @@ export class ForwardPass {
     const D = c.hidden, V = c.vocabSize, R = which.length;
     let src = this.x!;
     if (!(R === this.T && which.every((w, i) => w === i))) {
-      src = this.scratch.get('xsel', R * D * 4);
+      src = this.s.xsel(R);
       const enc = this.ops.d.commandEncoder();
       which.forEach((w, i) => enc.copyBufferToBuffer(this.x!, w * D * 4, src, i * D * 4, D * 4));
     }
-    const xn = this.scratch.get('xn', R * D * 4);
+    const xn = this.s.xn(R);
     this.ops.rmsnorm({ x: src, w: this.m.finalNorm, y: xn, T: R, D, eps: c.rmsEps, plusOne: c.normPlusOne });
-    const out = this.scratch.get('logits', R * V * 4);
+    const out = this.s.logits(R);
     this.ops.matmulParts({ x: xn, w: this.m.lmHead, y: out, T: R, K: D });
     return new Float32Array(await this.ops.d.read(out, 0, R * V * 4));
   }

@@ -8,6 +8,7 @@
  * in exact arithmetic but compounds rounding when caches are f16 and needs
  * the old positions; the pre-RoPE form needs neither.
  */
+import type { GpuLayerRows, LayerRows } from '../../types/kv';
 import type { GpuModel } from './gpu-model';
 import type { KVCache } from './kv-cache';
 import type { Scratch } from './scratch';
@@ -15,18 +16,7 @@ import { inverseFrequencies, ropeTable } from './rope';
 import type { Ops } from '../ops';
 import { halvesToFloats } from '../f16';
 
-export interface LayerRows {
-  /** [rows, kvDim] keys before RoPE. */
-  k: Float32Array;
-  /** [rows, kvDim] values. */
-  v: Float32Array;
-}
-
-/** A chunk's rows already on the GPU (KVStore's GPU tier): per layer, pre-RoPE keys and values, f32 [rows, kvDim]. */
-export interface GpuLayerRows {
-  k: GPUBuffer;
-  v: GPUBuffer;
-}
+export type { LayerRows, GpuLayerRows };
 
 /** Where one block of rows goes: cache rows [start, start + positions.length), at those position ids. */
 export interface RowBlock {

@@ -1,0 +1,92 @@
+/**
+ * Where one decode step's GPU time goes, kernel by kernel: the GPU kit's
+ * `profile` stage. Each dispatch runs in a timed pass of its own
+ * (Dispatcher.startGpuTimer(true)); the per-kernel sums say which kernels
+ * to make faster, and their total beside the plain step (all dispatches in
+ * one pass) says how much of the step is spent between dispatches.
+ */
+import type { Engine } from '../engine';
+import { benchTokens } from './prefill';
+
+export interface KernelTime {
+  /** The kernel's file name (its defines are folded together). */
+  kernel: string;
+  /** Dispatches a step. */
+  dispatches: number;
+  /** GPU microseconds a step, summed over its dispatches. */
+  us: number;
+}
+
+export interface DecodeProfile {
+  context: number;
+  steps: number;
+  /** GPU ms of a step with every dispatch in one pass (what decode really runs). */
+  step_gpu_ms: number;
+  /** Wall ms of a step (host encoding, submission and the logits' readback included). */
+  step_wall_ms: number;
+  /** Whether the engine submits each layer as soon as it is recorded (Engine.submitEachLayer), and the wall ms the other way. */
+  submit_each_layer: boolean;
+  step_wall_ms_other_way: number;
+  /** Sum of the kernels' own times, each in its own pass. */
+  kernels_gpu_ms: number;
+  kernels: KernelTime[];
+}
+
+/** Profiles `steps` decode steps after a `context`-token prefill; null without timestamp queries. */
+export async function profileDecode(e: Engine, context = 512, steps = 8): Promise<DecodeProfile | null> {
+  const c = e.config;
+  const tokens = benchTokens(context + 2 * steps + 2, c.vocabSize);
+  const cache = e.newCache(context + 5 * steps + 4);
+  try {
+    await e.prefill(cache, tokens.slice(0, context), undefined, { logits: 'last' });
+    await e.decode(cache, tokens[context]); // warm the decode pipelines
+    const d = e.ops.d;
+    const wallMs = async () => {
+      const t0 = performance.now();
+      for (let i = 0; i < steps; i++) await e.decode(cache, tokens[context + 1 + i]);
+      return (performance.now() - t0) / steps;
+    };
+    const chosen = e.submitEachLayer;
+    e.submitEachLayer = !chosen;
+    let other: number;
+    try {
+      await e.decode(cache, tokens[context]);
+      other = await wallMs();
+    } finally {
+      e.submitEachLayer = chosen;
+    }
+    const wall = await wallMs();
+    if (!d.startGpuTimer()) return null;
+    for (let i = 0; i < steps; i++) await e.decode(cache, tokens[context + 1 + i]);
+    const stepGpu = (await d.stopGpuTimer())! / steps;
+    d.startGpuTimer(true);
+    for (let i = 0; i < steps; i++) await e.decode(cache, tokens[context + 1 + i]);
+    await d.stopGpuTimer();
+    const byName = new Map<string, KernelTime>();
+    for (const [label, t] of d.gpuTimeByKernel()) {
+      const kernel = label.split('|')[0];
+      const k = byName.get(kernel) ?? { kernel, dispatches: 0, us: 0 };
+      k.dispatches += t.passes / steps;
+      k.us += (t.ms * 1000) / steps;
+      byName.set(kernel, k);
+    }
+    const kernels = [...byName.values()].sort((x, y) => y.us - x.us);
+    return {
+      context, steps, step_gpu_ms: stepGpu, step_wall_ms: wall, submit_each_layer: chosen, step_wall_ms_other_way: other,
+      kernels_gpu_ms: kernels.reduce((s, k) => s + k.us, 0) / 1000, kernels,
+    };
+  } finally {
+    cache.destroy();
+  }
+}
+
+/** One line per kernel, for logs. */
+export function formatProfile(p: DecodeProfile): string[] {
+  const lines = [
+    `decode step at ${p.context} tokens: wall ${p.step_wall_ms.toFixed(2)} ms (${p.step_wall_ms_other_way.toFixed(2)} ms ` +
+      `${p.submit_each_layer ? 'without' : 'with'} a submission a layer), GPU ${p.step_gpu_ms.toFixed(2)} ms in one pass, ` +
+      `kernels alone ${p.kernels_gpu_ms.toFixed(2)} ms (${p.kernels.reduce((s, k) => s + k.dispatches, 0)} dispatches)`,
+  ];
+  for (const k of p.kernels) lines.push(`  ${k.kernel.padEnd(20)} ${String(k.dispatches).padStart(4)} dispatches ${k.us.toFixed(0).padStart(7)} µs`);
+  return lines;
+}

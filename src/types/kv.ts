@@ -1,0 +1,46 @@
+/**
+ * The KV shapes every pipeline stage passes along, kept apart from the stages so none has to import another
+ * for them: the engine exports and imports rows, KVCompile makes chunks, KVStore keeps them, KVLink lays them out.
+ * This module imports nothing; anything may import it.
+ */
+
+/** One layer's rows of a chunk on the host. */
+export interface LayerRows {
+  /** [rows, kvDim] keys before RoPE. */
+  k: Float32Array;
+  /** [rows, kvDim] values. */
+  v: Float32Array;
+}
+
+/** A chunk's rows already on the GPU (KVStore's GPU tier): per layer, pre-RoPE keys and values, f32 [rows, kvDim]. */
+export interface GpuLayerRows {
+  k: GPUBuffer;
+  v: GPUBuffer;
+}
+
+/**
+ * How a chunk is compiled (kvcompile/compile.ts): plain ([BOS] + tokens), LegoLink-0 (sink tokens first, then
+ * dropped; default 4 copies of BOS), or a Prompt Cache module at its schema positions.
+ */
+export type CompileVariant =
+  | { kind: 'plain' }
+  | { kind: 'legolink0'; sinks?: number; sinkToken?: number }
+  | { kind: 'promptcache'; positions: number[] };
+
+/** A compiled chunk: its stored rows, the tokens they hold and the positions they were computed at. */
+export interface CompiledChunk {
+  id: string;
+  variant: CompileVariant;
+  /** Token ids of the stored rows (plain: with BOS; legolink0: without the sinks). */
+  tokens: number[];
+  /** Positions the rows were computed at (0.. for plain and legolink0; the schema's for promptcache). */
+  positions: number[];
+  layers: LayerRows[];
+  /** The same rows on the GPU, when KVStore's GPU tier holds them (linking then skips the upload). */
+  gpu?: GpuLayerRows[];
+}
+
+/** One part of a linked request: raw text, or a cached chunk. */
+export type LinkPart =
+  | { kind: 'text'; tokens: number[]; /** explicit positions (Prompt Cache parameters) */ positions?: number[] }
+  | { kind: 'cache'; chunk: CompiledChunk };
