@@ -5,6 +5,8 @@
 // 8 output columns n; the 32 invocations of a column walk its K/4 vec4s with
 // a stride of 32, so neighbours read neighbouring memory, each keeping TX
 // partial sums; the 32 partials of each (t, n) are summed in workgroup memory.
+// Packed quantized weights (W_Q): a lane takes 32-weight sub-blocks instead of
+// vec4s (quant.wgsl's dq32), so scales are decoded once per 32 weights.
 #include "matmul_io"
 
 const TX: u32 = {{TX}}u;
@@ -18,10 +20,24 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   // Columns past N (the last workgroup) load a valid row and store nothing; no early return before the barrier.
   let wrow = min(n, p.N - 1u) * p.K4;
   var acc: array<f32, TX>;
+#if W_Q
+  // Packed blocks: a lane takes whole 32-weight sub-blocks (8 vec4s), decoding their scales once.
+  var wv: array<vec4<f32>, 8>;
+  for (var sb = lane; sb < p.K4 / 8u; sb += 32u) {
+    dq32(wrow / 8u + sb, p.sbase, &wv);
+    for (var t = 0u; t < TX; t++) {
+      let x0 = t * p.K4 + sb * 8u;
+      var a = 0.0;
+      for (var j = 0u; j < 8u; j++) { a += dot(x[x0 + j], wv[j]); }
+      acc[t] += a;
+    }
+  }
+#else
   for (var k = lane; k < p.K4; k += 32u) {
     let wv = load_w(wrow + k);
     for (var t = 0u; t < TX; t++) { acc[t] += dot(x[t * p.K4 + k], wv); }
   }
+#endif
   for (var t = 0u; t < TX; t++) { part[t * 256u + li] = acc[t]; }
   workgroupBarrier();
   // Invocation t of each column sums row t's 32 partials.

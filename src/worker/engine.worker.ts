@@ -4,7 +4,7 @@
  * protocol.ts's `Calls` map has one handler here (`handlers`, checked by
  * type); errors go back serialised by name (errors.ts).
  */
-import { createGpuContext, Engine, OutOfGpuMemoryError, bundledKernelSources, hfConfigToModelConfig, type GpuContext, type LoadedModel } from '../engine';
+import { createGpuContext, Engine, OutOfGpuMemoryError, bundledKernelSources, hfConfigToModelConfig, isQuant, type GpuContext, type LoadedModel } from '../engine';
 import { decodeTokens, TextStream } from '../generate/generate';
 import { parseModel, resolveSource } from './sources';
 import { deleteCachedModel, listCachedModels, opfsRoot } from './opfs-cache';
@@ -69,7 +69,8 @@ async function load(ref: ModelSource, requested: 'f32' | 'f16' | undefined, sign
   }
   const weightDtype = gm.dtype;
   model = m;
-  modelKey = `${resolved.name}|${weightDtype}`;
+  // Packed quantized matrices compute (slightly) different keys and values than the same file dequantized to f16.
+  modelKey = `${resolved.name}|${weightDtype}${Object.keys(gm.matrixBytes).some(isQuant) ? '|packed' : ''}`;
   // Files from disk stay readable; a Hub model comes back from the cache (or the network) after a lost device.
   modelRef = { ref: resolved.cacheKey && ref.kind === 'files' ? { kind: 'cached', key: resolved.cacheKey } : ref, weightDtype };
   const c = m.config;

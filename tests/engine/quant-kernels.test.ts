@@ -12,8 +12,11 @@
  *     Q4_K's (d·sc)·q − dmin·m into one multiply-add (the reference rounds d·q
  *     first): a few ulps, ~1e-7;
  *   matmul and gemv: up to 6.8e-7 of max|ref| (f32 summation order) -> tolerance 5e-6.
- * Each type's test fails when its unpacking is broken (checked by hand: an
- * offset, a shift, a scale index or a sign changed in quant.wgsl).
+ * matmul (reg) and gemv read whole 32-weight sub-blocks (quant.wgsl's dq32),
+ * matmul_tiled, matmul_tiled128 and embed a vec4 at a time (dq4): each type's
+ * matmul test covers both. Each type's tests
+ * fail when its unpacking is broken (checked by hand: an offset, a shift, a
+ * scale index or a sign changed in dq4, then in dq32).
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

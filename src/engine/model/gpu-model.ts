@@ -1,8 +1,8 @@
 /**
  * A model's weights on the GPU, in the layout the forward pass wants:
  * q/k/v fused into one [qDim + 2 kvDim, D] matrix (one matmul per layer),
- * gate and up fused into [2I, D], matrices f32 or packed f16, norms and
- * biases f32. A matrix larger than one buffer may be (the adapter's storage
+ * gate and up fused into [2I, D], matrices f32, packed f16 or packed ggml
+ * blocks, norms and biases f32. A matrix larger than one buffer may be (the adapter's storage
  * binding and buffer limits) is stored as row ranges, each its own buffer,
  * as the plan (gpu-plan.ts) lays them out: typically a large vocabulary's
  * embedding and LM head. Quantized host tensors (a GGUF's blocks) stay packed,
@@ -12,8 +12,7 @@
  */
 import type { ModelConfig } from './config';
 import type { HostTensor, HostWeights, LayerTensorName } from './weights';
-import { layerName } from './weights';
-import { tensorSize } from './weights';
+import { layerName, tensorSize } from './weights';
 import { floatToHalf, halfToFloat } from '../f16';
 import type { StoreDType, WeightDType, WeightMatrix } from '../ops';
 import { matrixParts, paddedBytes, planGpuMemory, storedBytes, type AdapterLimits, type GpuPlan, type PlannedBuffer } from './gpu-plan';
