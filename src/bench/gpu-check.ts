@@ -151,7 +151,8 @@ async function withModel<T>(gpu: NodeGpu, shape: string, fn: (e: Engine) => Prom
   try {
     const tb = performance.now();
     const w = syntheticWeights(c, 1, quant);
-    await e.load(c, w, { weightDtype: 'f16' });
+    // Quantized shapes measure the packed path, on every adapter.
+    await e.load(c, w, { weightDtype: 'f16', dequantize: quant ? false : undefined });
     w.clear();
     const kinds = Object.entries(e.model!.matrixBytes).map(([k, v]) => `${k} ${(v! / 2 ** 20).toFixed(0)} MiB`).join(', ');
     log(`${shape}: built and uploaded in ${((performance.now() - tb) / 1000).toFixed(1)} s (${(e.model!.bytes / 2 ** 30).toFixed(2)} GiB of weights: ${kinds})`);

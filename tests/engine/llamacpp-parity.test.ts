@@ -228,7 +228,8 @@ for (const c of CASES) {
       const ref = await open(path);
       await writeF32Gguf(path, f32Path);
       const refF32 = await open(f32Path);
-      const ours = await openModel(path, { weightDtype: 'f32', kvDtype: 'f32' });
+      // Packed, as real GPUs run it (CPU adapters dequantize on load by default).
+      const ours = await openModel(path, { weightDtype: 'f32', kvDtype: 'f32', dequantize: false });
       disposers.unshift(() => ours.close());
       const tok = ours.model.tokenizer;
       const vocab = ours.model.config.vocabSize;

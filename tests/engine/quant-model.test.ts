@@ -109,7 +109,7 @@ for (const file of ['SmolLM2-135M-Instruct.Q4_1.gguf', 'gemma-3-270m-q4_k_m.gguf
     const e = Engine.create(gpu, loadKernelSources());
     try {
       const packed = packedTensors(m.weights);
-      const gm = await e.load(m.config, m.weights, { weightDtype: 'f16' });
+      const gm = await e.load(m.config, m.weights, { weightDtype: 'f16', dequantize: false });
       assert.deepEqual(gm.allocated, gm.plan.buffers, 'the plan lists every buffer');
       assert.deepEqual(gm.plan, e.plan(m.config, 'f16', undefined, packed));
       assert.ok(gm.bytes >= fileBytes * 0.99 && gm.bytes <= fileBytes * 1.01, `${gm.bytes} bytes on the GPU for ${fileBytes} in the file`);
@@ -121,7 +121,7 @@ for (const file of ['SmolLM2-135M-Instruct.Q4_1.gguf', 'gemma-3-270m-q4_k_m.gguf
       const whole = (await e.prefill(cache, tokens)).logits;
       cache.destroy();
       // llvmpipe's binding limit: the embedding (Gemma's 262144 x 640 Q8_0, 170 MiB) goes in row parts.
-      const gs = await e.load(m.config, m.weights, { weightDtype: 'f16', bufferLimit: 128 * MiB });
+      const gs = await e.load(m.config, m.weights, { weightDtype: 'f16', bufferLimit: 128 * MiB, dequantize: false });
       const split = splitMatrices(gs.plan);
       t.diagnostic(`under 128 MiB: ${JSON.stringify(split)}`);
       if (gm.plan.largest.bytes > 128 * MiB) assert.ok(split.some((s) => s.label === 'embed'), 'the embedding is split');
