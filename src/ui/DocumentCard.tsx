@@ -52,7 +52,7 @@ export function DocumentCard({ doc }: { doc: StudioDoc }) {
         <button className="small-btn" aria-label={`Remove ${doc.name}`} onClick={() => removeDocument(doc.id)} disabled={!!busy}>Remove</button>
       </div>
       <p className="muted small meta">
-        {doc.kind} · {doc.text.length.toLocaleString()} chars · {split ? `${split.totalTokens} tokens · ${chunks.length} chunks · ${compiledCount} compiled` : 'waiting for the model…'}
+        {doc.kind}{doc.encoding ? <span data-testid="doc-encoding"> · read as {doc.encoding} (not UTF-8)</span> : ''} · {doc.text.length.toLocaleString()} chars · {split ? `${split.totalTokens} tokens · ${chunks.length} chunks · ${compiledCount} compiled` : 'waiting for the model…'}
       </p>
       <div className="row small">
         <ModeControl idPrefix={doc.name} mode={doc.mode} onChange={(m) => void setDocumentMode(doc.id, m)} disabled={!!busy} />

@@ -5,7 +5,8 @@
 import type { SplitMode } from '../kvsplit/types';
 import type { ChunkRef, LibraryResult, SplitResult } from '../worker/studio-protocol';
 import { engineClient } from './actions';
-import { extractText } from './doc-import';
+import { extractText, FileTooLargeError } from './doc-import';
+import { MAX_DOCUMENT_CHARS, tooLargeMessage } from './doc-limits';
 import { describeError, isAbort } from './errors';
 import { useApp } from './store';
 import { allChunks, chunkKey, modeKey, studio, type DocKind, type DocSplit, type StudioDoc } from './studio-store';
@@ -53,9 +54,26 @@ async function split(doc: Pick<StudioDoc, 'id' | 'text' | 'mode'>): Promise<DocS
   return { ...r, modeKey: modeKey(doc.mode) };
 }
 
+/** Tokens per character of `text`, measured on its start with the loaded model's tokenizer (for the size refusal). */
+async function tokensPerChar(text: string): Promise<number | undefined> {
+  const sample = text.slice(0, 20_000);
+  try {
+    return (await split({ id: 'sample', text: sample, mode: { kind: 'fixed', tokens: 4096 } })).totalTokens / sample.length;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Adds a document once KVSplit accepts it (an empty or oversized one is refused with a message). */
-export async function addDocument(name: string, kind: DocKind, text: string, mode?: SplitMode): Promise<StudioDoc | null> {
+export async function addDocument(
+  name: string, kind: DocKind, text: string, mode?: SplitMode, file: { bytes?: number; encoding?: string } = {},
+): Promise<StudioDoc | null> {
+  if (text.length > MAX_DOCUMENT_CHARS) {
+    reportImportError(tooLargeMessage({ name, bytes: file.bytes, chars: text.length }, useApp.getState().model, await tokensPerChar(text)));
+    return null;
+  }
   const doc: StudioDoc = { id: crypto.randomUUID().slice(0, 8), name, kind, text, mode: mode ?? studio().settings.defaultMode, addedAt: Date.now() };
+  if (file.encoding && file.encoding !== 'UTF-8') doc.encoding = file.encoding;
   try {
     const sp = await split(doc);
     studio().set((s) => ({ docs: [...s.docs, doc], splits: { ...s.splits, [doc.id]: sp } }));
@@ -90,10 +108,10 @@ export async function addSamples(files: { file: string; title: string }[], mode:
 export async function importFiles(files: File[]): Promise<void> {
   for (const f of files) {
     try {
-      const { text, kind } = await extractText(f);
-      await addDocument(f.name, kind, text);
+      const { text, kind, encoding } = await extractText(f);
+      await addDocument(f.name, kind, text, undefined, { bytes: f.size, encoding });
     } catch (e) {
-      reportImportError(describeError(e, `Reading "${f.name}"`));
+      reportImportError(e instanceof FileTooLargeError ? tooLargeMessage({ name: f.name, bytes: f.size }, useApp.getState().model) : describeError(e, `Reading "${f.name}"`));
     }
   }
 }

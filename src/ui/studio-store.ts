@@ -24,6 +24,8 @@ export interface StudioDoc {
   text: string;
   mode: SplitMode;
   addedAt: number;
+  /** The encoding a text file was read in, when it was not UTF-8 (Windows-1252). */
+  encoding?: string;
 }
 
 /** A document's chunks for one model (tokenizer) and split mode. */
