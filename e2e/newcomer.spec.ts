@@ -5,6 +5,7 @@
  * and prompt, and a first screen that says what the page does.
  */
 import { test, expect, type Page } from '@playwright/test';
+import { readFile } from 'node:fs/promises';
 
 async function ready(page: Page, model = 'stories260K') {
   await expect(page.getByTestId('model-ready')).toContainText(model);
@@ -42,4 +43,96 @@ test('a Windows-1252 file is read (and says so); a 50 MB file is refused by name
   await expect(refusal).toContainText(/5,000,000 characters are about [\d.]+ million tokens for stories260K, and their KV cache would take [\d.]+ GB of browser storage \(5 layers × \d+ values/);
   await expect(refusal).not.toContainText('maxDocumentChars');
   await expect(page.getByTestId('document')).toHaveCount(1);
+});
+
+/** Exports a chart as PNG and returns its size, the chart's drawn size and how many colours the image has. */
+async function exportPng(page: Page, title: string, testId: string) {
+  const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: `Export ${title} as PNG` }).click()]);
+  const bytes = await readFile((await download.path())!);
+  const png = { width: bytes.readUInt32BE(16), height: bytes.readUInt32BE(20) };
+  const chart = await page.getByTestId(testId).evaluate((el) => {
+    const sizes = [...el.querySelectorAll('svg.recharts-surface')].map((s) => s.getBoundingClientRect()).map((r) => ({ width: r.width, height: r.height }));
+    return sizes.sort((a, b) => b.width * b.height - a.width * a.height)[0];
+  });
+  const colours = await page.evaluate(async (b64) => {
+    const img = await createImageBitmap(new Blob([Uint8Array.from(atob(b64), (c) => c.charCodeAt(0))], { type: 'image/png' }));
+    const c = new OffscreenCanvas(img.width, img.height);
+    const ctx = c.getContext('2d')!;
+    ctx.drawImage(img, 0, 0);
+    const d = ctx.getImageData(0, 0, img.width, img.height).data;
+    const seen = new Set<number>();
+    for (let i = 0; i < d.length; i += 4) seen.add((d[i] << 16) | (d[i + 1] << 8) | d[i + 2]);
+    return seen.size;
+  }, bytes.toString('base64'));
+  return { png, chart, colours };
+}
+
+function expectChartPng(r: Awaited<ReturnType<typeof exportPng>>) {
+  expect(r.chart.width).toBeGreaterThan(300);
+  expect(r.png).toEqual({ width: Math.ceil(r.chart.width * 2), height: Math.ceil(r.chart.height * 2) });
+  expect(r.colours).toBeGreaterThan(20);
+}
+
+const LILY = 'Lily had a red kite. She ran to the hill to fly it every day.\n\nOne day the string broke and the kite flew away. Lily was sad, but her friend Ben helped her find it in a tree.';
+
+test('answers in plain view; the TTFT chart holds every algorithm of the current prompt only; every PNG export is its chart', async ({ page }) => {
+  test.setTimeout(240_000);
+  await page.goto('/?model=stories260K');
+  await ready(page);
+  await page.getByText('Paste text').click();
+  await page.getByLabel('Name of the pasted document').fill('lily');
+  await page.getByLabel('Pasted document text').fill(LILY);
+  await page.getByRole('button', { name: 'Add pasted text' }).click();
+  await page.getByRole('button', { name: 'Add all to composer' }).click();
+  await page.getByLabel('Question', { exact: true }).fill('\nOne day, Lily');
+  await page.getByLabel('Answer tokens').fill('1');
+
+  // One answer token: the card says "1 token", not "1 tokens · 0.0 tok/s"; the answer is in view, in no nested scroll box.
+  await page.getByRole('button', { name: 'Ask (legolink:16)' }).click();
+  const card = page.getByTestId('answer-card').first();
+  await expect(card).toContainText('done');
+  await expect(card.getByTestId('decode')).toHaveText(/^1 token \(/);
+  await expect(card.getByTestId('answer-text')).toBeInViewport();
+  const nested = await card.evaluate((el) => {
+    const out: string[] = [];
+    for (let p = el.parentElement; p && p !== document.body; p = p.parentElement) {
+      const o = getComputedStyle(p).overflowY;
+      if ((o === 'auto' || o === 'scroll') && p.scrollHeight > p.clientHeight) out.push(p.className);
+    }
+    return out;
+  });
+  expect(nested).toEqual([]);
+
+  // Compare (six) and one more: seven algorithms, seven labelled bars.
+  await page.getByRole('button', { name: 'Compare 6 algorithms' }).click();
+  await expect(page.getByTestId('answers-latest').getByTestId('answer-card')).toHaveCount(6);
+  for (const c of await page.getByTestId('answers-latest').getByTestId('answer-card').all()) await expect(c).toContainText('done');
+  await page.getByLabel('Linking algorithm').selectOption('attnlink');
+  await page.getByRole('button', { name: 'Ask (attnlink:16)' }).click();
+  await expect(page.getByTestId('answers-latest').getByTestId('answer-card')).toHaveCount(7);
+  await expect(page.getByTestId('answers-latest').getByTestId('answer-card').nth(6)).toContainText('done');
+  const ticks = page.getByTestId('ttft-chart').locator('.recharts-xAxis-tick-labels .recharts-cartesian-axis-tick-value');
+  await expect(ticks).toHaveText(['prompt', 'full', 'naive', 'cacheblend:0.15', 'legolink:16', 'legolink0', 'attnlink:16'].map((a) => new RegExp(`^${a}$`)));
+  await page.getByTestId('ttft-chart').scrollIntoViewIfNeeded();
+  await page.screenshot({ path: 'test-results/screens/newcomer-ttft.png' });
+  expectChartPng(await exportPng(page, 'TTFT breakdown', 'ttft-chart'));
+
+  // A small sweep, and an evaluation file: their PNGs are their charts too.
+  await page.getByLabel('Sweep chunk tokens').fill('16');
+  await page.getByLabel('Sweep context lengths').fill('32, 64');
+  await page.getByRole('button', { name: 'Run sweep' }).click();
+  await expect(page.getByTestId('sweep-chart').locator('svg.recharts-surface .recharts-line')).toHaveCount(3);
+  expectChartPng(await exportPng(page, 'TTFT against context length', 'sweep-chart'));
+  const results = { kind: 'eval', results: [
+    { algorithm: 'full', accuracy: 0.8, ttft_ms_mean: 90 }, { algorithm: 'naive', accuracy: 0.3, ttft_ms_mean: 10 },
+    { algorithm: 'legolink:16', accuracy: 0.75, ttft_ms_mean: 20 }, { algorithm: 'cacheblend:0.15', accuracy: 0.74, ttft_ms_mean: 21 },
+  ] };
+  await page.getByLabel('Evaluation results file').setInputFiles({ name: 'eval.json', mimeType: 'application/json', buffer: Buffer.from(JSON.stringify(results)) });
+  expectChartPng(await exportPng(page, 'Accuracy against TTFT', 'pareto-chart'));
+
+  // Another question: the breakdown and the answers say their numbers are from before.
+  await page.getByLabel('Question', { exact: true }).fill('\nOne day, Ben');
+  await expect(page.getByTestId('ttft-chart').locator('.recharts-bar-rectangle')).toHaveCount(0);
+  await expect(page.getByTestId('ttft-empty')).toContainText('The 8 answers so far were to another model, question or chunk order.');
+  await expect(page.getByTestId('answers-stale')).toContainText('These answers are from before');
 });

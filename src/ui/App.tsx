@@ -76,9 +76,9 @@ export function App() {
         <DocumentsPanel />
         <div className="col sticky">
           <Composer />
-          <AnswerCards />
         </div>
       </div>
+      <AnswerCards />
       <AttentionPanel />
       <ChartsPanel />
       <CacheLibrary />

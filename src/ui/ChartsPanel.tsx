@@ -1,7 +1,8 @@
 /**
- * Charts: the TTFT breakdown of the latest answer of each algorithm
- * (stacked bars), TTFT against context length from a sweep run here with
- * fixed-size chunks, and accuracy against TTFT from an evaluation run.
+ * Charts: the TTFT breakdown of the latest answer of each algorithm to the
+ * current model and prompt (stacked bars), TTFT against context length from
+ * a sweep run here with fixed-size chunks, and accuracy against TTFT from an
+ * evaluation run.
  */
 import { useMemo, useState } from 'react';
 import type { AskFirst } from '../worker/studio-protocol';
@@ -12,6 +13,7 @@ import { ChartCard } from './ChartCard';
 import { ParetoChart } from './ParetoChart';
 import { useApp } from './store';
 import { StudioError } from './StudioError';
+import { usePromptContext } from './prompt-context';
 
 const PARTS = [
   { key: 'lookup', label: 'lookup', colour: '#94a3b8' },
@@ -24,9 +26,13 @@ const WIDTH = 540;
 const SWEEP_ALGOS = ['full', 'cacheblend:0.15', 'legolink:16'];
 
 export function ChartsPanel() {
-  // Only answers' TTFTs matter here: a string key keeps streamed text from re-rendering the charts.
-  const ttftKey = useStudio((s) => JSON.stringify(s.answers.filter((a) => a.first).map((a) => [a.algorithm, a.first])));
-  const answers = useMemo(() => JSON.parse(ttftKey) as [string, AskFirst][], [ttftKey]);
+  // Only answers' TTFTs matter here: a string key keeps streamed text from re-rendering the charts. The breakdown
+  // shows the answers to the current model and prompt (context) only; others are counted, to say they are from before.
+  const ctx = usePromptContext();
+  const ttftKey = useStudio((s) => JSON.stringify(s.answers.filter((a) => a.first).map((a) => [a.algorithm, a.first, a.context === ctx])));
+  const all = useMemo(() => JSON.parse(ttftKey) as [string, AskFirst, boolean][], [ttftKey]);
+  const answers = all.filter(([, , current]) => current);
+  const earlier = all.length - answers.length;
   const sweep = useStudio((s) => s.sweep);
   const busy = useStudio((s) => s.busy);
   const docs = useStudio((s) => s.docs);
@@ -64,14 +70,18 @@ export function ChartsPanel() {
           {breakdown.length ? (
             <BarChart width={WIDTH} height={280} data={breakdown} margin={{ top: 8, right: 12, bottom: 8, left: 8 }}>
               <CartesianGrid strokeDasharray="3 3" />
-              <XAxis dataKey="algorithm" fontSize={11} />
+              <XAxis dataKey="algorithm" fontSize={11} interval={0} angle={-25} textAnchor="end" height={56} />
               <YAxis unit=" ms" fontSize={11} />
               <Tooltip formatter={(v) => `${Number(v).toFixed(1)} ms`} />
               <Legend />
               {PARTS.map((p) => <Bar key={p.key} dataKey={p.key} name={p.label} stackId="ttft" fill={p.colour} isAnimationActive={false} />)}
             </BarChart>
           ) : (
-            <p className="muted">Ask (or Compare) to see each algorithm's time to first token, split into lookup, load, recompute and first token.</p>
+            <p className="muted" data-testid="ttft-empty">
+              {earlier > 0 ? `The ${earlier} answers so far were to another model, question or chunk order. ` : ''}
+              Put chunks in the composer, type a question and press Ask (or Compare) to see each algorithm's time to first token,
+              split into lookup, load, recompute and first token.
+            </p>
           )}
         </ChartCard>
         <ChartCard title="TTFT against context length" file="ttft-sweep" data={sweep.points} testId="sweep-chart">

@@ -106,7 +106,7 @@ export function Composer() {
         Framing: the uncached text after the chunks, with {'{question}'} for the question
         {model?.chatTemplate ? ` (chunks and framing are the user's message in ${model.id}'s ${model.chatTemplate} chat template)` : ' (no chat template: the prompt is the chunks and this text)'}
         <textarea
-          aria-label="Question framing" rows={1} value={framing} disabled={!model}
+          aria-label="Question framing" rows={framing.split('\n').length + 1} value={framing} disabled={!model}
           onChange={(e) => model && setSettings({ framings: { ...st.framings, [model.id]: e.target.value } })}
         />
       </label>

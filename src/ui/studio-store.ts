@@ -67,6 +67,8 @@ export interface AnswerCard {
   algorithm: string;
   question: string;
   chunkLabels: string[];
+  /** The model and prompt it answered (promptContext): with the algorithm, the key its numbers belong to. */
+  context: string;
   status: AnswerStatus;
   text: string;
   first?: AskFirst;
