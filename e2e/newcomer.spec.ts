@@ -136,3 +136,26 @@ test('answers in plain view; the TTFT chart holds every algorithm of the current
   await expect(page.getByTestId('ttft-empty')).toContainText('The 8 answers so far were to another model, question or chunk order.');
   await expect(page.getByTestId('answers-stale')).toContainText('These answers are from before');
 });
+
+test('switching models replaces the old model\'s sample question and says what happened to the composer; the framing box shows all its lines', async ({ page }) => {
+  await page.goto('/?model=qa-demo');
+  await ready(page, 'qa-demo');
+  await page.getByRole('button', { name: 'Add sample documents for qa-demo' }).click();
+  await expect(page.getByTestId('composer-item')).toHaveCount(5);
+  await expect(page.getByLabel('Question', { exact: true })).toHaveValue('Who is the mayor of the city where Brefau Lu lives?');
+  // "Question: {question}\nAnswer:" is two lines: neither is clipped.
+  const framing = page.getByLabel('Question framing');
+  await expect(framing).toHaveValue('Question: {question}\nAnswer:');
+  expect(await framing.evaluate((t: HTMLTextAreaElement) => t.scrollHeight - t.clientHeight)).toBeLessThanOrEqual(0);
+
+  await page.getByLabel('Bundled model').selectOption({ label: (await page.getByLabel('Bundled model').locator('option', { hasText: 'stories260K' }).textContent())! });
+  await page.getByRole('button', { name: 'Load bundled' }).click();
+  await ready(page);
+  await expect(page.getByLabel('Question', { exact: true })).toHaveValue('\nOne day, Lily and Max');
+  const note = page.getByTestId('composer-note');
+  await expect(note).toContainText('The question was qa-demo\'s example; it is now stories260K\'s.');
+  await expect(note).toContainText('The documents were cut again with stories260K\'s tokenizer: 5 of 5 chunks in the composer kept (their text is unchanged).');
+  await expect(page.getByTestId('composer-item')).toHaveCount(5);
+  await note.getByRole('button', { name: 'Dismiss this note' }).click();
+  await expect(note).toHaveCount(0);
+});

@@ -15,7 +15,7 @@ const CHUNK = 'application/x-legokv-chunk';
 const ORDER = 'application/x-legokv-order';
 
 export function Composer() {
-  const s = useStudio(useShallow((x) => ({ docs: x.docs, splits: x.splits, composer: x.composer, settings: x.settings, busy: x.busy, set: x.set })));
+  const s = useStudio(useShallow((x) => ({ docs: x.docs, splits: x.splits, composer: x.composer, settings: x.settings, busy: x.busy, composerNote: x.composerNote, set: x.set })));
   const model = useApp((a) => a.model);
   const bundled = useApp((a) => a.bundled);
   const profile = promptFor(bundled, model?.id);
@@ -83,6 +83,12 @@ export function Composer() {
         </li>
       </ol>
       <p className="muted small">{items.length} chunks · {tokens} cached tokens{items.length ? ' · each chunk keeps its own BOS' : ''}</p>
+      {s.composerNote && (
+        <p role="status" className="notice small row-between" data-testid="composer-note">
+          <span>{s.composerNote}</span>
+          <button className="small-btn" aria-label="Dismiss this note" onClick={() => s.set({ composerNote: null })}>×</button>
+        </p>
+      )}
       <div className="row">
         <label>
           Algorithm{' '}
@@ -100,7 +106,7 @@ export function Composer() {
       </div>
       <label className="stack">
         Question
-        <textarea aria-label="Question" rows={2} placeholder={profile?.example} value={st.question} onChange={(e) => setSettings({ question: e.target.value })} />
+        <textarea aria-label="Question" rows={2} placeholder={profile?.example} value={st.question} onChange={(e) => setSettings({ question: e.target.value, questionFor: undefined })} />
       </label>
       <label className="stack small">
         Framing: the uncached text after the chunks, with {'{question}'} for the question

@@ -131,9 +131,14 @@ export async function setDocumentMode(id: string, mode: SplitMode): Promise<void
   try {
     const sp = await split({ ...doc, mode });
     studio().set((s) => {
+      // A composer entry stays where the new cut has a chunk of exactly the same text (it may have another index).
       const old = s.splits[id];
-      const same = (i: number) => old?.chunks[i] && sp.chunks[i] && old.chunks[i].ids.plain === sp.chunks[i].ids.plain;
-      const composer = s.composer.filter((k) => !k.startsWith(`${id}#`) || same(Number(k.slice(id.length + 1))));
+      const composer = s.composer.flatMap((k) => {
+        if (!k.startsWith(`${id}#`)) return [k];
+        const o = old?.chunks[Number(k.slice(id.length + 1))];
+        const c = o && sp.chunks.find((x) => x.start === o.start && x.end === o.end);
+        return c ? [chunkKey(id, c.index)] : [];
+      });
       const { [id]: _e, ...splitErrors } = s.splitErrors;
       return { docs: s.docs.map((d) => (d.id === id ? { ...d, mode } : d)), splits: { ...s.splits, [id]: sp }, splitErrors, composer };
     });
@@ -142,12 +147,26 @@ export async function setDocumentMode(id: string, mode: SplitMode): Promise<void
   }
 }
 
-/** Cuts again every document whose chunks were made for another model (after a model change). */
+/**
+ * Cuts again every document whose chunks were made for another model (after a model change), and says what
+ * that did to the composer: chunks whose text is unchanged stay, the others are taken out.
+ */
 export async function resplitStale(modelKey: string): Promise<void> {
+  const before = studio().composer.length;
+  let cut = 0;
   for (const doc of studio().docs) {
     const sp = studio().splits[doc.id];
-    if (!sp || sp.modelKey !== modelKey || sp.modeKey !== modeKey(doc.mode)) await setDocumentMode(doc.id, doc.mode);
+    if (!sp || sp.modelKey !== modelKey || sp.modeKey !== modeKey(doc.mode)) {
+      cut++;
+      await setDocumentMode(doc.id, doc.mode);
+    }
   }
+  const kept = studio().composer.length;
+  if (!cut || !before) return;
+  const model = useApp.getState().model?.id ?? 'the new model';
+  const note = `The documents were cut again with ${model}'s tokenizer: ${kept} of ${before} chunks in the composer kept`
+    + (kept < before ? `; ${before - kept} changed and were taken out (add them again from the documents).` : ' (their text is unchanged).');
+  studio().set((s) => ({ composerNote: [s.composerNote, note].filter(Boolean).join(' ') }));
 }
 
 /** Compiles chunks (by key) that are not in the store yet, with per-chunk progress. */

@@ -45,6 +45,8 @@ export interface Settings {
   maxTokens: number;
   temperature: number;
   question: string;
+  /** The model whose sample or demo question filled `question` (unset once the user types): a model change replaces it. */
+  questionFor?: string;
   /** Question framing per model id, where the user changed it from the model's own (see framingFor). */
   framings: Record<string, string>;
   layer: number;
@@ -97,6 +99,8 @@ export interface StudioState {
   settings: Settings;
   /** Problems with files the user added (each shown as an alert until dismissed). */
   importErrors: { id: number; message: string }[];
+  /** What a model change did to the composer and the question, said beside them until dismissed. */
+  composerNote: string | null;
   /** A problem (storage full, lost device, a failed request), shown in the panel it came from. */
   error: { message: string; at: ErrorPlace } | null;
   busy: 'compile' | 'ask' | 'sweep' | null;
@@ -141,6 +145,7 @@ export const useStudio = create<StudioState>((set) => ({
   composer: [],
   settings: DEFAULT_SETTINGS,
   importErrors: [],
+  composerNote: null,
   error: null,
   busy: null,
   compile: { running: false, done: 0, total: 0, status: {}, current: null },
