@@ -159,3 +159,35 @@ test('switching models replaces the old model\'s sample question and says what h
   await note.getByRole('button', { name: 'Dismiss this note' }).click();
   await expect(note).toHaveCount(0);
 });
+
+test('a cancelled compile says so; chunks and the library count tokens alike (the BOS is said)', async ({ page }) => {
+  await page.goto('/?model=stories260K');
+  await ready(page);
+  await page.getByText('Paste text').click();
+  await page.getByLabel('Name of the pasted document').fill('many');
+  await page.getByLabel('Pasted document text').fill(Array.from({ length: 80 }, (_, i) => `Tom saw ${i} birds in the park. `).join(''));
+  await page.getByRole('button', { name: 'Add pasted text' }).click();
+  const doc = page.getByTestId('document');
+  await doc.getByLabel('Chunk tokens (many)').fill('6');
+  await expect(doc.getByTestId('chunk')).not.toHaveCount(1);
+  await expect.poll(() => doc.getByTestId('chunk').count()).toBeGreaterThan(60);
+  // Cancel is pressed the moment the first chunk is reported (compiling is quick with this tiny model).
+  await page.evaluate(() => {
+    const cancelSoon = new MutationObserver(() => {
+      if (!/Compiling [1-9]/.test(document.querySelector('[data-testid="compile-progress"]')?.textContent ?? '')) return;
+      cancelSoon.disconnect();
+      [...document.querySelectorAll('button')].find((b) => b.textContent === 'Cancel compiling')!.click();
+    });
+    cancelSoon.observe(document.body, { subtree: true, childList: true, characterData: true });
+  });
+  await page.getByRole('button', { name: 'Compile all chunks' }).click();
+  const progress = page.getByTestId('compile-progress');
+  await expect(progress).toContainText(/^Cancelled: compiled \d+ of \d+ chunks .*; the others are not compiled\.$/);
+  // The first chunk: its token count beside the BOS, and the library's count with it.
+  const first = doc.getByTestId('chunk').first();
+  await expect(first.locator('.badge')).toHaveText('compiled');
+  const n = Number(/(\d+) tokens \+ BOS/.exec((await first.textContent())!)![1]);
+  const row = page.getByTestId('cache-entry').filter({ hasText: 'many · 1' });
+  await expect(row.locator('td').nth(3)).toHaveText(String(n + 1));
+  await expect(page.locator('table.library th').nth(3)).toHaveText('Tokens (with BOS)');
+});

@@ -60,7 +60,7 @@ export function CacheLibrary() {
         <div className="table-wrap">
           <table className="library">
             <thead>
-              <tr><th>Chunk</th><th>Variant</th><th>Model</th><th>Tokens</th><th>Size</th><th>Tier</th><th>Age</th><th>Hits</th><th><span className="visually-hidden">Actions</span></th></tr>
+              <tr><th>Chunk</th><th>Variant</th><th>Model</th><th title="The chunk's tokens and the BOS compiled before them">Tokens (with BOS)</th><th>Size</th><th>Tier</th><th>Age</th><th>Hits</th><th><span className="visually-hidden">Actions</span></th></tr>
             </thead>
             <tbody>
               {entries.map((e) => (

@@ -21,8 +21,9 @@ export function CompileBar() {
         <div className="row" role="status" data-testid="compile-progress">
           <progress aria-label="Compile progress" value={compile.done} max={compile.total || 1} />
           <span>
-            {compile.running ? 'Compiling' : 'Compiled'} {compile.done} of {compile.total} chunks
+            {compile.running ? 'Compiling' : compile.cancelled ? 'Cancelled: compiled' : 'Compiled'} {compile.done} of {compile.total} chunks
             {compile.done > 0 ? ` (${compiled} new, ${reused} already stored)` : ''}
+            {compile.cancelled ? '; the others are not compiled.' : ''}
           </span>
         </div>
       )}

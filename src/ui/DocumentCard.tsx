@@ -88,7 +88,7 @@ export function DocumentCard({ doc }: { doc: StudioDoc }) {
                 </div>
               )}
               <div className="row-between small">
-                <span><span className="grip" title="Drag into the composer" aria-hidden>⠿</span> <b>#{c.index + 1}</b> · {c.tokens.length} tokens · <span className={`badge ${state === 'compiled' ? 'ok' : ''}`}>{state}</span></span>
+                <span><span className="grip" title="Drag into the composer" aria-hidden>⠿</span> <b>#{c.index + 1}</b> · <span title="Its cache also holds the BOS token compiled before it">{c.tokens.length} tokens + BOS</span> · <span className={`badge ${state === 'compiled' ? 'ok' : ''}`}>{state}</span></span>
                 <span className="row tight">
                   <button className="tiny" aria-label={`Cut chunk ${i + 1} in half`} disabled={!!busy || c.end - c.start < 8}
                     onClick={() => cutAt([...starts, wordStep(doc.text, Math.floor((c.start + c.end) / 2), -1)])}>cut ½</button>

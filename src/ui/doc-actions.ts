@@ -190,13 +190,15 @@ export async function compileKeys(keys: string[]): Promise<void> {
     }));
   });
   compileJob = job.id;
+  let cancelled = false;
   try {
     await job.result;
   } catch (e) {
-    if (!isAbort(e)) studio().set({ error: { message: describeError(e, 'Compiling'), at: 'documents' } });
+    cancelled = isAbort(e);
+    if (!cancelled) studio().set({ error: { message: describeError(e, 'Compiling'), at: 'documents' } });
   } finally {
     compileJob = null;
-    studio().set((st) => ({ busy: null, compile: { ...st.compile, running: false, current: null } }));
+    studio().set((st) => ({ busy: null, compile: { ...st.compile, running: false, cancelled, current: null } }));
     await refreshLibrary();
   }
 }

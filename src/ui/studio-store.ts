@@ -81,6 +81,8 @@ export interface AnswerCard {
 
 export interface CompileState {
   running: boolean;
+  /** The last compile was cancelled (Cancel, or a reload of the engine) before its last chunk. */
+  cancelled?: boolean;
   done: number;
   total: number;
   /** Per chunk key, what compiling it did. */
