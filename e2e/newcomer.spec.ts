@@ -191,3 +191,47 @@ test('a cancelled compile says so; chunks and the library count tokens alike (th
   await expect(row.locator('td').nth(3)).toHaveText(String(n + 1));
   await expect(page.locator('table.library th').nth(3)).toHaveText('Tokens (with BOS)');
 });
+
+test('the first screen says what the page does and offers two starts; the header holds still; favicon; screenshots', async ({ page, request }) => {
+  // Every height the header takes from the first paint on (the adapter and model lines fill in later).
+  await page.addInitScript(() => {
+    const w = window as unknown as { headerHeights: number[] };
+    w.headerHeights = [];
+    new MutationObserver(() => {
+      const h = document.querySelector('header.top')?.getBoundingClientRect().height;
+      if (h && w.headerHeights.at(-1) !== h) w.headerHeights.push(h);
+    }).observe(document, { subtree: true, childList: true, characterData: true });
+  });
+  for (const [width, height] of [[1280, 800], [1920, 1080]]) {
+    await page.setViewportSize({ width, height });
+    await page.goto('/?model=stories260K');
+    await ready(page);
+    await expect(page.getByTestId('adapter')).toContainText('Adapter:');
+    expect(await page.evaluate(() => (window as unknown as { headerHeights: number[] }).headerHeights)).toHaveLength(1);
+    // One sentence, two starts, all on the first screen.
+    await expect(page.getByTestId('welcome').locator('.lead')).toBeInViewport({ ratio: 1 });
+    await expect(page.getByTestId('welcome').locator('.lead')).toContainText(/^Ask a small language model about your documents, here in the browser on your GPU/);
+    const askStart = page.getByRole('button', { name: /^Ask about your documents \(with [\w.-]+\)$/ });
+    const demoStart = page.getByRole('button', { name: 'See attention sinks (guided demo)' });
+    for (const b of [askStart, demoStart]) await expect(b).toBeInViewport({ ratio: 1 });
+    // The Bundled model list stays inside its panel.
+    const picker = (await page.locator('section.picker').boundingBox())!;
+    const select = (await page.getByLabel('Bundled model').boundingBox())!;
+    expect(select.x + select.width).toBeLessThanOrEqual(picker.x + picker.width);
+    // Empty charts say what to do.
+    await expect(page.getByTestId('ttft-empty')).toContainText('type a question and press Ask');
+    await expect(page.getByTestId('sweep-empty')).toContainText('Add a document above, then press Run sweep');
+    await expect(page.getByTestId('pareto-empty')).toContainText('npm run eval');
+    await page.screenshot({ path: `test-results/screens/first-screen-${width}x${height}.png` });
+    await page.screenshot({ path: `test-results/screens/full-page-${width}x${height}.png`, fullPage: true });
+  }
+  // The demo start goes to the demo, its first step in focus.
+  await page.getByRole('button', { name: 'See attention sinks (guided demo)' }).click();
+  await expect(page.getByRole('button', { name: 'Run step 1' })).toBeFocused();
+  await expect(page.getByRole('button', { name: 'Run step 1' })).toBeInViewport();
+  // The page names an icon, and it is served.
+  const icon = await page.locator('link[rel=icon]').getAttribute('href');
+  const res = await request.get(new URL(icon!, page.url()).href);
+  expect(res.status()).toBe(200);
+  expect(res.headers()['content-type']).toContain('image/svg+xml');
+});

@@ -103,8 +103,11 @@ export function ChartsPanel() {
               {algos.map((a, i) => <Line key={a} dataKey={a} stroke={ALGO_COLOURS[i % ALGO_COLOURS.length]} dot isAnimationActive={false} />)}
             </LineChart>
           ) : (
-            <p className="muted">Runs {SWEEP_ALGOS.join(', ')} over your documents' text repeated and cut into fixed-size chunks. Full recompute and
-              CacheBlend grow quadratically with the context; LegoLink stays near linear.</p>
+            <p className="muted" data-testid="sweep-empty">
+              {docs.length ? 'Press Run sweep' : 'Add a document above, then press Run sweep'}: it runs {SWEEP_ALGOS.join(', ')} over your documents'
+              text repeated and cut into fixed-size chunks, one point per context length. Full recompute and CacheBlend grow quadratically with
+              the context; LegoLink stays near linear.
+            </p>
           )}
         </ChartCard>
         <ParetoChart width={WIDTH} />

@@ -53,7 +53,10 @@ export function ParetoChart({ width }: { width: number }) {
           <Scatter data={front} line={{ stroke: '#16a34a' }} fill="#16a34a" shape="cross" isAnimationActive={false} />
         </ScatterChart>
       ) : (
-        <p className="muted">Run the evaluation, then load its results file to plot each algorithm's accuracy against its mean TTFT.</p>
+        <p className="muted" data-testid="pareto-empty">
+          Run an evaluation (<code>npm run eval -- --model stories260K --data data/multidoc.jsonl --out results.json</code>, see the README), then press Load evaluation results and pick
+          its JSON file: each algorithm's accuracy is plotted against its mean TTFT.
+        </p>
       )}
     </ChartCard>
   );
