@@ -129,6 +129,18 @@ test('answers in plain view; the TTFT chart holds every algorithm of the current
   ] };
   await page.getByLabel('Evaluation results file').setInputFiles({ name: 'eval.json', mimeType: 'application/json', buffer: Buffer.from(JSON.stringify(results)) });
   expectChartPng(await exportPng(page, 'Accuracy against TTFT', 'pareto-chart'));
+  // Two close points (20 ms, 0.75 and 21 ms, 0.74): every algorithm is named, and no two texts overlap.
+  await expect(page.getByTestId('pareto-chart')).toContainText('cacheblend:0.15');
+  const overlaps = await page.getByTestId('pareto-chart').evaluate((el) => {
+    const boxes = [...el.querySelectorAll('svg text, .recharts-legend-item-text')].map((t) => [t.textContent, t.getBoundingClientRect()] as const).filter(([, r]) => r.width > 0);
+    const out: string[] = [];
+    boxes.forEach(([a, r], i) => boxes.slice(i + 1).forEach(([b, q]) => {
+      if (r.left < q.right - 1 && q.left < r.right - 1 && r.top < q.bottom - 1 && q.top < r.bottom - 1) out.push(`${a} / ${b}`);
+    }));
+    return out;
+  });
+  expect(overlaps).toEqual([]);
+  await page.locator('#charts').screenshot({ path: 'test-results/screens/newcomer-charts.png' });
 
   // Another question: the breakdown and the answers say their numbers are from before.
   await page.getByLabel('Question', { exact: true }).fill('\nOne day, Ben');

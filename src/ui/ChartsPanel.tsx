@@ -10,7 +10,7 @@ import { Bar, BarChart, CartesianGrid, Legend, Line, LineChart, Tooltip, XAxis, 
 import { useStudio, type Settings } from './studio-store';
 import { runSweep, stopAll } from './ask-actions';
 import { ChartCard } from './ChartCard';
-import { ParetoChart } from './ParetoChart';
+import { ALGO_COLOURS, ParetoChart } from './ParetoChart';
 import { useApp } from './store';
 import { StudioError } from './StudioError';
 import { usePromptContext } from './prompt-context';
@@ -21,7 +21,6 @@ const PARTS = [
   { key: 'recompute', label: 'recompute', colour: '#f97316' },
   { key: 'firstToken', label: 'first token', colour: '#16a34a' },
 ] as const;
-export const ALGO_COLOURS = ['#dc2626', '#2563eb', '#16a34a', '#9333ea', '#ea580c', '#0891b2', '#4b5563'];
 const WIDTH = 540;
 const SWEEP_ALGOS = ['full', 'cacheblend:0.15', 'legolink:16'];
 
@@ -73,7 +72,7 @@ export function ChartsPanel() {
               <XAxis dataKey="algorithm" fontSize={11} interval={0} angle={-25} textAnchor="end" height={56} />
               <YAxis unit=" ms" fontSize={11} />
               <Tooltip formatter={(v) => `${Number(v).toFixed(1)} ms`} />
-              <Legend />
+              <Legend itemSorter={null} />
               {PARTS.map((p) => <Bar key={p.key} dataKey={p.key} name={p.label} stackId="ttft" fill={p.colour} isAnimationActive={false} />)}
             </BarChart>
           ) : (
@@ -94,12 +93,12 @@ export function ChartsPanel() {
           {busy === 'sweep' && <p role="status" className="small">Measured {sweep.done} of {sweep.total} points…</p>}
           <StudioError at="charts" />
           {sweepRows.length ? (
-            <LineChart width={WIDTH} height={260} data={sweepRows} margin={{ top: 8, right: 12, bottom: 16, left: 8 }}>
+            <LineChart width={WIDTH} height={280} data={sweepRows} margin={{ top: 8, right: 12, bottom: 16, left: 8 }}>
               <CartesianGrid strokeDasharray="3 3" />
               <XAxis dataKey="contextTokens" type="number" domain={['dataMin', 'dataMax']} fontSize={11} label={{ value: 'context tokens', position: 'insideBottom', offset: -8, fontSize: 11 }} />
-              <YAxis unit=" ms" fontSize={11} />
+              <YAxis unit=" ms" fontSize={11} padding={{ top: 14 }} />
               <Tooltip formatter={(v) => `${Number(v).toFixed(1)} ms`} />
-              <Legend verticalAlign="top" />
+              <Legend verticalAlign="top" itemSorter={null} />
               {algos.map((a, i) => <Line key={a} dataKey={a} stroke={ALGO_COLOURS[i % ALGO_COLOURS.length]} dot isAnimationActive={false} />)}
             </LineChart>
           ) : (
