@@ -83,6 +83,8 @@ test('answers in plain view; the TTFT chart holds every algorithm of the current
   await page.getByLabel('Name of the pasted document').fill('lily');
   await page.getByLabel('Pasted document text').fill(LILY);
   await page.getByRole('button', { name: 'Add pasted text' }).click();
+  await page.getByLabel('Chunk tokens (lily)').fill('8');
+  await expect(page.getByTestId('chunk')).toHaveCount(12);
   await page.getByRole('button', { name: 'Add all to composer' }).click();
   await page.getByLabel('Question', { exact: true }).fill('\nOne day, Lily');
   await page.getByLabel('Answer tokens').fill('1');
@@ -113,8 +115,8 @@ test('answers in plain view; the TTFT chart holds every algorithm of the current
   await expect(page.getByTestId('answers-latest').getByTestId('answer-card').nth(6)).toContainText('done');
   const ticks = page.getByTestId('ttft-chart').locator('.recharts-xAxis-tick-labels .recharts-cartesian-axis-tick-value');
   await expect(ticks).toHaveText(['prompt', 'full', 'naive', 'cacheblend:0.15', 'legolink:16', 'legolink0', 'attnlink:16'].map((a) => new RegExp(`^${a}$`)));
-  await page.getByTestId('ttft-chart').scrollIntoViewIfNeeded();
-  await page.screenshot({ path: 'test-results/screens/newcomer-ttft.png' });
+  await page.locator('#attention').screenshot({ path: 'test-results/screens/newcomer-attention.png' });
+  await page.locator('#answers').screenshot({ path: 'test-results/screens/newcomer-answers.png' });
   expectChartPng(await exportPng(page, 'TTFT breakdown', 'ttft-chart'));
 
   // A small sweep, and an evaluation file: their PNGs are their charts too.

@@ -12,7 +12,7 @@ const STATUS: Record<AnswerCard['status'], string> = {
 
 /** "1 token", or "12 tokens · 3.4 tok/s" (one token has no decode speed: it came with the prefill). */
 export const decodeLine = (tokens: number, perS: number) =>
-  tokens === 1 ? '1 token (no decode step: it came with the first token)' : `${tokens} tokens · ${perS.toFixed(1)} tok/s`;
+  tokens === 1 ? '1 token (no decode speed: it came with the prefill)' : `${tokens} tokens · ${perS.toFixed(1)} tok/s`;
 
 function Card({ c }: { c: AnswerCard }) {
   const f = c.first;
