@@ -249,3 +249,39 @@ test('the first screen says what the page does and offers two starts; the header
   expect(res.status()).toBe(200);
   expect(res.headers()['content-type']).toContain('image/svg+xml');
 });
+
+test('a chunk list is one tab stop: arrow keys move between chunks and into a chunk\'s buttons', async ({ page }) => {
+  await page.goto('/?model=stories260K');
+  await ready(page);
+  await page.getByText('Paste text').click();
+  await page.getByLabel('Name of the pasted document').fill('many');
+  await page.getByLabel('Pasted document text').fill(Array.from({ length: 20 }, (_, i) => `Tom saw ${i} birds in the park. `).join(''));
+  await page.getByRole('button', { name: 'Add pasted text' }).click();
+  await page.getByLabel('Chunk tokens (many)').fill('6');
+  await expect.poll(() => page.getByTestId('chunk').count()).toBeGreaterThan(20);
+  const focused = () => page.evaluate(() => {
+    const a = document.activeElement as HTMLElement;
+    return (a.getAttribute('aria-label') ?? a.textContent ?? '').trim();
+  });
+  await page.getByRole('button', { name: 'Add all to composer' }).focus();
+  await page.keyboard.press('Tab');
+  expect(await focused()).toMatch(/^many · 1: \d+ tokens \+ BOS, not compiled\./);
+  await page.keyboard.press('Tab');
+  expect(await focused()).toBe('Compile all chunks');
+  await page.keyboard.press('Shift+Tab');
+  await page.keyboard.press('ArrowDown');
+  await page.keyboard.press('ArrowDown');
+  expect(await focused()).toMatch(/^many · 3:/);
+  await page.keyboard.press('ArrowRight');
+  expect(await focused()).toBe('Move boundary 2 a word left');
+  await page.keyboard.press('ArrowLeft');
+  await page.keyboard.press('ArrowLeft');
+  expect(await focused()).toBe('Add many · 3 to the composer');
+  await page.keyboard.press('Enter');
+  await expect(page.getByTestId('composer-item')).toHaveText([/many · 3/]);
+  // Back to the list by Shift+Tab: the chunk last used holds the tab stop.
+  await page.keyboard.press('Escape');
+  await page.keyboard.press('Tab');
+  await page.keyboard.press('Shift+Tab');
+  expect(await focused()).toMatch(/^many · 3:/);
+});

@@ -9,6 +9,7 @@ import { useStudio, allChunks, algorithmSpec, framingFor, ALGORITHMS, COMPARE_AL
 import { askSelected, compareAll, stopAll } from './ask-actions';
 import { promptFor, useApp } from './store';
 import { moveItem } from './list-ops';
+import { useRovingList } from './roving';
 import { StudioError } from './StudioError';
 
 const CHUNK = 'application/x-legokv-chunk';
@@ -20,6 +21,7 @@ export function Composer() {
   const bundled = useApp((a) => a.bundled);
   const profile = promptFor(bundled, model?.id);
   const [overIdx, setOverIdx] = useState<number | null>(null);
+  const [listRef, onListKey] = useRovingList<HTMLOListElement>();
   const all = allChunks(s);
   const st = s.settings;
   const framing = framingFor(st, model?.id, bundled);
@@ -47,12 +49,14 @@ export function Composer() {
     <section className="panel" id="ask" aria-labelledby="composer-title">
       <h2 id="composer-title">Link and ask</h2>
       <p className="muted small">Drag chunks here from the documents (or use their “add” buttons); drag to reorder, or use ↑ ↓.</p>
-      <ol className="composer" data-testid="composer" aria-label="Chunks to link, in order" onDragOver={allowDrop} onDrop={(e) => onDrop(e, items.length)}>
+      <ol className="composer" data-testid="composer" aria-label="Chunks to link, in order" ref={listRef} onKeyDown={onListKey}
+        onDragOver={allowDrop} onDrop={(e) => onDrop(e, items.length)}>
         {items.map((k, i) => {
           const c = all.get(k)!;
           return (
             <li
-              key={k} draggable data-testid="composer-item" className={`composer-item${overIdx === i ? ' over' : ''}`}
+              key={k} draggable data-testid="composer-item" className={`composer-item${overIdx === i ? ' over' : ''}`} data-roving
+              aria-label={`${i + 1}. ${c.label} (${c.chunk.tokens.length} tokens). Arrow keys: other chunks and the move buttons`}
               onDragStart={(e) => {
                 e.dataTransfer.setData(ORDER, String(i));
                 e.dataTransfer.effectAllowed = 'move';
