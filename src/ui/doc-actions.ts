@@ -169,7 +169,11 @@ export async function resplitStale(modelKey: string): Promise<void> {
   studio().set((s) => ({ composerNote: [s.composerNote, note].filter(Boolean).join(' ') }));
 }
 
-/** Compiles chunks (by key) that are not in the store yet, with per-chunk progress. */
+/** Chunks per compile request: the worker hears Cancel between requests even when every chunk is an instant cache hit. */
+const COMPILE_BATCH = 256;
+let compileCancelled = false;
+
+/** Compiles chunks (by key) that are not in the store yet, with per-chunk progress, in batches. */
 export async function compileKeys(keys: string[]): Promise<void> {
   const s = studio();
   if (s.busy || !keys.length) return;
@@ -182,22 +186,37 @@ export async function compileKeys(keys: string[]): Promise<void> {
     const c = all.get(k);
     return c ? [{ key: k, label: c.label, tokens: c.chunk.tokens }] : [];
   });
-  s.set({ busy: 'compile', error: null, compile: { running: true, done: 0, total: refs.length, status: {}, current: refs[0]?.key ?? null } });
-  const job = client().studio<unknown>({ type: 'compile', chunks: refs, variant: 'plain' }, (ev) => {
-    if (ev.kind !== 'compile') return;
-    studio().set((st) => ({
-      compile: { ...st.compile, done: ev.done, status: { ...st.compile.status, [ev.key]: ev.status }, current: refs[ev.done]?.key ?? null },
-    }));
-  });
-  compileJob = job.id;
+  s.set({ busy: 'compile', error: null, compile: { running: true, done: 0, total: refs.length, compiled: 0, reused: 0, current: refs[0]?.key ?? null } });
+  // Progress is counted here and shown at most every 100 ms: cache hits arrive by the thousand, and a store update
+  // (and render) for each froze the page.
+  const seen = { done: 0, compiled: 0, reused: 0 };
+  let timer: ReturnType<typeof setTimeout> | null = null;
+  const show = () => {
+    timer = null;
+    const { done, compiled, reused } = seen;
+    studio().set((st) => ({ compile: { ...st.compile, done, compiled, reused, current: refs[done]?.key ?? null } }));
+  };
+  compileCancelled = false;
   let cancelled = false;
   try {
-    await job.result;
+    for (let at = 0; at < refs.length && !compileCancelled; at += COMPILE_BATCH) {
+      const job = client().studio<unknown>({ type: 'compile', chunks: refs.slice(at, at + COMPILE_BATCH), variant: 'plain' }, (ev) => {
+        if (ev.kind !== 'compile') return;
+        seen.done = at + ev.done;
+        seen[ev.status === 'cached' ? 'reused' : 'compiled']++;
+        timer ??= setTimeout(show, 100);
+      });
+      compileJob = job.id;
+      await job.result;
+    }
+    cancelled = compileCancelled;
   } catch (e) {
     cancelled = isAbort(e);
     if (!cancelled) studio().set({ error: { message: describeError(e, 'Compiling'), at: 'documents' } });
   } finally {
     compileJob = null;
+    if (timer) clearTimeout(timer);
+    show();
     studio().set((st) => ({ busy: null, compile: { ...st.compile, running: false, cancelled, current: null } }));
     await refreshLibrary();
   }
@@ -209,6 +228,7 @@ export function compileAll() {
 }
 
 export function cancelCompile() {
+  compileCancelled = true;
   if (compileJob !== null) engineClient()?.cancel(compileJob);
 }
 

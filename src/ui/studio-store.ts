@@ -85,8 +85,9 @@ export interface CompileState {
   cancelled?: boolean;
   done: number;
   total: number;
-  /** Per chunk key, what compiling it did. */
-  status: Record<string, 'compiled' | 'cached'>;
+  /** Chunks compiled now, and chunks found already stored (counts: a large document has tens of thousands). */
+  compiled: number;
+  reused: number;
   current: string | null;
 }
 
@@ -150,7 +151,7 @@ export const useStudio = create<StudioState>((set) => ({
   composerNote: null,
   error: null,
   busy: null,
-  compile: { running: false, done: 0, total: 0, status: {}, current: null },
+  compile: { running: false, done: 0, total: 0, compiled: 0, reused: 0, current: null },
   library: null,
   answers: [],
   maps: {},
@@ -239,9 +240,16 @@ export interface ResolvedChunk {
   text: string;
 }
 
-/** Every chunk of every document (current splits), by key. */
+let lastChunks: { docs: StudioDoc[]; splits: Record<string, DocSplit>; map: Map<string, ResolvedChunk> } | null = null;
+
+/**
+ * Every chunk of every document (current splits), by key. Kept for the last documents and splits seen: a large
+ * document has tens of thousands of chunks, and every panel that names the prompt asks for them on each change.
+ */
 export function allChunks(s: Pick<StudioState, 'docs' | 'splits'>): Map<string, ResolvedChunk> {
+  if (lastChunks?.docs === s.docs && lastChunks.splits === s.splits) return lastChunks.map;
   const out = new Map<string, ResolvedChunk>();
+  lastChunks = { docs: s.docs, splits: s.splits, map: out };
   for (const doc of s.docs) {
     const sp = s.splits[doc.id];
     if (!sp) continue;
