@@ -2,7 +2,9 @@
  * The studio as a newcomer meets it (issue 37), each check small: files in
  * other encodings and files too large, answers that are easy to see, charts
  * whose exports are the charts, numbers that belong to the current model
- * and prompt, and a first screen that says what the page does.
+ * and prompt, a first screen that says what the page does, and chunk lists
+ * that are one Tab stop each. The 4 MB document has its own file
+ * (large-document.spec.ts).
  */
 import { test, expect, type Page } from '@playwright/test';
 import { readFile } from 'node:fs/promises';
@@ -20,6 +22,17 @@ async function dropBuilt(page: Page, files: { name: string; type: string; bytes?
   }, files);
   await page.getByTestId('doc-dropzone').dispatchEvent('drop', { dataTransfer: dt });
 }
+
+/** Pastes a document and cuts it into chunks of `chunkTokens`. */
+async function pasteDocument(page: Page, name: string, text: string, chunkTokens: number) {
+  await page.getByText('Paste text').click();
+  await page.getByLabel('Name of the pasted document').fill(name);
+  await page.getByLabel('Pasted document text').fill(text);
+  await page.getByRole('button', { name: 'Add pasted text' }).click();
+  await page.getByLabel(`Chunk tokens (${name})`).fill(String(chunkTokens));
+}
+
+const birds = (n: number) => Array.from({ length: n }, (_, i) => `Tom saw ${i} birds in the park. `).join('');
 
 /** Windows-1252 bytes of a French sentence: accents, curly quotes, a euro sign. */
 const FRENCH = '\u201cÉlève à l\u2019école\u201d: été, hôtel, façade, naïve, où, déjà vu. Le café coûte 2 \u20ac.';
@@ -79,11 +92,7 @@ test('answers in plain view; the TTFT chart holds every algorithm of the current
   test.setTimeout(240_000);
   await page.goto('/?model=stories260K');
   await ready(page);
-  await page.getByText('Paste text').click();
-  await page.getByLabel('Name of the pasted document').fill('lily');
-  await page.getByLabel('Pasted document text').fill(LILY);
-  await page.getByRole('button', { name: 'Add pasted text' }).click();
-  await page.getByLabel('Chunk tokens (lily)').fill('8');
+  await pasteDocument(page, 'lily', LILY, 8);
   await expect(page.getByTestId('chunk')).toHaveCount(12);
   await page.getByRole('button', { name: 'Add all to composer' }).click();
   await page.getByLabel('Question', { exact: true }).fill('\nOne day, Lily');
@@ -177,12 +186,8 @@ test('switching models replaces the old model\'s sample question and says what h
 test('a cancelled compile says so; chunks and the library count tokens alike (the BOS is said)', async ({ page }) => {
   await page.goto('/?model=stories260K');
   await ready(page);
-  await page.getByText('Paste text').click();
-  await page.getByLabel('Name of the pasted document').fill('many');
-  await page.getByLabel('Pasted document text').fill(Array.from({ length: 80 }, (_, i) => `Tom saw ${i} birds in the park. `).join(''));
-  await page.getByRole('button', { name: 'Add pasted text' }).click();
+  await pasteDocument(page, 'many', birds(80), 6);
   const doc = page.getByTestId('document');
-  await doc.getByLabel('Chunk tokens (many)').fill('6');
   await expect(doc.getByTestId('chunk')).not.toHaveCount(1);
   await expect.poll(() => doc.getByTestId('chunk').count()).toBeGreaterThan(60);
   // Cancel is pressed the moment the first chunk is reported (compiling is quick with this tiny model).
@@ -253,11 +258,7 @@ test('the first screen says what the page does and offers two starts; the header
 test('a chunk list is one tab stop: arrow keys move between chunks and into a chunk\'s buttons', async ({ page }) => {
   await page.goto('/?model=stories260K');
   await ready(page);
-  await page.getByText('Paste text').click();
-  await page.getByLabel('Name of the pasted document').fill('many');
-  await page.getByLabel('Pasted document text').fill(Array.from({ length: 20 }, (_, i) => `Tom saw ${i} birds in the park. `).join(''));
-  await page.getByRole('button', { name: 'Add pasted text' }).click();
-  await page.getByLabel('Chunk tokens (many)').fill('6');
+  await pasteDocument(page, 'many', birds(20), 6);
   await expect.poll(() => page.getByTestId('chunk').count()).toBeGreaterThan(20);
   const focused = () => page.evaluate(() => {
     const a = document.activeElement as HTMLElement;
