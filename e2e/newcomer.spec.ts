@@ -158,6 +158,10 @@ test('answers in plain view; the TTFT chart holds every algorithm of the current
   await expect(page.getByTestId('ttft-chart').locator('.recharts-bar-rectangle')).toHaveCount(0);
   await expect(page.getByTestId('ttft-empty')).toContainText('The 8 answers so far were to another model, question or chunk order.');
   await expect(page.getByTestId('answers-stale')).toContainText('These answers are from before');
+  for (const [width, height] of [[1280, 800], [1920, 1080]]) {
+    await page.setViewportSize({ width, height });
+    await page.screenshot({ path: `test-results/screens/studio-answered-${width}x${height}.png`, fullPage: true });
+  }
 });
 
 test('switching models replaces the old model\'s sample question and says what happened to the composer; the framing box shows all its lines', async ({ page }) => {
