@@ -1,6 +1,6 @@
 /** KVSplit: documents → chunks (text, character offsets, token ids). */
 export { splitDocument, cutAt, snapOffset, SNAP_CHARS } from './split';
-export { binaryReason, looksBinary, decodeDocumentBytes } from './binary';
+export { binaryReason, looksBinary, decodeDocumentBytes, decodeText, type TextEncodingName } from './binary';
 export { allSentences, passages, paragraphs, sentences, trimSpan, type Span } from './units';
 export { alignPieces } from './align';
 export {

@@ -86,6 +86,9 @@ export class OpfsBlobBackend implements BlobBackend {
         await w.close();
       } catch (e) {
         await w.abort().catch(() => {});
+        // Chromium ends a write larger than the quota left with "AbortError: Failed to write data to data pipe"
+        // rather than QuotaExceededError; nothing else aborts these writes, so it is reported as the quota it is.
+        if ((e as Error)?.name === 'AbortError') throw new DOMException(`the browser stopped writing ${name} (${(e as Error).message}): its storage quota is reached`, 'QuotaExceededError');
         throw e;
       }
     } else throw new Error('This browser cannot write OPFS files here (no createWritable; use a worker)');

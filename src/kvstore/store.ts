@@ -115,6 +115,8 @@ export class KVStore extends StoreCore {
       const { file, readBack } = await writeBlobAtomically(this.blobs, id, bytes, async () => {
         if (await this.evictOne('opfs', keep)) return true;
         const free = (await this.blobs.available?.()) ?? this.budgets.opfs - this.opfsBytes();
+        // The browser may count more space free than its quota for this site lets a write use (incognito does).
+        if (free >= bytes.length) throw new StorageFullError(bytes.length, NaN, "the browser refused to write it: this site's storage quota is reached");
         throw new StorageFullError(bytes.length, free, 'are free on this device');
       });
       const t = this.tick();

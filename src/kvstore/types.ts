@@ -131,9 +131,11 @@ const mb = (n: number) => `${(n / 1e6).toFixed(n < 1e7 ? 2 : 1)} MB`;
 
 export class StorageFullError extends Error {
   constructor(readonly needed: number, readonly available: number, where: string) {
+    // An unknown `available` (NaN): `where` says why the space ran out.
     super(
-      `KV store is full: this cache needs ${mb(needed)} (${needed} bytes) but only ${mb(Math.max(0, available))} ` +
-        `(${Math.max(0, available)} bytes) ${where} even after evicting every other unpinned entry`,
+      `KV store is full: this cache needs ${mb(needed)} (${needed} bytes) but ` +
+        (Number.isNaN(available) ? where : `only ${mb(Math.max(0, available))} (${Math.max(0, available)} bytes) ${where}`) +
+        ' even after evicting every other unpinned entry',
     );
     this.name = 'StorageFullError';
   }

@@ -1,12 +1,18 @@
 /** Answers, newest first and side by side: algorithm, streamed text, TTFT with its breakdown, recomputed tokens, decode speed. */
 import { useStudio, type AnswerCard } from './studio-store';
+import { useEffect, useRef } from 'react';
 import { clearAnswers } from './ask-actions';
+import { usePromptContext } from './prompt-context';
 
 const ms = (v: number) => (v >= 100 ? v.toFixed(0) : v.toFixed(1));
 
 const STATUS: Record<AnswerCard['status'], string> = {
   compiling: 'compiling chunks…', linking: 'linking…', streaming: 'answering…', done: 'done', stopped: 'stopped', error: 'failed',
 };
+
+/** "1 token", or "12 tokens · 3.4 tok/s" (one token has no decode speed: it came with the prefill). */
+export const decodeLine = (tokens: number, perS: number) =>
+  tokens === 1 ? '1 token (no decode speed: it came with the prefill)' : `${tokens} tokens · ${perS.toFixed(1)} tok/s`;
 
 function Card({ c }: { c: AnswerCard }) {
   const f = c.first;
@@ -28,7 +34,7 @@ function Card({ c }: { c: AnswerCard }) {
           {c.decodeTokensPerS !== undefined && (
             <>
               <dt>decode</dt>
-              <dd>{c.tokens} tokens · {c.decodeTokensPerS.toFixed(1)} tok/s</dd>
+              <dd data-testid="decode">{decodeLine(c.tokens ?? 0, c.decodeTokensPerS)}</dd>
             </>
           )}
           {f.compiledOnDemand > 0 && (
@@ -45,17 +51,28 @@ function Card({ c }: { c: AnswerCard }) {
 
 export function AnswerCards() {
   const answers = useStudio((s) => s.answers);
+  const ctx = usePromptContext();
+  const box = useRef<HTMLElement>(null);
+  const newest = answers[0]?.group;
+  // A new question's answers are brought into view (they sit below the documents).
+  useEffect(() => {
+    if (newest !== undefined) box.current?.scrollIntoView({ block: 'nearest', behavior: 'smooth' });
+  }, [newest]);
   if (!answers.length) return null;
-  const latest = answers[0].group;
-  const current = answers.filter((a) => a.group === latest).reverse();
-  const older = answers.filter((a) => a.group !== latest);
+  const current = answers.filter((a) => a.group === newest).reverse();
+  const older = answers.filter((a) => a.group !== newest);
   return (
-    <section className="panel" aria-labelledby="answers-title">
+    <section className="panel answers" id="answers" ref={box} aria-labelledby="answers-title">
       <div className="row-between">
         <h2 id="answers-title">Answers</h2>
         <button className="small-btn" onClick={clearAnswers}>Clear answers</button>
       </div>
       <p className="muted small">Question: <q>{current[0]?.question.trim()}</q> over {current[0]?.chunkLabels.join(' → ')}</p>
+      {current[0] && current[0].context !== ctx && (
+        <p className="notice small" data-testid="answers-stale">
+          These answers are from before: the model, the question or the chunks in the composer have changed since. Ask again for the current ones.
+        </p>
+      )}
       <div className="answer-grid" data-testid="answers-latest">
         {current.map((c) => <Card key={c.id} c={c} />)}
       </div>

@@ -18,6 +18,7 @@ import { AttentionPanel } from './AttentionPanel';
 import { ChartsPanel } from './ChartsPanel';
 import { CacheLibrary } from './CacheLibrary';
 import { DemoPanel } from './DemoPanel';
+import { Welcome } from './Welcome';
 import { startEngine } from './actions';
 import { hydrateStudio } from './persist';
 import { resplitStale } from './doc-actions';
@@ -45,22 +46,25 @@ export function App() {
     if (hydrated && modelKey) void resplitStale(modelKey);
   }, [hydrated, modelKey]);
 
+  // Two lines from the start (the second blank until the adapter is known), so the header does not grow.
+  const adapterLine = s.adapter
+    ? [`Adapter: ${s.adapter.description}${s.adapter.isFallback ? ' (fallback, CPU)' : ''} · f16 ${s.adapter.hasF16 ? 'yes' : 'no'}`,
+      `largest buffer ${mib(s.adapter.maxBufferSize)} · largest binding ${mib(s.adapter.maxStorageBufferBindingSize)}`]
+    : ['Starting WebGPU…', '\u00a0'];
+
   if (s.fatal) return <NoWebGPU title={s.fatal.title} message={s.fatal.message} />;
 
   return (
     <main className="page">
       <header className="top">
-        <div>
+        <div className="intro">
           <h1>LegoKV studio</h1>
-          <p className="tagline">Position-independent KV caching of LLMs, on your GPU, in the browser.</p>
+          <Welcome />
         </div>
         <div className="status small">
-          <p className="adapter" data-testid="adapter">
-            {s.adapter
-              ? `Adapter: ${s.adapter.description}${s.adapter.isFallback ? ' (fallback, CPU)' : ''} · f16 ${s.adapter.hasF16 ? 'yes' : 'no'}`
-                + ` · largest buffer ${mib(s.adapter.maxBufferSize)} · largest binding ${mib(s.adapter.maxStorageBufferBindingSize)}`
-              : 'Starting WebGPU…'}
-          </p>
+          <div className="adapter" data-testid="adapter" title={adapterLine.join(' · ')}>
+            {adapterLine.map((l, i) => <p key={i}>{l}</p>)}
+          </div>
           <p data-testid="header-model">
             {s.model ? `Model: ${s.model.id} · ${s.model.layers} layers × ${s.model.heads} heads` : s.progress ? 'Loading the model…' : 'No model loaded'}
             {' '}<a href="#model">change</a>
@@ -76,9 +80,9 @@ export function App() {
         <DocumentsPanel />
         <div className="col sticky">
           <Composer />
-          <AnswerCards />
         </div>
       </div>
+      <AnswerCards />
       <AttentionPanel />
       <ChartsPanel />
       <CacheLibrary />

@@ -6,6 +6,9 @@ import { formatBytes } from './CachedModels';
 import { useApp } from './store';
 import { StudioError } from './StudioError';
 
+/** Rows drawn at most (a large document compiles to tens of thousands of caches). */
+const MAX_ROWS = 200;
+
 export function age(ms: number): string {
   const s = Math.max(0, (Date.now() - ms) / 1000);
   if (s < 60) return `${Math.floor(s)} s`;
@@ -60,10 +63,10 @@ export function CacheLibrary() {
         <div className="table-wrap">
           <table className="library">
             <thead>
-              <tr><th>Chunk</th><th>Variant</th><th>Model</th><th>Tokens</th><th>Size</th><th>Tier</th><th>Age</th><th>Hits</th><th><span className="visually-hidden">Actions</span></th></tr>
+              <tr><th>Chunk</th><th>Variant</th><th>Model</th><th title="The chunk's tokens and the BOS compiled before them">Tokens (with BOS)</th><th>Size</th><th>Tier</th><th>Age</th><th>Hits</th><th><span className="visually-hidden">Actions</span></th></tr>
             </thead>
             <tbody>
-              {entries.map((e) => (
+              {entries.slice(0, MAX_ROWS).map((e) => (
                 <tr key={e.id} data-testid="cache-entry">
                   <td title={e.id}>{labels.get(e.id) ?? <span className="muted">{e.id.slice(0, 10)}… (no document)</span>}</td>
                   <td>{e.variant}</td>
@@ -78,6 +81,7 @@ export function CacheLibrary() {
               ))}
             </tbody>
           </table>
+          {entries.length > MAX_ROWS && <p className="muted small">Showing the {MAX_ROWS} most recently used of {entries.length.toLocaleString('en-US')} caches.</p>}
         </div>
       )}
       {st && (

@@ -1,7 +1,8 @@
 /**
- * Charts: the TTFT breakdown of the latest answer of each algorithm
- * (stacked bars), TTFT against context length from a sweep run here with
- * fixed-size chunks, and accuracy against TTFT from an evaluation run.
+ * Charts: the TTFT breakdown of the latest answer of each algorithm to the
+ * current model and prompt (stacked bars), TTFT against context length from
+ * a sweep run here with fixed-size chunks, and accuracy against TTFT from an
+ * evaluation run.
  */
 import { useMemo, useState } from 'react';
 import type { AskFirst } from '../worker/studio-protocol';
@@ -9,10 +10,11 @@ import { Bar, BarChart, CartesianGrid, Legend, Line, LineChart, Tooltip, XAxis, 
 import { useStudio, type Settings } from './studio-store';
 import { runSweep, stopAll } from './ask-actions';
 import { ChartCard } from './ChartCard';
-import { ParetoChart } from './ParetoChart';
+import { ALGO_COLOURS, ParetoChart } from './ParetoChart';
 import { useApp } from './store';
 import { StudioError } from './StudioError';
 import { SWEEP_ALGORITHMS } from '../kvlink/catalogue';
+import { usePromptContext } from './prompt-context';
 
 const PARTS = [
   { key: 'lookup', label: 'lookup', colour: '#94a3b8' },
@@ -20,13 +22,16 @@ const PARTS = [
   { key: 'recompute', label: 'recompute', colour: '#f97316' },
   { key: 'firstToken', label: 'first token', colour: '#16a34a' },
 ] as const;
-export const ALGO_COLOURS = ['#dc2626', '#2563eb', '#16a34a', '#9333ea', '#ea580c', '#0891b2', '#4b5563'];
 const WIDTH = 540;
 
 export function ChartsPanel() {
-  // Only answers' TTFTs matter here: a string key keeps streamed text from re-rendering the charts.
-  const ttftKey = useStudio((s) => JSON.stringify(s.answers.filter((a) => a.first).map((a) => [a.algorithm, a.first])));
-  const answers = useMemo(() => JSON.parse(ttftKey) as [string, AskFirst][], [ttftKey]);
+  // Only answers' TTFTs matter here: a string key keeps streamed text from re-rendering the charts. The breakdown
+  // shows the answers to the current model and prompt (context) only; others are counted, to say they are from before.
+  const ctx = usePromptContext();
+  const ttftKey = useStudio((s) => JSON.stringify(s.answers.filter((a) => a.first).map((a) => [a.algorithm, a.first, a.context === ctx])));
+  const all = useMemo(() => JSON.parse(ttftKey) as [string, AskFirst, boolean][], [ttftKey]);
+  const answers = all.filter(([, , current]) => current);
+  const earlier = all.length - answers.length;
   const sweep = useStudio((s) => s.sweep);
   const busy = useStudio((s) => s.busy);
   const docs = useStudio((s) => s.docs);
@@ -64,14 +69,18 @@ export function ChartsPanel() {
           {breakdown.length ? (
             <BarChart width={WIDTH} height={280} data={breakdown} margin={{ top: 8, right: 12, bottom: 8, left: 8 }}>
               <CartesianGrid strokeDasharray="3 3" />
-              <XAxis dataKey="algorithm" fontSize={11} />
+              <XAxis dataKey="algorithm" fontSize={11} interval={0} angle={-25} textAnchor="end" height={56} />
               <YAxis unit=" ms" fontSize={11} />
               <Tooltip formatter={(v) => `${Number(v).toFixed(1)} ms`} />
-              <Legend />
+              <Legend itemSorter={null} />
               {PARTS.map((p) => <Bar key={p.key} dataKey={p.key} name={p.label} stackId="ttft" fill={p.colour} isAnimationActive={false} />)}
             </BarChart>
           ) : (
-            <p className="muted">Ask (or Compare) to see each algorithm's time to first token, split into lookup, load, recompute and first token.</p>
+            <p className="muted" data-testid="ttft-empty">
+              {earlier > 0 ? `The ${earlier} answers so far were to another model, question or chunk order. ` : ''}
+              Put chunks in the composer, type a question and press Ask (or Compare) to see each algorithm's time to first token,
+              split into lookup, load, recompute and first token.
+            </p>
           )}
         </ChartCard>
         <ChartCard title="TTFT against context length" file="ttft-sweep" data={sweep.points} testId="sweep-chart">
@@ -84,17 +93,20 @@ export function ChartsPanel() {
           {busy === 'sweep' && <p role="status" className="small">Measured {sweep.done} of {sweep.total} points…</p>}
           <StudioError at="charts" />
           {sweepRows.length ? (
-            <LineChart width={WIDTH} height={260} data={sweepRows} margin={{ top: 8, right: 12, bottom: 16, left: 8 }}>
+            <LineChart width={WIDTH} height={280} data={sweepRows} margin={{ top: 8, right: 12, bottom: 16, left: 8 }}>
               <CartesianGrid strokeDasharray="3 3" />
               <XAxis dataKey="contextTokens" type="number" domain={['dataMin', 'dataMax']} fontSize={11} label={{ value: 'context tokens', position: 'insideBottom', offset: -8, fontSize: 11 }} />
-              <YAxis unit=" ms" fontSize={11} />
+              <YAxis unit=" ms" fontSize={11} padding={{ top: 14 }} />
               <Tooltip formatter={(v) => `${Number(v).toFixed(1)} ms`} />
-              <Legend verticalAlign="top" />
+              <Legend verticalAlign="top" itemSorter={null} />
               {algos.map((a, i) => <Line key={a} dataKey={a} stroke={ALGO_COLOURS[i % ALGO_COLOURS.length]} dot isAnimationActive={false} />)}
             </LineChart>
           ) : (
-            <p className="muted">Runs {SWEEP_ALGORITHMS.join(', ')} over your documents' text repeated and cut into fixed-size chunks. Full recompute and
-              CacheBlend grow quadratically with the context; LegoLink stays near linear.</p>
+            <p className="muted" data-testid="sweep-empty">
+              {docs.length ? 'Press Run sweep' : 'Add a document above, then press Run sweep'}: it runs {SWEEP_ALGORITHMS.join(', ')} over your documents'
+              text repeated and cut into fixed-size chunks, one point per context length. Full recompute and CacheBlend grow quadratically with
+              the context; LegoLink stays near linear.
+            </p>
           )}
         </ChartCard>
         <ParetoChart width={WIDTH} />

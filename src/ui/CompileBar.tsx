@@ -9,8 +9,7 @@ export function CompileBar() {
   const compile = useStudio((s) => s.compile);
   const busy = useStudio((s) => s.busy);
   const model = useApp((s) => s.model);
-  const compiled = Object.values(compile.status).filter((v) => v === 'compiled').length;
-  const reused = Object.values(compile.status).filter((v) => v === 'cached').length;
+  const { compiled, reused } = compile;
   return (
     <div className="compile-bar">
       <div className="row">
@@ -21,8 +20,9 @@ export function CompileBar() {
         <div className="row" role="status" data-testid="compile-progress">
           <progress aria-label="Compile progress" value={compile.done} max={compile.total || 1} />
           <span>
-            {compile.running ? 'Compiling' : 'Compiled'} {compile.done} of {compile.total} chunks
-            {compile.done > 0 ? ` (${compiled} new, ${reused} already stored)` : ''}
+            {compile.running ? 'Compiling' : compile.cancelled ? 'Cancelled: compiled' : 'Compiled'} {compile.done.toLocaleString('en-US')} of {compile.total.toLocaleString('en-US')} chunks
+            {compile.done > 0 ? ` (${compiled.toLocaleString('en-US')} new, ${reused.toLocaleString('en-US')} already stored)` : ''}
+            {compile.cancelled ? '; the others are not compiled.' : ''}
           </span>
         </div>
       )}

@@ -9,6 +9,7 @@ import { useStudio, allChunks, algorithmSpec, framingFor, ALGORITHMS, COMPARE_AL
 import { askSelected, compareAll, stopAll } from './ask-actions';
 import { promptFor, useApp } from './store';
 import { moveItem } from './list-ops';
+import { useRovingList } from './roving';
 import { StudioError } from './StudioError';
 import { algorithmInfo } from '../kvlink/catalogue';
 
@@ -16,11 +17,12 @@ const CHUNK = 'application/x-legokv-chunk';
 const ORDER = 'application/x-legokv-order';
 
 export function Composer() {
-  const s = useStudio(useShallow((x) => ({ docs: x.docs, splits: x.splits, composer: x.composer, settings: x.settings, busy: x.busy, set: x.set })));
+  const s = useStudio(useShallow((x) => ({ docs: x.docs, splits: x.splits, composer: x.composer, settings: x.settings, busy: x.busy, composerNote: x.composerNote, set: x.set })));
   const model = useApp((a) => a.model);
   const bundled = useApp((a) => a.bundled);
   const profile = promptFor(bundled, model?.id);
   const [overIdx, setOverIdx] = useState<number | null>(null);
+  const [listRef, onListKey] = useRovingList<HTMLOListElement>();
   const all = allChunks(s);
   const st = s.settings;
   /** The chosen algorithm's parameter (k or r), from the catalogue. */
@@ -50,12 +52,14 @@ export function Composer() {
     <section className="panel" id="ask" aria-labelledby="composer-title">
       <h2 id="composer-title">Link and ask</h2>
       <p className="muted small">Drag chunks here from the documents (or use their “add” buttons); drag to reorder, or use ↑ ↓.</p>
-      <ol className="composer" data-testid="composer" aria-label="Chunks to link, in order" onDragOver={allowDrop} onDrop={(e) => onDrop(e, items.length)}>
+      <ol className="composer" data-testid="composer" aria-label="Chunks to link, in order" ref={listRef} onKeyDown={onListKey}
+        onDragOver={allowDrop} onDrop={(e) => onDrop(e, items.length)}>
         {items.map((k, i) => {
           const c = all.get(k)!;
           return (
             <li
-              key={k} draggable data-testid="composer-item" className={`composer-item${overIdx === i ? ' over' : ''}`}
+              key={k} draggable data-testid="composer-item" className={`composer-item${overIdx === i ? ' over' : ''}`} data-roving
+              aria-label={`${i + 1}. ${c.label} (${c.chunk.tokens.length} tokens). Arrow keys: other chunks and the move buttons`}
               onDragStart={(e) => {
                 e.dataTransfer.setData(ORDER, String(i));
                 e.dataTransfer.effectAllowed = 'move';
@@ -86,6 +90,12 @@ export function Composer() {
         </li>
       </ol>
       <p className="muted small">{items.length} chunks · {tokens} cached tokens{items.length ? ' · each chunk keeps its own BOS' : ''}</p>
+      {s.composerNote && (
+        <p role="status" className="notice small row-between" data-testid="composer-note">
+          <span>{s.composerNote}</span>
+          <button className="small-btn" aria-label="Dismiss this note" onClick={() => s.set({ composerNote: null })}>×</button>
+        </p>
+      )}
       <div className="row">
         <label>
           Algorithm{' '}
@@ -100,13 +110,13 @@ export function Composer() {
       </div>
       <label className="stack">
         Question
-        <textarea aria-label="Question" rows={2} placeholder={profile?.example} value={st.question} onChange={(e) => setSettings({ question: e.target.value })} />
+        <textarea aria-label="Question" rows={2} placeholder={profile?.example} value={st.question} onChange={(e) => setSettings({ question: e.target.value, questionFor: undefined })} />
       </label>
       <label className="stack small">
         Framing: the uncached text after the chunks, with {'{question}'} for the question
         {model?.chatTemplate ? ` (chunks and framing are the user's message in ${model.id}'s ${model.chatTemplate} chat template)` : ' (no chat template: the prompt is the chunks and this text)'}
         <textarea
-          aria-label="Question framing" rows={1} value={framing} disabled={!model}
+          aria-label="Question framing" rows={framing.split('\n').length + 1} value={framing} disabled={!model}
           onChange={(e) => model && setSettings({ framings: { ...st.framings, [model.id]: e.target.value } })}
         />
       </label>

@@ -100,7 +100,7 @@ export function DemoPanel() {
       if (i === 0) {
         if (useApp.getState().model?.id !== demo.model) await loadDemoModel(demo.model);
         const keys = (await addSamples(ix.samples, demo.mode)).flatMap((k) => k.slice(0, demo.chunksPerDocument));
-        studio().set((s) => ({ composer: keys, settings: { ...s.settings, question: demo.question }, mapPair: ['naive', 'legolink:16'] }));
+        studio().set((s) => ({ composer: keys, settings: { ...s.settings, question: demo.question, questionFor: demo.model }, mapPair: ['naive', 'legolink:16'] }));
       } else if (i === 1) {
         await compileKeys(studio().composer);
       } else if (i === 2) {

@@ -3,12 +3,14 @@
  * status. Boundaries are set by hand: click in a chunk's text to cut there,
  * or use the buttons (cut in half, merge, move a boundary a word left or
  * right); any of these switches the document to the 'boundaries' mode.
+ * The chunk list is one tab stop (arrow keys inside, see roving.ts).
  */
 import type { MouseEvent } from 'react';
 import { useStudio, chunkKey, type StudioDoc } from './studio-store';
 import { compileKeys, removeDocument, setDocumentMode } from './doc-actions';
 import { ModeControl } from './ModeControl';
 import { wordStep } from './list-ops';
+import { useRovingList } from './roving';
 import type { ChunkInfo } from '../worker/studio-protocol';
 
 /** Chunks drawn at most (long documents show a note). */
@@ -37,6 +39,7 @@ export function DocumentCard({ doc }: { doc: StudioDoc }) {
   const cutAt = (offsets: number[]) => void setDocumentMode(doc.id, { kind: 'boundaries', offsets: [...new Set(offsets)].sort((a, b) => a - b) });
   const add = (k: string) => set((s) => ({ composer: s.composer.includes(k) ? s.composer : [...s.composer, k] }));
   const compiledCount = chunks.filter((c) => stored.has(c.ids.plain)).length;
+  const [listRef, onListKey] = useRovingList<HTMLOListElement>();
 
   function onTextClick(e: MouseEvent<HTMLParagraphElement>, c: ChunkInfo) {
     if (!window.getSelection()?.isCollapsed) return;
@@ -52,7 +55,7 @@ export function DocumentCard({ doc }: { doc: StudioDoc }) {
         <button className="small-btn" aria-label={`Remove ${doc.name}`} onClick={() => removeDocument(doc.id)} disabled={!!busy}>Remove</button>
       </div>
       <p className="muted small meta">
-        {doc.kind} · {doc.text.length.toLocaleString()} chars · {split ? `${split.totalTokens} tokens · ${chunks.length} chunks · ${compiledCount} compiled` : 'waiting for the model…'}
+        {doc.kind}{doc.encoding ? <span data-testid="doc-encoding"> · read as {doc.encoding} (not UTF-8)</span> : ''} · {doc.text.length.toLocaleString()} chars · {split ? `${split.totalTokens} tokens · ${chunks.length} chunks · ${compiledCount} compiled` : 'waiting for the model…'}
       </p>
       <div className="row small">
         <ModeControl idPrefix={doc.name} mode={doc.mode} onChange={(m) => void setDocumentMode(doc.id, m)} disabled={!!busy} />
@@ -65,12 +68,13 @@ export function DocumentCard({ doc }: { doc: StudioDoc }) {
       </div>
       {splitError && <p role="alert" className="notice">{splitError}</p>}
       <p className="muted small hint">Click in a chunk's text to cut it there; use ⇤ ⇥ to move a boundary by a word, or merge chunks.</p>
-      <ol className="chunks" aria-label={`Chunks of ${doc.name}`}>
+      <ol className="chunks" aria-label={`Chunks of ${doc.name}`} ref={listRef} onKeyDown={onListKey}>
         {chunks.slice(0, MAX_SHOWN).map((c, i) => {
           const key = chunkKey(doc.id, c.index);
           const state = stored.has(c.ids.plain) ? 'compiled' : compile.current === key ? 'compiling…' : 'not compiled';
           return (
-            <li key={key} className="chunk" data-testid="chunk" draggable
+            <li key={key} className="chunk" data-testid="chunk" draggable data-roving
+              aria-label={`${doc.name} · ${c.index + 1}: ${c.tokens.length} tokens + BOS, ${state}. Arrow keys: other chunks and this chunk's buttons`}
               onDragStart={(e) => {
                 e.dataTransfer.setData('application/x-legokv-chunk', key);
                 e.dataTransfer.effectAllowed = 'copy';
@@ -88,7 +92,7 @@ export function DocumentCard({ doc }: { doc: StudioDoc }) {
                 </div>
               )}
               <div className="row-between small">
-                <span><span className="grip" title="Drag into the composer" aria-hidden>⠿</span> <b>#{c.index + 1}</b> · {c.tokens.length} tokens · <span className={`badge ${state === 'compiled' ? 'ok' : ''}`}>{state}</span></span>
+                <span><span className="grip" title="Drag into the composer" aria-hidden>⠿</span> <b>#{c.index + 1}</b> · <span title="Its cache also holds the BOS token compiled before it">{c.tokens.length} tokens + BOS</span> · <span className={`badge ${state === 'compiled' ? 'ok' : ''}`}>{state}</span></span>
                 <span className="row tight">
                   <button className="tiny" aria-label={`Cut chunk ${i + 1} in half`} disabled={!!busy || c.end - c.start < 8}
                     onClick={() => cutAt([...starts, wordStep(doc.text, Math.floor((c.start + c.end) / 2), -1)])}>cut ½</button>

@@ -32,7 +32,7 @@ export function DocumentsPanel() {
     setSampling(true);
     try {
       const keys = (await addSamples(profile.samples.files, profile.samples.mode)).flat();
-      set((s) => ({ composer: keys, settings: { ...s.settings, question: profile.example } }));
+      set((s) => ({ composer: keys, settings: { ...s.settings, question: profile.example, questionFor: model?.id } }));
     } catch (e) {
       reportImportError(describeError(e, 'Adding the sample documents'));
     } finally {

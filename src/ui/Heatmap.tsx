@@ -1,14 +1,16 @@
 /**
  * One attention map on a canvas: rows are the question and generated tokens,
- * columns the context tokens (chunk boundaries marked and labelled above and
- * below the cells, so that a chunk's first column stays visible), a
- * column-sum strip under it; hovering shows the tokens and the value. Long
+ * columns the context tokens (chunk boundaries marked above and below the
+ * cells, so that a chunk's first column stays visible, and labelled in two
+ * rows cut to fit, see label-layout.ts), a column-sum strip under it;
+ * hovering shows the tokens and the value. Long
  * contexts are downsampled to the canvas width (each drawn column is the
  * maximum of its tokens), and the panel says so.
  */
 import { useEffect, useMemo, useRef, useState, type KeyboardEvent, type MouseEvent } from 'react';
 import type { AttentionMap } from '../types/attention';
 import { binSums, columnSums, downsample, heatColour, normalizeMap, type Normalization } from '../analysis/attention-math';
+import { placeLabels } from './label-layout';
 
 const LABEL_H = 34;
 const STRIP_H = 40;
@@ -75,27 +77,33 @@ export function Heatmap({ map, norm, width, contrast }: Props) {
     });
     // Chunk boundaries with labels, then where the question and the answer start.
     const marks = [
-      ...map.segments.map((s, i) => ({ at: s.start, label: `${i + 1}: ${s.label}`, colour: '#e11d48' })),
-      { at: map.questionStart, label: 'question', colour: '#0f766e' },
-      ...(map.columns.length > map.promptTokens ? [{ at: map.promptTokens, label: 'answer', colour: '#7c3aed' }] : []),
-    ];
+      ...map.segments.map((s, i) => ({ at: s.start, text: `${i + 1}: ${s.label}`, short: String(i + 1), colour: '#e11d48' })),
+      { at: map.questionStart, text: 'question', short: 'q', colour: '#0f766e' },
+      ...(map.columns.length > map.promptTokens ? [{ at: map.promptTokens, text: 'answer', short: 'a', colour: '#7c3aed' }] : []),
+    ].map((m) => ({ ...m, x: Math.round((m.at / binned.factor) * cellW) + 0.5 }));
     ctx.font = '11px system-ui, sans-serif';
     ctx.textBaseline = 'top';
+    // Labels in two rows, cut to the room before the next label of their row (close boundaries would overlap).
+    const labels = new Map(placeLabels(marks, width, (t) => ctx.measureText(t).width).map((l) => [l.mark, l]));
     marks.forEach((m, i) => {
-      const x = Math.round((m.at / binned.factor) * cellW) + 0.5;
+      const label = labels.get(i);
       ctx.strokeStyle = m.colour;
       ctx.lineWidth = 1;
       // Above and below the cells, not across them: a line over a chunk's first column would hide its sink.
       ctx.beginPath();
-      ctx.moveTo(x, (i % 2) * 14 + 12);
-      ctx.lineTo(x, LABEL_H);
-      ctx.moveTo(x, LABEL_H + mapH);
-      ctx.lineTo(x, LABEL_H + mapH + GAP + STRIP_H);
+      ctx.moveTo(m.x, label ? label.row * 14 + 12 : 0);
+      ctx.lineTo(m.x, LABEL_H);
+      ctx.moveTo(m.x, LABEL_H + mapH);
+      ctx.lineTo(m.x, LABEL_H + mapH + GAP + STRIP_H);
       ctx.stroke();
-      ctx.fillStyle = m.colour;
-      const text = m.label.length > 22 ? `${m.label.slice(0, 21)}…` : m.label;
-      ctx.fillText(text, Math.min(x + 2, width - ctx.measureText(text).width - 1), (i % 2) * 14);
     });
+    // The texts over the lines (a first-row mark's line passes the second row), each on a white ground.
+    for (const l of labels.values()) {
+      ctx.fillStyle = '#fff';
+      ctx.fillRect(l.left - 1, l.row * 14, l.width + 2, 13);
+      ctx.fillStyle = marks[l.mark].colour;
+      ctx.fillText(l.text, l.left, l.row * 14);
+    }
   }, [binned, strip, map, width, height, mapH, cellW, contrast]);
 
   /** What the cell (or, for row −1, the strip) at drawn column `col` holds. */

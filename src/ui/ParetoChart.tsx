@@ -1,12 +1,16 @@
 /**
  * Accuracy against TTFT from an evaluation run (EPIC Fig. 6): load the
  * results JSON the evaluation writes (`results[]` with algorithm, accuracy,
- * ttft_ms_mean); one point per algorithm, the Pareto front joined by a line.
+ * ttft_ms_mean); one point per algorithm (named in the legend), the Pareto
+ * front joined by a line.
  */
 import { useState } from 'react';
-import { CartesianGrid, LabelList, Scatter, ScatterChart, Tooltip, XAxis, YAxis, ZAxis } from 'recharts';
+import { CartesianGrid, Legend, Scatter, ScatterChart, Tooltip, XAxis, YAxis, ZAxis } from 'recharts';
 import { ChartCard } from './ChartCard';
 import { paretoFront, parseResults, type ParetoMetric, type ParetoPoint } from './pareto';
+
+/** One colour per algorithm in the charts' series. */
+export const ALGO_COLOURS = ['#dc2626', '#2563eb', '#16a34a', '#9333ea', '#ea580c', '#0891b2', '#4b5563', '#be185d'];
 
 export function ParetoChart({ width }: { width: number }) {
   const [points, setPoints] = useState<ParetoPoint[]>([]);
@@ -41,19 +45,24 @@ export function ParetoChart({ width }: { width: number }) {
       )}
       {error && <p role="alert" className="notice">{error}</p>}
       {points.length ? (
-        <ScatterChart width={width} height={260} margin={{ top: 16, right: 24, bottom: 16, left: 8 }}>
+        <ScatterChart width={width} height={300} margin={{ top: 16, right: 24, bottom: 16, left: 8 }}>
           <CartesianGrid strokeDasharray="3 3" />
-          <XAxis dataKey="ttftMs" type="number" name="TTFT" unit=" ms" fontSize={11} />
+          <XAxis dataKey="ttftMs" type="number" name="TTFT" unit=" ms" fontSize={11} padding={{ left: 20 }} />
           <YAxis dataKey={metric} type="number" name={metric} fontSize={11} />
           <ZAxis range={[60, 60]} />
           <Tooltip />
-          <Scatter data={shown} fill="#2563eb" isAnimationActive={false}>
-            <LabelList dataKey="algorithm" position="top" fontSize={10} />
-          </Scatter>
-          <Scatter data={front} line={{ stroke: '#16a34a' }} fill="#16a34a" shape="cross" isAnimationActive={false} />
+          {/* The front underneath; then one series per algorithm, named in the legend (labels beside close points would overlap). */}
+          <Scatter name="Pareto front" data={front} line={{ stroke: '#64748b', strokeDasharray: '4 3' }} fill="#64748b" shape="cross" legendType="line" isAnimationActive={false} />
+          {shown.map((p, i) => (
+            <Scatter key={p.algorithm} name={p.algorithm} data={[p]} fill={ALGO_COLOURS[i % ALGO_COLOURS.length]} isAnimationActive={false} />
+          ))}
+          <Legend verticalAlign="bottom" wrapperStyle={{ fontSize: 11 }} itemSorter={null} />
         </ScatterChart>
       ) : (
-        <p className="muted">Run the evaluation, then load its results file to plot each algorithm's accuracy against its mean TTFT.</p>
+        <p className="muted" data-testid="pareto-empty">
+          Run an evaluation (<code>npm run eval -- --model stories260K --data data/multidoc.jsonl --out results.json</code>, see the README), then press Load evaluation results and pick
+          its JSON file: each algorithm's accuracy is plotted against its mean TTFT.
+        </p>
       )}
     </ChartCard>
   );

@@ -42,13 +42,13 @@ async function askWith(algorithm: string, group: number, opts: { maxTokens?: num
   const s = studio();
   const chunks = composerChunks();
   const st = s.settings;
+  const ctx = currentContext();
   const card: AnswerCard = {
-    id: nextCard++, group, algorithm, question: st.question, chunkLabels: chunks.map((c) => c.label), text: '',
+    id: nextCard++, group, algorithm, question: st.question, chunkLabels: chunks.map((c) => c.label), context: ctx, text: '',
     // prompt compiles nothing: it goes straight to computing the prompt.
     status: parseAlgorithm(algorithm).kind === 'prompt' ? 'linking' : 'compiling',
   };
   s.set((x) => ({ answers: [card, ...x.answers].slice(0, 40) }));
-  const ctx = currentContext();
   const onEvent = (ev: StudioEvent) => {
     if (ev.kind === 'first-token') patchCard(card.id, { status: 'streaming', first: ev.first });
     else if (ev.kind === 'text') patchCard(card.id, (c) => ({ text: c.text + ev.text }));
@@ -88,10 +88,9 @@ async function run(algorithms: string[], opts: { maxTokens?: number; newGroup?: 
   }
   stopped = false;
   s.set({ busy: 'ask', error: null });
-  // Answers to the same question over the same chunks sit side by side; a new question starts a new group.
+  // Answers to the same model and prompt sit side by side; a new question, chunk order or model starts a new group.
   const last = s.answers[0];
-  const labels = composerChunks().map((c) => c.label).join('\n');
-  const group = !opts.newGroup && last && last.question === s.settings.question && last.chunkLabels.join('\n') === labels ? last.group : nextCard;
+  const group = !opts.newGroup && last && last.context === currentContext() ? last.group : nextCard;
   const out: (AskResult | null)[] = [];
   try {
     for (const a of algorithms) {

@@ -47,9 +47,23 @@ export async function svgToPng(svg: SVGSVGElement, scale = 2): Promise<Blob> {
   }
 }
 
-/** Saves the first chart SVG inside `container` as `name` (PNG). */
+/**
+ * The chart's own SVG inside `container`: the largest `svg.recharts-surface`, since the legend's icons are
+ * small SVGs of the same class and may come first.
+ */
+export function chartSvg(container: ParentNode | null): SVGSVGElement | null {
+  let best: SVGSVGElement | null = null;
+  let area = 0;
+  for (const svg of container?.querySelectorAll<SVGSVGElement>('svg.recharts-surface') ?? []) {
+    const r = svg.getBoundingClientRect();
+    if (r.width * r.height > area) [best, area] = [svg, r.width * r.height];
+  }
+  return best;
+}
+
+/** Saves the chart SVG inside `container` as `name` (PNG). */
 export async function downloadPng(container: HTMLElement | null, name: string) {
-  const svg = container?.querySelector('svg.recharts-surface') as SVGSVGElement | null;
+  const svg = chartSvg(container);
   if (!svg) throw new Error('There is no chart to export yet');
   download(await svgToPng(svg), name);
 }

@@ -5,7 +5,8 @@
 import type { SplitMode } from '../kvsplit/types';
 import type { ChunkRef } from '../worker/studio-protocol';
 import { contextCache, engineClient } from './actions';
-import { extractText } from './doc-import';
+import { extractText, FileTooLargeError } from './doc-import';
+import { MAX_DOCUMENT_CHARS, tooLargeMessage } from './doc-limits';
 import { describeError, isAbort } from './errors';
 import { useApp } from './store';
 import { allChunks, chunkKey, modeKey, studio, type DocKind, type DocSplit, type StudioDoc } from './studio-store';
@@ -60,9 +61,26 @@ async function split(doc: Pick<StudioDoc, 'id' | 'text' | 'mode'>): Promise<DocS
   return { ...r, modeKey: modeKey(doc.mode) };
 }
 
+/** Tokens per character of `text`, measured on its start with the loaded model's tokenizer (for the size refusal). */
+async function tokensPerChar(text: string): Promise<number | undefined> {
+  const sample = text.slice(0, 20_000);
+  try {
+    return (await split({ id: 'sample', text: sample, mode: { kind: 'fixed', tokens: 4096 } })).totalTokens / sample.length;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Adds a document once KVSplit accepts it (an empty or oversized one is refused with a message). */
-export async function addDocument(name: string, kind: DocKind, text: string, mode?: SplitMode): Promise<StudioDoc | null> {
+export async function addDocument(
+  name: string, kind: DocKind, text: string, mode?: SplitMode, file: { bytes?: number; encoding?: string } = {},
+): Promise<StudioDoc | null> {
+  if (text.length > MAX_DOCUMENT_CHARS) {
+    reportImportError(tooLargeMessage({ name, bytes: file.bytes, chars: text.length }, useApp.getState().model, await tokensPerChar(text)));
+    return null;
+  }
   const doc: StudioDoc = { id: crypto.randomUUID().slice(0, 8), name, kind, text, mode: mode ?? studio().settings.defaultMode, addedAt: Date.now() };
+  if (file.encoding && file.encoding !== 'UTF-8') doc.encoding = file.encoding;
   try {
     const sp = await split(doc);
     studio().set((s) => ({ docs: [...s.docs, doc], splits: { ...s.splits, [doc.id]: sp } }));
@@ -97,10 +115,10 @@ export async function addSamples(files: { file: string; title: string }[], mode:
 export async function importFiles(files: File[]): Promise<void> {
   for (const f of files) {
     try {
-      const { text, kind } = await extractText(f);
-      await addDocument(f.name, kind, text);
+      const { text, kind, encoding } = await extractText(f);
+      await addDocument(f.name, kind, text, undefined, { bytes: f.size, encoding });
     } catch (e) {
-      reportImportError(describeError(e, `Reading "${f.name}"`));
+      reportImportError(e instanceof FileTooLargeError ? tooLargeMessage({ name: f.name, bytes: f.size }, useApp.getState().model) : describeError(e, `Reading "${f.name}"`));
     }
   }
 }
@@ -120,9 +138,14 @@ export async function setDocumentMode(id: string, mode: SplitMode): Promise<void
   try {
     const sp = await split({ ...doc, mode });
     studio().set((s) => {
+      // A composer entry stays where the new cut has a chunk of exactly the same text (it may have another index).
       const old = s.splits[id];
-      const same = (i: number) => old?.chunks[i] && sp.chunks[i] && old.chunks[i].ids.plain === sp.chunks[i].ids.plain;
-      const composer = s.composer.filter((k) => !k.startsWith(`${id}#`) || same(Number(k.slice(id.length + 1))));
+      const composer = s.composer.flatMap((k) => {
+        if (!k.startsWith(`${id}#`)) return [k];
+        const o = old?.chunks[Number(k.slice(id.length + 1))];
+        const c = o && sp.chunks.find((x) => x.start === o.start && x.end === o.end);
+        return c ? [chunkKey(id, c.index)] : [];
+      });
       const { [id]: _e, ...splitErrors } = s.splitErrors;
       return { docs: s.docs.map((d) => (d.id === id ? { ...d, mode } : d)), splits: { ...s.splits, [id]: sp }, splitErrors, composer };
     });
@@ -131,15 +154,32 @@ export async function setDocumentMode(id: string, mode: SplitMode): Promise<void
   }
 }
 
-/** Cuts again every document whose chunks were made for another model (after a model change). */
+/**
+ * Cuts again every document whose chunks were made for another model (after a model change), and says what
+ * that did to the composer: chunks whose text is unchanged stay, the others are taken out.
+ */
 export async function resplitStale(modelKey: string): Promise<void> {
+  const before = studio().composer.length;
+  let cut = 0;
   for (const doc of studio().docs) {
     const sp = studio().splits[doc.id];
-    if (!sp || sp.modelKey !== modelKey || sp.modeKey !== modeKey(doc.mode)) await setDocumentMode(doc.id, doc.mode);
+    if (!sp || sp.modelKey !== modelKey || sp.modeKey !== modeKey(doc.mode)) {
+      cut++;
+      await setDocumentMode(doc.id, doc.mode);
+    }
   }
+  const kept = studio().composer.length;
+  if (!cut || !before) return;
+  const model = useApp.getState().model?.id ?? 'the new model';
+  const note = `The documents were cut again with ${model}'s tokenizer: ${kept} of ${before} chunks in the composer kept`
+    + (kept < before ? `; ${before - kept} changed and were taken out (add them again from the documents).` : ' (their text is unchanged).');
+  studio().set((s) => ({ composerNote: [s.composerNote, note].filter(Boolean).join(' ') }));
 }
 
-/** Compiles chunks (by key) that are not in the store yet, with per-chunk progress. */
+/** Chunks per compile request: the worker hears Cancel between requests even when every chunk is an instant cache hit. */
+const COMPILE_BATCH = 256;
+
+/** Compiles chunks (by key) that are not in the store yet, with per-chunk progress, in batches. */
 export async function compileKeys(keys: string[]): Promise<void> {
   const s = studio();
   if (s.busy || !keys.length) return;
@@ -152,23 +192,39 @@ export async function compileKeys(keys: string[]): Promise<void> {
     const c = all.get(k);
     return c ? [{ key: k, label: c.label, tokens: c.chunk.tokens }] : [];
   });
-  s.set({ busy: 'compile', error: null, compile: { running: true, done: 0, total: refs.length, status: {}, current: refs[0]?.key ?? null } });
+  s.set({ busy: 'compile', error: null, compile: { running: true, done: 0, total: refs.length, compiled: 0, reused: 0, current: refs[0]?.key ?? null } });
+  // Progress is counted here and shown at most every 100 ms: cache hits arrive by the thousand, and a store update
+  // (and render) for each froze the page.
+  const seen = { done: 0, compiled: 0, reused: 0 };
+  let timer: ReturnType<typeof setTimeout> | null = null;
+  const show = () => {
+    timer = null;
+    const { done, compiled, reused } = seen;
+    studio().set((st) => ({ compile: { ...st.compile, done, compiled, reused, current: refs[done]?.key ?? null } }));
+  };
   const ac = new AbortController();
   compileAbort = ac;
+  let cancelled = false;
   try {
-    await lego().compileContext(refs.map((r) => r.tokens), {
-      variant: { kind: 'plain' }, signal: ac.signal,
-      onProgress: (ev) => {
-        studio().set((st) => ({
-          compile: { ...st.compile, done: ev.done, status: { ...st.compile.status, [refs[ev.index].key]: ev.status }, current: refs[ev.done]?.key ?? null },
-        }));
-      },
-    });
+    for (let at = 0; at < refs.length && !ac.signal.aborted; at += COMPILE_BATCH) {
+      await lego().compileContext(refs.slice(at, at + COMPILE_BATCH).map((r) => r.tokens), {
+        variant: { kind: 'plain' }, signal: ac.signal,
+        onProgress: (ev) => {
+          seen.done = at + ev.done;
+          seen[ev.status === 'cached' ? 'reused' : 'compiled']++;
+          timer ??= setTimeout(show, 100);
+        },
+      });
+    }
+    cancelled = ac.signal.aborted;
   } catch (e) {
-    if (!isAbort(e)) studio().set({ error: { message: describeError(e, 'Compiling'), at: 'documents' } });
+    cancelled = isAbort(e);
+    if (!cancelled) studio().set({ error: { message: describeError(e, 'Compiling'), at: 'documents' } });
   } finally {
     compileAbort = null;
-    studio().set((st) => ({ busy: null, compile: { ...st.compile, running: false, current: null } }));
+    if (timer) clearTimeout(timer);
+    show();
+    studio().set((st) => ({ busy: null, compile: { ...st.compile, running: false, cancelled, current: null } }));
     await refreshLibrary();
   }
 }

@@ -1,14 +1,12 @@
 /**
- * Turning a file the user added into document text: .txt and .md as UTF-8
- * (binary files refused), .html through DOMParser's textContent (scripts and
- * styles dropped; never rendered), .pdf through pdfjs-dist. Text is only ever
- * shown as text.
+ * Turning a file the user added into document text: .txt and .md as UTF-8,
+ * or as Windows-1252 when they are not UTF-8 (binary files refused), .html
+ * through DOMParser's textContent (scripts and styles dropped; never
+ * rendered), .pdf through pdfjs-dist. Text is only ever shown as text.
  */
-import { decodeDocumentBytes, EmptyDocumentError } from '../kvsplit';
+import { decodeText, EmptyDocumentError, type TextEncodingName } from '../kvsplit';
+import { MAX_FILE_BYTES } from './doc-limits';
 import type { DocKind } from './studio-store';
-
-/** Largest file read at all (KVSplit's own limit, 5 M characters, applies to the text). */
-export const MAX_FILE_BYTES = 64 * 2 ** 20;
 
 export class UnsupportedFileError extends Error {
   constructor(name: string) {
@@ -17,10 +15,11 @@ export class UnsupportedFileError extends Error {
   }
 }
 
+/** A file over MAX_FILE_BYTES, not read (doc-actions words the refusal with the loaded model, see doc-limits). */
 export class FileTooLargeError extends Error {
-  constructor(name: string, bytes: number) {
-    super(`"${name}" is ${(bytes / 2 ** 20).toFixed(1)} MiB, more than the ${MAX_FILE_BYTES / 2 ** 20} MiB a document may have; split it into smaller files first`);
-    this.name = 'DocumentTooLargeError';
+  constructor(readonly fileName: string, readonly bytes: number) {
+    super(`"${fileName}" is ${(bytes / 2 ** 20).toFixed(1)} MiB, more than the ${MAX_FILE_BYTES / 2 ** 20} MiB a file may have`);
+    this.name = 'FileTooLargeError';
   }
 }
 
@@ -47,7 +46,8 @@ export function htmlToText(html: string): string {
   return text.replace(/[ \t\u00a0]+/g, ' ').replace(/ *\n */g, '\n').replace(/\n{3,}/g, '\n\n').trim();
 }
 
-export async function extractText(file: File): Promise<{ text: string; kind: DocKind }> {
+/** The file's text and kind, and for text files the encoding it was read in (UTF-8, or Windows-1252 when it is not UTF-8). */
+export async function extractText(file: File): Promise<{ text: string; kind: DocKind; encoding?: TextEncodingName }> {
   const kind = kindOf(file);
   if (!kind) throw new UnsupportedFileError(file.name);
   if (file.size > MAX_FILE_BYTES) throw new FileTooLargeError(file.name, file.size);
@@ -69,8 +69,8 @@ export async function extractText(file: File): Promise<{ text: string; kind: Doc
     }
     return { text, kind };
   }
-  text = decodeDocumentBytes(file.name, bytes);
-  if (kind === 'html') text = htmlToText(text);
+  const decoded = decodeText(file.name, bytes);
+  text = kind === 'html' ? htmlToText(decoded.text) : decoded.text;
   if (!/\S/.test(text)) throw new EmptyDocumentError(file.name);
-  return { text, kind };
+  return { text, kind, encoding: decoded.encoding };
 }

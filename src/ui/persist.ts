@@ -11,6 +11,10 @@ const db = () => createStore('legokv-studio', 'state');
 
 type Saved = Pick<StudioState, 'docs' | 'splits' | 'composer' | 'settings'> & { version: 1 };
 
+/** The documents and their chunks, kept under their own key: large, and written only when they change. */
+const DOCS_KEY = 'studio-v1-docs';
+type SavedDocs = Pick<StudioState, 'docs' | 'splits'>;
+
 let started = false;
 
 /** Loads the saved studio, then saves every change (debounced). Safe to call more than once. */
@@ -19,12 +23,13 @@ export async function hydrateStudio(): Promise<void> {
   started = true;
   const store = db();
   try {
-    const saved = (await get(KEY, store)) as Saved | undefined;
+    // Older saves hold the documents in the main record; newer ones under DOCS_KEY.
+    const [saved, savedDocs] = (await Promise.all([get(KEY, store), get(DOCS_KEY, store)])) as [Saved | undefined, SavedDocs | undefined];
     if (saved?.version === 1) {
       // Compare's list was a setting once; older saves still carry one (without prompt), which is not used.
       const { compare: _, ...settings } = (saved.settings ?? {}) as Partial<StudioState['settings']> & { compare?: unknown };
       useStudio.getState().set({
-        docs: saved.docs ?? [], splits: saved.splits ?? {}, composer: saved.composer ?? [],
+        docs: savedDocs?.docs ?? saved.docs ?? [], splits: savedDocs?.splits ?? saved.splits ?? {}, composer: saved.composer ?? [],
         settings: { ...DEFAULT_SETTINGS, ...settings },
       });
     }
@@ -33,16 +38,24 @@ export async function hydrateStudio(): Promise<void> {
   }
   useStudio.getState().set({ hydrated: true });
   let timer: ReturnType<typeof setTimeout> | null = null;
-  let last: Saved | null = null;
+  let last: Pick<StudioState, 'docs' | 'splits' | 'composer' | 'settings'> | null = null;
+  let docsDirty = false;
+  const fail = (e: Error) =>
+    useStudio.getState().set({ error: { message: `Documents could not be saved in this browser (${e.name}: ${e.message}); they will be lost on reload.`, at: 'documents' } });
   useStudio.subscribe((s) => {
-    const next: Saved = { version: 1, docs: s.docs, splits: s.splits, composer: s.composer, settings: s.settings };
-    if (last && last.docs === next.docs && last.splits === next.splits && last.composer === next.composer && last.settings === next.settings) return;
-    last = next;
+    if (last && last.docs === s.docs && last.splits === s.splits && last.composer === s.composer && last.settings === s.settings) return;
+    // Copying megabytes of documents into IndexedDB blocks the page: only when they changed, not for each keystroke.
+    docsDirty ||= !last || last.docs !== s.docs || last.splits !== s.splits;
+    last = { docs: s.docs, splits: s.splits, composer: s.composer, settings: s.settings };
     if (timer) clearTimeout(timer);
     timer = setTimeout(() => {
-      set(KEY, next, store).catch((e: Error) =>
-        useStudio.getState().set({ error: { message: `Documents could not be saved in this browser (${e.name}: ${e.message}); they will be lost on reload.`, at: 'documents' } }),
-      );
+      const now = last!;
+      const small: Saved = { version: 1, docs: [], splits: {}, composer: now.composer, settings: now.settings };
+      if (docsDirty) {
+        docsDirty = false;
+        set(DOCS_KEY, { docs: now.docs, splits: now.splits } satisfies SavedDocs, store).catch(fail);
+      }
+      set(KEY, small, store).catch(fail);
     }, 150);
   });
 }

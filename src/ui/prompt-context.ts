@@ -3,10 +3,11 @@
  * and prompt are the current ones: the attention maps, their sink shares and
  * the demo's sink map (per prompt), and besides them the answers, their TTFT
  * chart and the TTFT sweep (per model). A change of model, of a chunk in the
- * composer, of the question or of its framing clears what no longer holds.
+ * composer, of the question or of its framing clears what no longer holds;
+ * a model change also replaces a question that was the previous model's.
  */
 import { useEffect, useRef } from 'react';
-import { useApp } from './store';
+import { promptFor, useApp } from './store';
 import { framingFor, promptContext, studio, useStudio, type StudioState } from './studio-store';
 
 /** The current prompt's context, outside React (ask-actions stamps what it measures with it). */
@@ -41,6 +42,7 @@ export function useCurrentMeasures(): Pick<StudioState, 'maps' | 'sinkGrid'> {
 export function useClearStale() {
   const ctx = usePromptContext();
   const modelKey = useApp((a) => a.model?.cacheKey);
+  const modelId = useApp((a) => a.model?.id);
   const lastModel = useRef<string | undefined>(undefined);
   useEffect(() => {
     const s = studio();
@@ -50,8 +52,24 @@ export function useClearStale() {
     // A failed load leaves the previous model: only another loaded model clears the answers and the sweep.
     if (!modelKey) return;
     if (lastModel.current !== undefined && lastModel.current !== modelKey) {
-      studio().set({ answers: [], sweep: { points: [], done: 0, total: 0 } });
+      studio().set({ answers: [], sweep: { points: [], done: 0, total: 0 }, composerNote: null });
+      replaceModelQuestion(modelId);
     }
     lastModel.current = modelKey;
-  }, [modelKey]);
+  }, [modelKey, modelId]);
+}
+
+/**
+ * After a model change: a question the previous model's samples or demo put in the box is replaced by the new
+ * model's example (or emptied), and the composer says so; a question the user typed stays.
+ */
+function replaceModelQuestion(modelId: string | undefined) {
+  const s = studio();
+  const was = s.settings.questionFor;
+  if (!was || !modelId || was === modelId || !s.settings.question.trim()) return;
+  const example = promptFor(useApp.getState().bundled, modelId)?.example;
+  s.set((x) => ({
+    settings: { ...x.settings, question: example ?? '', questionFor: example ? modelId : undefined },
+    composerNote: example ? `The question was ${was}'s example; it is now ${modelId}'s.` : `The question was ${was}'s example and was cleared: type one for ${modelId}.`,
+  }));
 }

@@ -24,6 +24,8 @@ export interface StudioDoc {
   text: string;
   mode: SplitMode;
   addedAt: number;
+  /** The encoding a text file was read in, when it was not UTF-8 (Windows-1252). */
+  encoding?: string;
 }
 
 /** A document's chunks for one model (tokenizer) and split mode. */
@@ -43,6 +45,8 @@ export interface Settings {
   maxTokens: number;
   temperature: number;
   question: string;
+  /** The model whose sample or demo question filled `question` (unset once the user types): a model change replaces it. */
+  questionFor?: string;
   /** Question framing per model id, where the user changed it from the model's own (see framingFor). */
   framings: Record<string, string>;
   layer: number;
@@ -65,6 +69,8 @@ export interface AnswerCard {
   algorithm: string;
   question: string;
   chunkLabels: string[];
+  /** The model and prompt it answered (promptContext): with the algorithm, the key its numbers belong to. */
+  context: string;
   status: AnswerStatus;
   text: string;
   first?: AskFirst;
@@ -75,10 +81,13 @@ export interface AnswerCard {
 
 export interface CompileState {
   running: boolean;
+  /** The last compile was cancelled (Cancel, or a reload of the engine) before its last chunk. */
+  cancelled?: boolean;
   done: number;
   total: number;
-  /** Per chunk key, what compiling it did. */
-  status: Record<string, 'compiled' | 'cached'>;
+  /** Chunks compiled now, and chunks found already stored (counts: a large document has tens of thousands). */
+  compiled: number;
+  reused: number;
   current: string | null;
 }
 
@@ -93,6 +102,8 @@ export interface StudioState {
   settings: Settings;
   /** Problems with files the user added (each shown as an alert until dismissed). */
   importErrors: { id: number; message: string }[];
+  /** What a model change did to the composer and the question, said beside them until dismissed. */
+  composerNote: string | null;
   /** A problem (storage full, lost device, a failed request), shown in the panel it came from. */
   error: { message: string; at: ErrorPlace } | null;
   busy: 'compile' | 'ask' | 'sweep' | null;
@@ -137,9 +148,10 @@ export const useStudio = create<StudioState>((set) => ({
   composer: [],
   settings: DEFAULT_SETTINGS,
   importErrors: [],
+  composerNote: null,
   error: null,
   busy: null,
-  compile: { running: false, done: 0, total: 0, status: {}, current: null },
+  compile: { running: false, done: 0, total: 0, compiled: 0, reused: 0, current: null },
   library: null,
   answers: [],
   maps: {},
@@ -218,9 +230,16 @@ export interface ResolvedChunk {
   text: string;
 }
 
-/** Every chunk of every document (current splits), by key. */
+let lastChunks: { docs: StudioDoc[]; splits: Record<string, DocSplit>; map: Map<string, ResolvedChunk> } | null = null;
+
+/**
+ * Every chunk of every document (current splits), by key. Kept for the last documents and splits seen: a large
+ * document has tens of thousands of chunks, and every panel that names the prompt asks for them on each change.
+ */
 export function allChunks(s: Pick<StudioState, 'docs' | 'splits'>): Map<string, ResolvedChunk> {
+  if (lastChunks?.docs === s.docs && lastChunks.splits === s.splits) return lastChunks.map;
   const out = new Map<string, ResolvedChunk>();
+  lastChunks = { docs: s.docs, splits: s.splits, map: out };
   for (const doc of s.docs) {
     const sp = s.splits[doc.id];
     if (!sp) continue;

@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  allSentences, BinaryDocumentError, decodeDocumentBytes, DocumentTooLargeError, EmptyDocumentError, splitDocument,
+  allSentences, BinaryDocumentError, decodeDocumentBytes, decodeText, DocumentTooLargeError, EmptyDocumentError, splitDocument,
   SplitError, type Chunk,
 } from '../../src/kvsplit';
 import { assertCommon, assertTrimmedCover, STORY, tokenizers } from './helpers';
@@ -174,4 +174,27 @@ test('binary input is refused with a clear error before splitting', () => {
   assert.throws(() => decodeDocumentBytes('pic.png', png), (e: Error) => e instanceof BinaryDocumentError && /"pic\.png" does not look like text \(it contains NUL bytes/.test(e.message));
   const bom = Uint8Array.from([0xef, 0xbb, 0xbf, ...new TextEncoder().encode('héllo')]);
   assert.equal(decodeDocumentBytes('t.txt', bom), 'héllo');
+});
+
+test('text that is not UTF-8 is read as Windows-1252 (Latin-1) and says so; binaries are still refused', () => {
+  // French prose saved by a Western editor: 12% of its bytes are accents (once refused as "not valid UTF-8"), with
+  // the curly quotes and euro sign that Windows-1252 puts in 0x80-0x9f.
+  const french = '\u201cÉlève à l\u2019école\u201d: été, hôtel, façade, naïve, où, déjà vu \u2014 12 \u20ac.';
+  const bytes = Uint8Array.from(french, (ch) => ({ '\u201c': 0x93, '\u201d': 0x94, '\u2019': 0x92, '\u2014': 0x97, '\u20ac': 0x80 } as Record<string, number>)[ch] ?? ch.charCodeAt(0));
+  assert.ok(bytes.every((b) => b < 0x100));
+  assert.deepEqual(decodeText('fr.txt', bytes), { text: french, encoding: 'Windows-1252' });
+  assert.equal(decodeDocumentBytes('fr.txt', bytes), french);
+  // UTF-8 stays UTF-8; mostly-UTF-8 text with one bad byte too (the byte becomes U+FFFD).
+  const utf8 = new TextEncoder().encode(french);
+  assert.deepEqual(decodeText('u.txt', utf8), { text: french, encoding: 'UTF-8' });
+  const bad = Uint8Array.from([...utf8.subarray(0, 10), 0xff, ...utf8.subarray(10)]);
+  assert.equal(decodeText('u.txt', bad).encoding, 'UTF-8');
+  assert.equal(decodeText('u.txt', bad).text.replace('\ufffd', ''), french);
+  // Binaries without a NUL byte are still refused: random bytes, and random high bytes.
+  let x = 7;
+  const rnd = () => (x = (x * 1103515245 + 12345) >>> 0) >>> 24;
+  const noise = Uint8Array.from({ length: 8192 }, () => rnd() || 1);
+  assert.throws(() => decodeText('a.bin', noise), (e: Error) => e instanceof BinaryDocumentError && /control characters/.test(e.message));
+  const high = Uint8Array.from({ length: 8192 }, () => rnd() | 0x80);
+  assert.throws(() => decodeText('b.txt', high), (e: Error) => e instanceof BinaryDocumentError && /not valid UTF-8, and \d+% are outside ASCII/.test(e.message));
 });
