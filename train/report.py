@@ -15,7 +15,7 @@ from collections import defaultdict
 from curve import svg_chart
 from packing import WARMUP
 from report_budget import TARGET_F1, hour_line, hour_section, read_hours
-from report_linking import EVAL_CMD, SINKS_CMD, linking_section
+from report_linking import EVAL_CMD, SINKS_CMD, linking_section, linking_verdict
 from stages import commands, later_stage_text, precision
 from stages import of as stages_of
 
@@ -204,6 +204,9 @@ same first answer token twice, so at most one is right. The first answer token c
         "did not form within the hour (no reading by name; the earlier figures are in this card's git history) |\n")
     hours = read_hours()
     status = status_text(results) + hour_line(run, hours)
+    verdict = linking_verdict()
+    if verdict:
+        status += '\n\n' + verdict
     card = f"""# qa-demo: LegoKV's in-house document-QA model
 
 A {run['params'] / 1e6:.1f}M-parameter Llama (`LlamaForCausalLM`) trained from scratch on the CPU ({run['train_minutes']:.0f}
