@@ -11,7 +11,7 @@
  * resamples), so a difference of a few cases on a small set reads as what it
  * is.
  */
-import type { CaseResult, EvalResults } from './runner';
+import { answeredByAll, type CaseResult, type EvalResults } from './runner';
 import type { SinkReport } from './sinks';
 import { Rng } from './rng';
 import { mean } from './stats';
@@ -114,7 +114,11 @@ export function sinksSection(reports: { file: string; r: SinkReport }[]): string
 
 /** The answers to the issue's three questions, per run, then what they mean. */
 export function findingsSection(evals: { r: EvalResults }[], sinks: { r: SinkReport }[]): string {
-  const runs = evals.filter(({ r }) => r.algorithms.includes('full') && r.algorithms.includes('naive'));
+  // A stopped (or still running) evaluation counts only the cases every algorithm answered.
+  const runs = evals.filter(({ r }) => r.algorithms.includes('full') && r.algorithms.includes('naive')).map(({ r }) => {
+    const done = answeredByAll(r.algorithms, r.cases);
+    return { r: { ...r, cases: r.cases.filter((c) => done.has(c.id)) } };
+  }).filter(({ r }) => r.cases.length > 0);
   if (!runs.length) return '';
   const sinkOf = (model: string) => sinks.find((s) => s.r.model === model)?.r;
   const lines: string[] = ['## What the accuracy tables show', ''];
@@ -125,7 +129,7 @@ export function findingsSection(evals: { r: EvalResults }[], sinks: { r: SinkRep
     const s = sinkOf(r.model);
     const ratio = s ? laterStartRatio(s, 'naive') : null;
     return [
-      `${r.model} · ${r.data.replace(/^.*\//, '')}`, naive.n, f3(naive.reference), `${gapText(naive)}: **${gapVerdict(naive)}**`,
+      `${r.model} · ${r.data.replace(/^.*\//, '')}${r.complete ? '' : ` (partial: ${naive.n} of ${r.cases_planned ?? '?'} cases)`}`, naive.n, f3(naive.reference), `${gapText(naive)}: **${gapVerdict(naive)}**`,
       !lego ? 'not run' : !Number.isFinite(lego.ratio) ? '– (full scored 0)' : `${f2(lego.ratio)} (${lego.ratio >= WITHIN ? 'within 5%' : 'not within 5%'})`,
       ratio === null ? '–' : `${ratio.toFixed(1)}× (${ratio >= SINK_RATIO ? 'yes' : 'no'})`,
     ];
@@ -143,7 +147,7 @@ function realModelNote(r: EvalResults, sinks: SinkReport | undefined): string {
   const lego = pairedGap(r.cases, 'legolink:16', 'full');
   const prompt = pairedGap(r.cases, 'prompt', 'full');
   const v = gapVerdict(naive);
-  const out: string[] = [`**${r.model} on ${r.data.replace(/^.*\//, '')}** (${naive.n} cases).`];
+  const out: string[] = [`**${r.model} on ${r.data.replace(/^.*\//, '')}** (${naive.n} cases${r.complete ? '' : `, the finished ones of a partial run of ${r.cases_planned ?? '?'}`}).`];
   out.push(v === 'loses'
     ? `Naive loses accuracy: ${gapText(naive)}.`
     : `Naive does not measurably lose accuracy: ${gapText(naive)}; the interval includes no difference, so ${naive.n} cases cannot tell it apart from full.`);

@@ -86,6 +86,11 @@ test('findingsSection and sinksSection: the verdicts follow the numbers', () => 
   assert.match(not, /1\.5× an ordinary token: under 10×, not the sinks/);
   assert.match(not, /Not every real-model run above shows the papers' pattern.*\(Real-135M: .*the prompts are short \(300 tokens\).*\(40 cases; one run took 30 minutes on 2 CPU cores\)/);
   assert.equal(findingsSection([], []), '');
+  // A stopped run: only the cases every algorithm answered count (c40 has full's answer only).
+  const partial = { ...run('Real-135M', 5, 19), complete: false, cases_planned: 50 };
+  partial.cases = [...partial.cases, row('c40', 'full', 1)];
+  assert.match(findingsSection([{ r: partial }], []), /\| Real-135M · multidoc\.jsonl \(partial: 40 of 50 cases\) \| 40 \| 0\.500 \|/);
+  assert.match(findingsSection([{ r: partial }], []), /\(40 cases, the finished ones of a partial run of 50\)/);
   const table = sinksSection([{ file: 'sinks-real.json', r: sinks('Real-1B', 15) }]);
   assert.match(table, /\| naive \| 2 \| 4 \| 0\.1500 \| 0\.200 \| 0\.0100 \| 15\.0 \|/);
   assert.match(table, /a chunk start draws \*\*15\.0×\*\* an ordinary token of its chunk \(sinks at chunk starts\)/);
