@@ -15,7 +15,7 @@ from string import Template
 
 from curve import svg_chart
 from packing import WARMUP
-from report_linking import EVAL_CMD, SINKS_CMD, linking_section
+from report_linking import EVAL_CMD, SINKS_CMD, linking_section, linking_verdict
 from stages import commands, later_stage_text, precision
 from stages import of as stages_of
 
@@ -286,7 +286,7 @@ def main():
     cfg = json.load(open(os.path.join(MODEL, 'config.json')))
     files = sorted(os.listdir(MODEL))
     fields = dict(
-        status=status_text(results) + trained_line(run),
+        status=status_text(results) + trained_line(run) + (('\n\n' + linking_verdict()) if linking_verdict() else ''),
         files='\n'.join(f'| `{f}` | {os.path.getsize(os.path.join(MODEL, f)):,} |' for f in files),
         step_costs=step_costs(), linking=linking_section(cfg['num_hidden_layers']),
         eval_command=EVAL_CMD, sinks_command=SINKS_CMD,

@@ -3,7 +3,7 @@
  *
  * Regenerates docs/RESULTS.md and the charts from the JSON the benchmarks
  * and evaluation runs wrote into docs/results/ (scaling.json and
- * scaling-<model>.json, load.json, eval-*.json). Every figure in the page comes from those files. With
+ * scaling-<model>.json, load.json, eval-*.json, sinks-*.json). Every figure in the page comes from those files. With
  * --rerun it first runs the measurements again (RERUN below, a few minutes
  * each on a 2-core CPU adapter).
  */
@@ -18,6 +18,8 @@ import { REPO_ROOT } from './tokenizer';
 import { gpuSection, type GpuRun } from './report-gpu';
 import { peersSection } from './report-peers';
 import type { PeersResults } from '../bench/peers';
+import type { SinkReport } from './sinks';
+import { findingsSection, sinksSection } from './report-findings';
 
 /** The measurements behind docs/RESULTS.md, as `npm run …` argument lists (run in order by --rerun). */
 export const RERUN: { what: string; args: string[] }[] = [
@@ -226,6 +228,9 @@ export function buildResults(dir: string, outPath: string): { markdown: string; 
     }
     parts.push(evalSection(evals, rel));
   }
+  const sinks = files.filter((f) => /^sinks-.+\.json$/.test(f)).map((file) => ({ file, r: read<SinkReport>(file) }));
+  if (evals.length) parts.push(findingsSection(evals, sinks));
+  if (sinks.length) parts.push(sinksSection(sinks));
   const gpus = files.filter((f) => /^gpu-.+\.json$/.test(f)).map((file) => ({ file, r: read<GpuRun>(file) }));
   if (gpus.length) parts.push(gpuSection(gpus));
   const peers = files.includes('peers.json') ? read<PeersResults>('peers.json') : null;

@@ -1,12 +1,14 @@
 /**
  * Choosing a model: a bundled one, a folder or files from disk (picked or
- * dropped), a Hugging Face Hub id or URL, or a copy in the browser's cache.
+ * dropped), a Hugging Face Hub id or URL, one of the catalogue's instruction
+ * models (ModelCatalogue), or a copy in the browser's cache.
  * Shows load progress with Cancel, errors, and the loaded model.
  */
 import { useState, type ChangeEvent, type DragEvent } from 'react';
 import { useApp } from './store';
 import { ProgressBar } from './ProgressBar';
 import { CachedModels } from './CachedModels';
+import { ModelCatalogue } from './ModelCatalogue';
 import { cancelLoad, hubEndpoint, loadBundled, loadModel } from './actions';
 import { filesFromDrop, filesFromInput, type LocalSelection } from './local-files';
 
@@ -122,6 +124,8 @@ export function ModelPicker() {
         model loads offline afterwards. Public models only.
         {endpoint && <> Hub address: <code data-testid="hub-endpoint">{endpoint}</code>.</>}
       </p>
+
+      <ModelCatalogue endpoint={endpoint} />
 
       {s.progress && <ProgressBar progress={s.progress} onCancel={cancelLoad} />}
       {s.loadError && <p role="alert" className="notice" data-testid="load-error">{s.loadError}</p>}

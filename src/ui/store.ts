@@ -3,6 +3,7 @@ import { create } from 'zustand';
 import type { AdapterSummary } from '../engine';
 import type { SplitMode } from '../kvsplit/types';
 import type { BundledModelRef, CachedModel, GenerateStats, ModelInfo } from '../worker/protocol';
+import { catalogueEntry } from './model-catalogue';
 
 export interface Progress {
   stage: string;
@@ -32,9 +33,9 @@ export type BundledModel = BundledModelRef & {
   prompt?: PromptProfile;
 };
 
-/** The prompt profile of a bundled model, by id (none for models from elsewhere). */
+/** The prompt profile of a bundled model or a catalogue entry (model-catalogue.ts), by id (none for other models). */
 export const promptFor = (bundled: readonly BundledModel[], id: string | undefined): PromptProfile | undefined =>
-  bundled.find((m) => m.id === id)?.prompt;
+  bundled.find((m) => m.id === id)?.prompt ?? catalogueEntry(id)?.prompt;
 
 export interface AppState {
   adapter: AdapterSummary | null;
