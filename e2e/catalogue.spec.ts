@@ -19,9 +19,9 @@ const FIXTURE = join(root, 'tests/fixtures/hf/llama3-smollm');
 /** The keys that make the fixture small; everything else comes from the entry's real config.json. */
 const SIZE_KEYS = ['hidden_size', 'intermediate_size', 'num_hidden_layers', 'num_attention_heads', 'num_key_value_heads', 'head_dim', 'vocab_size', 'tie_word_embeddings'];
 const SERVED = ['HuggingFaceTB/SmolLM2-360M-Instruct', 'HuggingFaceTB/SmolLM2-1.7B-Instruct'];
-/** An entry's real config.json (src/ui/catalogue/, the files the catalogue computes its sizes from). */
+/** An entry's real config.json (src/worker/catalogue/, the files the catalogue computes its sizes from). */
 const entryConfig = (repo: string) =>
-  JSON.parse(readFileSync(join(root, 'src/ui/catalogue', `${repo.replace('/', '--')}.config.json`), 'utf8')) as Record<string, unknown>;
+  JSON.parse(readFileSync(join(root, 'src/worker/catalogue', `${repo.replace('/', '--')}.config.json`), 'utf8')) as Record<string, unknown>;
 
 async function startHub(): Promise<{ url: string; requests: string[]; stop(): Promise<void> }> {
   const requests: string[] = [];

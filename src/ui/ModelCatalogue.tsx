@@ -1,5 +1,5 @@
 /**
- * The catalogue of real instruction models (model-catalogue.ts), each with
+ * The catalogue of real instruction models (worker/model-catalogue.ts), each with
  * its size, the GPU memory it needs and whether this adapter can hold it
  * (both from its config.json), its chat template and question framing, and
  * a one-click load from the Hub through the usual progress, Cancel, cache and
@@ -8,7 +8,7 @@
 import { useApp } from './store';
 import { loadModel } from './actions';
 import { formatBytes } from './CachedModels';
-import { CATALOGUE, entrySize, verdictOn, type CatalogueEntry } from './model-catalogue';
+import { CATALOGUE, entrySize, verdictOn, type CatalogueEntry } from '../worker/model-catalogue';
 
 const billions = (n: number) => (n >= 1e9 ? `${(n / 1e9).toFixed(2)}B` : `${(n / 1e6).toFixed(0)}M`);
 

@@ -3,7 +3,7 @@ import { create } from 'zustand';
 import type { AdapterSummary } from '../engine';
 import type { SplitMode } from '../kvsplit/types';
 import type { BundledModelRef, CachedModel, GenerateStats, ModelInfo } from '../worker/protocol';
-import { catalogueEntry } from './model-catalogue';
+import { catalogueEntry } from '../worker/model-catalogue';
 
 export interface Progress {
   stage: string;
@@ -33,7 +33,7 @@ export type BundledModel = BundledModelRef & {
   prompt?: PromptProfile;
 };
 
-/** The prompt profile of a bundled model or a catalogue entry (model-catalogue.ts), by id (none for other models). */
+/** The prompt profile of a bundled model or a catalogue entry (worker/model-catalogue.ts), by id (none for other models). */
 export const promptFor = (bundled: readonly BundledModel[], id: string | undefined): PromptProfile | undefined =>
   bundled.find((m) => m.id === id)?.prompt ?? catalogueEntry(id)?.prompt;
 

@@ -1,6 +1,6 @@
 /**
- * The Model section's catalogue (src/ui/model-catalogue.ts): each entry's
- * config.json (src/ui/catalogue/) is the real model's shape, checked by the
+ * The Model section's catalogue (src/worker/model-catalogue.ts): each entry's
+ * config.json (src/worker/catalogue/) is the real model's shape, checked by the
  * weight count it gives against the count its model card publishes; its
  * sizes come from the GPU plan; and the memory check the worker runs on a
  * Hub config before downloading weights gives, for the adapters we know,
@@ -9,7 +9,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { CATALOGUE, catalogueEntry, entrySize, verdictOn } from '../../src/ui/model-catalogue';
+import { CATALOGUE, catalogueEntry, entrySize, verdictOn } from '../../src/worker/model-catalogue';
 import { promptFor } from '../../src/ui/store';
 
 /** The parameter counts the model cards publish. */

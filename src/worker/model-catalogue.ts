@@ -7,10 +7,15 @@
  * like a typed id: progress, Cancel, the OPFS cache and the worker's check of
  * the config against the adapter before any weight is downloaded.
  */
-import { hfConfigToModelConfig } from '../engine/formats/hf';
-import { paramCount, planGpuMemory, splitMatrices, weightDtypeFor, type AdapterLimits, type GpuPlan } from '../engine/model/gpu-plan';
-import type { ModelConfig } from '../engine/model/config';
-import type { PromptProfile } from './store';
+import { hfConfigToModelConfig, paramCount, planGpuMemory, splitMatrices, weightDtypeFor, type AdapterLimits, type GpuPlan, type ModelConfig } from '../engine';
+
+/** How questions are put to an entry's model (the page's PromptProfile, without sample documents). */
+export interface PromptProfile {
+  /** The uncached text after the chunks; `{question}` stands for what the user typed. */
+  framing: string;
+  /** A question that fits the model. */
+  example: string;
+}
 import smol360 from './catalogue/HuggingFaceTB--SmolLM2-360M-Instruct.config.json';
 import smol1700 from './catalogue/HuggingFaceTB--SmolLM2-1.7B-Instruct.config.json';
 import qwen05 from './catalogue/Qwen--Qwen2.5-0.5B-Instruct.config.json';
