@@ -176,7 +176,9 @@ function whatWouldShowIt(runs: EvalResults[]): string {
   const all = (xs: EvalResults[]) => (xs.length === runs.length ? 'every real-model run above' : xs.length ? xs.map(name).join(', ') : 'no real-model run above');
   const head = `Naive's loss shows on ${all(loses)}; legolink:16 stays within 5% of full on ${all(within)}.`;
   if (loses.length === runs.length && within.length === runs.length) return `${head} That is the papers' pattern.`;
-  const minutes = runs.flatMap((r) => (r.finished_at ? [(Date.parse(r.finished_at) - Date.parse(r.started_at)) / 60000] : []));
+  // A resumed evaluation's time is the sum of its runs.
+  const span = (x: { started_at: string; finished_at: string | null }) => (x.finished_at ? (Date.parse(x.finished_at) - Date.parse(x.started_at)) / 60000 : NaN);
+  const minutes = runs.map((r) => [...(r.resumed ?? []), r].reduce((t, x) => t + span(x), 0)).filter(Number.isFinite);
   const n = runs.map((r) => pairedGap(r.cases, 'naive', 'full')!.n);
   const took = minutes.length ? `; the runs took ${range(minutes.map(Math.round))} minutes on ${range(runs.map((r) => r.cpus))} CPU cores` : '';
   const weak = runs.every((r) => full(r) < 0.5) ? ' and answer few of these questions even with full attention' : '';
