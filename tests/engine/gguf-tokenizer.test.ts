@@ -15,8 +15,19 @@ import { createGgufTokenizer, tokenizerSpecFromGguf, type GgufTokenizerSpec } fr
 
 const FIX = fileURLToPath(new URL('../fixtures/gguf/', import.meta.url));
 const GEMMA = fileURLToPath(new URL('../../.cache/models/gemma-3-270m-q4_k_m.gguf', import.meta.url));
-// The shared folder lies beside the repository (../shared from its root), as in scripts/fixtures.
-const SMOLLM = fileURLToPath(new URL('../../../shared/models/smollm2-135m-instruct-tokenizer/tokenizer.json', import.meta.url));
+// SmolLM2's vocabulary and merges come from its GGUF (the same ones as its Hugging Face tokenizer.json, which
+// scripts/fixtures/make_bpe_tokenizer_ref.py read to record the reference ids), fetched like Gemma's.
+const SMOLLM = fileURLToPath(new URL('../../.cache/models/SmolLM2-135M-Instruct.Q4_1.gguf', import.meta.url));
+
+async function ggufMetadata(path: string) {
+  const fh = await open(path);
+  try {
+    const { size } = await fh.stat();
+    return (await parseGguf({ name: path, size, async read(o, n) { const b = new Uint8Array(n); await fh.read(b, 0, n, o); return b; } })).metadata;
+  } finally {
+    await fh.close();
+  }
+}
 
 // id: piece (type, score). Types: 1 normal, 2 unknown, 3 control, 4 user-defined, 6 byte.
 const SPM: [string, number, number][] = [
@@ -122,14 +133,7 @@ test('chat formats: Gemma turns, ChatML with the template default system prompt,
 
 test('real Gemma 3 vocabulary: ids equal SentencePiece', async (t) => {
   if (!existsSync(GEMMA)) return t.skip(`${GEMMA} is absent (run npm run fetch:models)`);
-  const fh = await open(GEMMA);
-  const { size } = await fh.stat();
-  const file = await parseGguf({
-    name: 'gemma', size,
-    async read(o, n) { const b = new Uint8Array(n); await fh.read(b, 0, n, o); return b; },
-  });
-  await fh.close();
-  const tok = createGgufTokenizer(tokenizerSpecFromGguf(file.metadata));
+  const tok = createGgufTokenizer(tokenizerSpecFromGguf(await ggufMetadata(GEMMA)));
   const ref = JSON.parse(readFileSync(FIX + 'gemma3-270m-ref.json', 'utf8')) as { cases: { text: string; ids: number[] }[] };
   assert.ok(ref.cases.length > 100);
   for (const c of ref.cases) {
@@ -144,19 +148,13 @@ test('real Gemma 3 vocabulary: ids equal SentencePiece', async (t) => {
 });
 
 test('real SmolLM2 vocabulary: byte-level BPE ids equal Hugging Face tokenizers', async (t) => {
-  if (!existsSync(SMOLLM)) return t.skip(`${SMOLLM} is absent (../shared/models beside the repository)`);
-  const tj = JSON.parse(readFileSync(SMOLLM, 'utf8')) as {
-    model: { vocab: Record<string, number>; merges: string[] };
-    added_tokens: { id: number; content: string; special: boolean }[];
-  };
-  const tokens: string[] = [];
-  for (const [s, id] of Object.entries(tj.model.vocab)) tokens[id] = s;
-  const types = tokens.map(() => 1);
-  for (const a of tj.added_tokens) { tokens[a.id] = a.content; types[a.id] = a.special ? 3 : 4; }
+  if (!existsSync(SMOLLM)) return t.skip(`${SMOLLM} is absent (run npm run fetch:models)`);
+  const { tokens, tokenTypes: types, merges } = tokenizerSpecFromGguf(await ggufMetadata(SMOLLM));
+  assert.ok(tokens.length === 49152 && merges && merges.length > 48000, `${tokens.length} tokens, ${merges?.length} merges`);
   const ref = JSON.parse(readFileSync(FIX + 'smollm2-bpe-ref.json', 'utf8')) as { variants: Record<string, { text: string; ids: number[] }[]> };
   for (const [variant, pre] of [['smollm', 'smollm'], ['llama3', 'llama-bpe'], ['qwen2', 'qwen2']] as const) {
     const tok = createGgufTokenizer({
-      model: 'gpt2', tokens, tokenTypes: types, merges: tj.model.merges, pre, bosId: 1, eosId: 2, addBos: false, addSpacePrefix: false,
+      model: 'gpt2', tokens, tokenTypes: types, merges, pre, bosId: 1, eosId: 2, addBos: false, addSpacePrefix: false,
     });
     for (const c of ref.variants[variant]!) {
       assert.deepEqual(tok.encode(c.text), c.ids, `${variant}: ${JSON.stringify(c.text)}`);
