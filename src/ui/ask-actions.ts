@@ -90,11 +90,13 @@ async function run(algorithms: string[], opts: { maxTokens?: number; newGroup?: 
   s.set({ busy: 'ask', error: null });
   // Answers to the same model and prompt sit side by side; a new question, chunk order or model starts a new group.
   const last = s.answers[0];
-  const group = !opts.newGroup && last && last.context === currentContext() ? last.group : nextCard;
+  const ctx = currentContext();
+  const group = !opts.newGroup && last && last.context === ctx ? last.group : nextCard;
   const out: (AskResult | null)[] = [];
   try {
     for (const a of algorithms) {
-      if (stopped) break;
+      // Another model, question or chunk order since the run began: the rest would answer a prompt no longer shown.
+      if (stopped || currentContext() !== ctx) break;
       out.push(await askWith(a, group, opts));
     }
   } finally {
