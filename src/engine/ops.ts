@@ -106,7 +106,11 @@ export class Ops {
     readonly d: Dispatcher,
   ) {
     this.temps = new Scratch(lib.device, () => d.flush());
+    this.maxBinding = lib.device.limits.maxStorageBufferBindingSize;
   }
+
+  /** The adapter's largest storage binding, read once (attention's slice partials must fit in one). */
+  private readonly maxBinding: number;
 
   /** The variants that can compute a [T, K]·[K, N] product (bench:engine and the GPU kit time each). */
   matmulVariants(T = 64): MatmulVariant[] {
@@ -183,7 +187,7 @@ export class Ops {
     const TQ = a.T >= 4 && a.HD <= 64 && (a.rowsPerThread ?? (this.matmulProfile === 'cpu' ? 4 : 1)) === 4 ? 4 : 1;
     const work = Math.ceil(a.T / TQ) * a.H;
     // The slices' partial outputs are one binding: never more slices than it can hold.
-    const fit = Math.max(1, Math.floor(this.lib.device.limits.maxStorageBufferBindingSize / (a.T * a.H * a.HD * 4)));
+    const fit = Math.max(1, Math.floor(this.maxBinding / (a.T * a.H * a.HD * 4)));
     const splits = Math.min(fit, a.splits ?? (this.matmulProfile === 'gpu' ? attentionSplits(work, a.n) : 1));
     const split = splits > 1;
     const pipe = this.lib.pipeline('attention', { HD4: a.HD / 4, TQ, KV_F16: a.kvDtype === 'f16', SPLIT: split });
