@@ -252,13 +252,7 @@ async function main() {
           rows.push({ adapter, model: shape, weight_dtype: e.model!.dtype, weight_bytes: weightBytes, params: e.model!.plan.params, ...row, ...roof });
         }
         if (rooflineTokS && r[0]?.decode_tokens_per_s) log(`[${adapter}] ${shape} decode ${r[0].decode_tokens_per_s.toFixed(1)} tok/s = ${((r[0].decode_tokens_per_s / rooflineTokS) * 100).toFixed(1)}% of the ${rooflineTokS.toFixed(0)} tok/s its ${(weightBytes / 2 ** 20).toFixed(0)} MiB of weights allow at the copy bandwidth`);
-        if (stages.has('profile') && (!a['profile-models'] || a['profile-models'].split(',').includes(shape))) {
-          const p = await profileDecode(e, lengths[0]);
-          if (p) {
-            rows.push({ adapter, model: shape, weight_dtype: e.model!.dtype, profile: p });
-            for (const l of formatProfile(p)) log(`[${adapter}] ${shape} ${l}`);
-          }
-        }
+        await profileInto(rows, e, lengths[0], { adapter, model: shape, weight_dtype: e.model!.dtype }, `[${adapter}] ${shape}`);
       }).catch((err) => rows.push({ adapter, model: shape, error: String(err?.stack ?? err) }));
       save();
     }
@@ -365,16 +359,19 @@ async function quantStage(gpu: NodeGpu, adapter: string, copyGBps: number) {
       log(`[${adapter}] ${shape} ${type}: ${(weightBytes / 2 ** 20).toFixed(0)} MiB of weights; ` +
         r.map((x) => `prefill ${x.tokens} ${x.tokens_per_s.toFixed(0)} tok/s`).join(', ') +
         (d ? `; decode ${d.toFixed(1)} tok/s` + (rooflineTokS ? ` = ${((d / rooflineTokS) * 100).toFixed(1)}% of the ${rooflineTokS.toFixed(0)} tok/s roofline (${copyGBps.toFixed(0)} GB/s copy)` : '') : ''));
-      if (stages.has('profile')) {
-        const p = await profileDecode(e, lengths[0]);
-        if (p) {
-          rows.push({ adapter, model: shape, weights: type, profile: p });
-          for (const l of formatProfile(p)) log(`[${adapter}] ${shape} ${type} ${l}`);
-        }
-      }
+      await profileInto(rows, e, lengths[0], { adapter, model: shape, weights: type }, `[${adapter}] ${shape} ${type}`);
     }, type === 'f16' ? undefined : type).catch((err) => rows.push({ adapter, model: shape, weights: type, error: String(err?.stack ?? err) }));
     save();
   }
+}
+
+/** With the profile stage (and the model among --profile-models, if given), one decode step kernel by kernel. */
+async function profileInto(rows: Record<string, unknown>[], e: Engine, context: number, row: { model: string } & Record<string, unknown>, tag: string) {
+  if (!stages.has('profile') || (a['profile-models'] && !a['profile-models'].split(',').includes(row.model))) return;
+  const p = await profileDecode(e, context);
+  if (!p) return;
+  rows.push({ ...row, profile: p });
+  for (const l of formatProfile(p)) log(`${tag} ${l}`);
 }
 
 main().catch((err) => {
