@@ -11,6 +11,7 @@ import { useEffect, useMemo, useRef, useState, type KeyboardEvent, type MouseEve
 import type { AttentionMap } from '../types/attention';
 import { binSums, columnSums, downsample, heatColour, normalizeMap, type Normalization } from '../analysis/attention-math';
 import { placeLabels } from './label-layout';
+import { hiDpiContext } from './canvas';
 
 const LABEL_H = 34;
 const STRIP_H = 40;
@@ -48,11 +49,7 @@ export function Heatmap({ map, norm, width, contrast }: Props) {
   useEffect(() => {
     const c = canvas.current;
     if (!c) return;
-    const dpr = window.devicePixelRatio || 1;
-    c.width = Math.round(width * dpr);
-    c.height = Math.round(height * dpr);
-    const ctx = c.getContext('2d')!;
-    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    const ctx = hiDpiContext(c, width, height);
     ctx.clearRect(0, 0, width, height);
     // The cells, drawn at one pixel each and scaled up without smoothing.
     const img = new ImageData(binned.cols, binned.rows);

@@ -8,12 +8,17 @@ import { useApp } from './store';
 import { useStudio } from './studio-store';
 import { loadBundled } from './actions';
 
-export function ModelRoles() {
+/** The bundled models, the loaded one, whether either side is busy, and the model offered for the user's own documents. */
+export function useModelRoles() {
   const bundled = useApp((a) => a.bundled);
   const model = useApp((a) => a.model);
   const loading = useApp((a) => !!a.progress || a.running);
   const busy = useStudio((s) => !!s.busy);
-  const own = bundled.find((m) => m.ownDocuments);
+  return { bundled, model, loading, busy, own: bundled.find((m) => m.ownDocuments) };
+}
+
+export function ModelRoles() {
+  const { bundled, model, loading, busy, own } = useModelRoles();
   if (!bundled.length) return null;
   return (
     <div className="model-roles small" data-testid="model-roles">

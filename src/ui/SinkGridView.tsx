@@ -7,6 +7,7 @@
 import { useEffect, useRef, useState, type KeyboardEvent, type MouseEvent } from 'react';
 import { heatColour } from '../analysis/attention-math';
 import type { SinkMapResult } from '../worker/studio-protocol';
+import { hiDpiContext } from './canvas';
 
 const CELL = 12;
 const pct = (v: number) => `${(100 * v).toFixed(1)}%`;
@@ -22,11 +23,7 @@ export function SinkGridView({ grid }: { grid: SinkMapResult }) {
   useEffect(() => {
     const c = canvas.current;
     if (!c) return;
-    const dpr = window.devicePixelRatio || 1;
-    c.width = Math.round(width * dpr);
-    c.height = Math.round(height * dpr);
-    const ctx = c.getContext('2d')!;
-    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    const ctx = hiDpiContext(c, width, height);
     for (let l = 0; l < layers; l++) {
       for (let h = 0; h < heads; h++) {
         const [r, g, b] = heatColour(start[l * heads + h] / max);

@@ -3,8 +3,7 @@
  * documents (with the best model the page offers for them, loaded on the
  * way), or see attention sinks in the guided demo.
  */
-import { useApp } from './store';
-import { useStudio } from './studio-store';
+import { useModelRoles } from './ModelRoles';
 import { loadBundled } from './actions';
 
 /** Scrolls to a section and moves the keyboard focus into it. */
@@ -14,11 +13,7 @@ function goTo(id: string, focus: string) {
 }
 
 export function Welcome() {
-  const bundled = useApp((a) => a.bundled);
-  const model = useApp((a) => a.model);
-  const loading = useApp((a) => !!a.progress || a.running);
-  const busy = useStudio((s) => !!s.busy);
-  const own = bundled.find((m) => m.ownDocuments);
+  const { model, loading, busy, own } = useModelRoles();
   const best = own?.id ?? model?.id;
 
   function askDocuments() {
