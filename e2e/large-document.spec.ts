@@ -43,6 +43,14 @@ test('a 4 MB document is added, compiled in part, cancelled and asked over witho
   const doc = page.getByTestId('document');
   await expect(doc).toContainText(/kites\.txt/, { timeout: 120_000 });
   await expect(doc.locator('.meta')).toContainText(/[\d,]+ chunks/, { timeout: 120_000 });
+  // The first 50 chunks are drawn, and more on request.
+  const total = Number(/([\d,]+) chunks/.exec((await doc.locator('.meta').textContent())!)![1].replace(/,/g, ''));
+  expect(total).toBeGreaterThan(30_000);
+  await expect(doc.getByTestId('chunk')).toHaveCount(50);
+  await expect(doc).toContainText(`Showing the first 50 of ${total.toLocaleString('en-US')} chunks.`);
+  await doc.getByRole('button', { name: 'Show 100 more' }).click();
+  await expect(doc.getByTestId('chunk')).toHaveCount(150);
+  await expect(doc.getByTestId('chunk').nth(149)).toContainText('#150');
   // Cancel is pressed once a thousand chunks are done (cache hits come by the thousand a second, so a click from
   // here could come after the last).
   await page.evaluate(() => {

@@ -1,6 +1,7 @@
 /** The KVStore's compiled chunk caches: size, tier, age and hits of each, with Expire and Clear, and the store's totals. */
 import { useEffect, useState } from 'react';
-import { useStudio, allChunks } from './studio-store';
+import { useStudio } from './studio-store';
+import { chunkIndexOfId } from '../worker/chunk-table';
 import { clearLibrary, expireCache, refreshLibrary } from './doc-actions';
 import { formatBytes } from './CachedModels';
 import { useApp } from './store';
@@ -33,11 +34,15 @@ export function CacheLibrary() {
     if (model) void refreshLibrary();
   }, [model]);
 
-  const labels = new Map<string, string>();
-  for (const c of allChunks({ docs, splits }).values()) {
-    labels.set(c.chunk.ids.plain, c.label);
-    labels.set(c.chunk.ids.legolink0, c.label);
-  }
+  /** The document chunk a cache entry holds, if one of today's documents has it. */
+  const labelOf = (id: string) => {
+    for (const d of docs) {
+      const t = splits[d.id]?.chunks;
+      const i = t && chunkIndexOfId(t, id);
+      if (i !== undefined) return `${d.name} · ${i + 1}`;
+    }
+    return undefined;
+  };
   const entries = library?.entries ?? [];
   const st = library?.stats;
   return (
@@ -68,7 +73,7 @@ export function CacheLibrary() {
             <tbody>
               {entries.slice(0, MAX_ROWS).map((e) => (
                 <tr key={e.id} data-testid="cache-entry">
-                  <td title={e.id}>{labels.get(e.id) ?? <span className="muted">{e.id.slice(0, 10)}… (no document)</span>}</td>
+                  <td title={e.id}>{labelOf(e.id) ?? <span className="muted">{e.id.slice(0, 10)}… (no document)</span>}</td>
                   <td>{e.variant}</td>
                   <td>{e.modelId.split('|')[0]}</td>
                   <td>{e.tokens}</td>
@@ -76,7 +81,7 @@ export function CacheLibrary() {
                   <td>{e.tier}</td>
                   <td>{age(e.createdAt)}</td>
                   <td>{e.hits}</td>
-                  <td><button className="small-btn" aria-label={`Expire ${labels.get(e.id) ?? e.id} (${e.variant})`} disabled={!!busy} onClick={() => void expireCache(e.id)}>Expire</button></td>
+                  <td><button className="small-btn" aria-label={`Expire ${labelOf(e.id) ?? e.id} (${e.variant})`} disabled={!!busy} onClick={() => void expireCache(e.id)}>Expire</button></td>
                 </tr>
               ))}
             </tbody>

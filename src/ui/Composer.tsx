@@ -5,7 +5,7 @@
  */
 import { useState, type DragEvent } from 'react';
 import { useShallow } from 'zustand/react/shallow';
-import { useStudio, allChunks, algorithmSpec, framingFor, ALGORITHMS, COMPARE_ALGORITHMS, type Settings } from './studio-store';
+import { useStudio, resolveChunk, algorithmSpec, framingFor, ALGORITHMS, COMPARE_ALGORITHMS, type Settings } from './studio-store';
 import { askSelected, compareAll, stopAll } from './ask-actions';
 import { promptFor, useApp } from './store';
 import { moveItem } from './list-ops';
@@ -23,15 +23,15 @@ export function Composer() {
   const profile = promptFor(bundled, model?.id);
   const [overIdx, setOverIdx] = useState<number | null>(null);
   const [listRef, onListKey] = useRovingList<HTMLOListElement>();
-  const all = allChunks(s);
+  const resolved = new Map(s.composer.flatMap((k) => { const c = resolveChunk(s, k); return c ? [[k, c] as const] : []; }));
   const st = s.settings;
   /** The chosen algorithm's parameter (k or r), from the catalogue. */
   const param = algorithmInfo(st.algorithm)?.param;
   const framing = framingFor(st, model?.id, bundled);
   const setSettings = (p: Partial<Settings>) => s.set((x) => ({ settings: { ...x.settings, ...p } }));
   const setComposer = (composer: string[]) => s.set({ composer });
-  const items = s.composer.filter((k) => all.has(k));
-  const tokens = items.reduce((a, k) => a + all.get(k)!.chunk.tokens.length, 0);
+  const items = s.composer.filter((k) => resolved.has(k));
+  const tokens = items.reduce((a, k) => a + resolved.get(k)!.chunk.tokens.length, 0);
   const asking = s.busy === 'ask';
   const canAsk = !s.busy && !!model && items.length > 0 && !!st.question.trim();
 
@@ -42,7 +42,7 @@ export function Composer() {
     const order = e.dataTransfer.getData(ORDER);
     const key = e.dataTransfer.getData(CHUNK);
     if (order !== '') setComposer(moveItem(items, Number(order), at));
-    else if (key && all.has(key) && !items.includes(key)) setComposer([...items.slice(0, at), key, ...items.slice(at)]);
+    else if (key && resolveChunk(s, key) && !items.includes(key)) setComposer([...items.slice(0, at), key, ...items.slice(at)]);
   }
   const allowDrop = (e: DragEvent) => {
     if (e.dataTransfer.types.includes(ORDER) || e.dataTransfer.types.includes(CHUNK)) e.preventDefault();
@@ -55,7 +55,7 @@ export function Composer() {
       <ol className="composer" data-testid="composer" aria-label="Chunks to link, in order" ref={listRef} onKeyDown={onListKey}
         onDragOver={allowDrop} onDrop={(e) => onDrop(e, items.length)}>
         {items.map((k, i) => {
-          const c = all.get(k)!;
+          const c = resolved.get(k)!;
           return (
             <li
               key={k} draggable data-testid="composer-item" className={`composer-item${overIdx === i ? ' over' : ''}`} data-roving

@@ -7,7 +7,7 @@ import type { AskResult, ChunkRef, SinkMapResult, StudioEvent } from '../worker/
 import { studioAsk } from '../worker/studio-ask';
 import { client, lego, refreshLibrary } from './doc-actions';
 import { describeError, isAbort } from './errors';
-import { algorithmSpec, allChunks, COMPARE_ALGORITHMS, frameQuestion, framingFor, mapTarget, studio, type AnswerCard, type Settings } from './studio-store';
+import { algorithmSpec, resolveChunk, COMPARE_ALGORITHMS, frameQuestion, framingFor, mapTarget, studio, type AnswerCard, type Settings } from './studio-store';
 import { useApp } from './store';
 import { parseAlgorithm, SWEEP_ALGORITHMS } from '../kvlink/catalogue';
 import { currentContext } from './prompt-context';
@@ -24,9 +24,8 @@ function patchCard(id: number, p: Partial<AnswerCard> | ((c: AnswerCard) => Part
 /** The composer's chunks in order, as the worker wants them. */
 export function composerChunks(): ChunkRef[] {
   const s = studio();
-  const all = allChunks(s);
   return s.composer.flatMap((k) => {
-    const c = all.get(k);
+    const c = resolveChunk(s, k);
     return c ? [{ key: k, label: c.label, tokens: c.chunk.tokens }] : [];
   });
 }

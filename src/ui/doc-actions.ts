@@ -9,7 +9,8 @@ import { extractText, FileTooLargeError } from './doc-import';
 import { MAX_DOCUMENT_CHARS, tooLargeMessage } from './doc-limits';
 import { describeError, isAbort } from './errors';
 import { useApp } from './store';
-import { allChunks, chunkKey, modeKey, studio, type DocKind, type DocSplit, type StudioDoc } from './studio-store';
+import { chunkKey, docChunkKeys, modeKey, resolveChunk, studio, type DocKind, type DocSplit, type StudioDoc } from './studio-store';
+import { chunkAt } from '../worker/chunk-table';
 
 let nextErrorId = 1;
 let compileAbort: AbortController | null = null;
@@ -106,7 +107,7 @@ export async function addSamples(files: { file: string; title: string }[], mode:
     }
     if (!doc) throw new Error(`the sample ${sm.file} could not be added`);
     const id = doc.id;
-    keys.push((studio().splits[id]?.chunks ?? []).map((c) => chunkKey(id, c.index)));
+    keys.push(docChunkKeys(studio(), id));
   }
   return keys;
 }
@@ -140,11 +141,17 @@ export async function setDocumentMode(id: string, mode: SplitMode): Promise<void
     studio().set((s) => {
       // A composer entry stays where the new cut has a chunk of exactly the same text (it may have another index).
       const old = s.splits[id];
+      let byRange: Map<string, number> | undefined;
       const composer = s.composer.flatMap((k) => {
         if (!k.startsWith(`${id}#`)) return [k];
-        const o = old?.chunks[Number(k.slice(id.length + 1))];
-        const c = o && sp.chunks.find((x) => x.start === o.start && x.end === o.end);
-        return c ? [chunkKey(id, c.index)] : [];
+        const o = old && chunkAt(old.chunks, Number(k.slice(id.length + 1)));
+        if (!o) return [];
+        if (!byRange) {
+          byRange = new Map();
+          for (let i = 0; i < sp.chunks.count; i++) byRange.set(`${sp.chunks.starts[i]}:${sp.chunks.ends[i]}`, i);
+        }
+        const i = byRange.get(`${o.start}:${o.end}`);
+        return i === undefined ? [] : [chunkKey(id, i)];
       });
       const { [id]: _e, ...splitErrors } = s.splitErrors;
       return { docs: s.docs.map((d) => (d.id === id ? { ...d, mode } : d)), splits: { ...s.splits, [id]: sp }, splitErrors, composer };
@@ -187,12 +194,12 @@ export async function compileKeys(keys: string[]): Promise<void> {
     persistAsked = true;
     void navigator.storage?.persist?.().catch(() => false);
   }
-  const all = allChunks(s);
-  const refs: ChunkRef[] = keys.flatMap((k) => {
-    const c = all.get(k);
+  // Chunks are looked up a batch at a time: a large document has tens of thousands, and all at once blocked the page.
+  const refsOf = (batch: string[]): ChunkRef[] => batch.flatMap((k) => {
+    const c = resolveChunk(studio(), k);
     return c ? [{ key: k, label: c.label, tokens: c.chunk.tokens }] : [];
   });
-  s.set({ busy: 'compile', error: null, compile: { running: true, done: 0, total: refs.length, compiled: 0, reused: 0, current: refs[0]?.key ?? null } });
+  s.set({ busy: 'compile', error: null, compile: { running: true, done: 0, total: keys.length, compiled: 0, reused: 0, current: keys[0] ?? null } });
   // Progress is counted here and shown at most every 100 ms: cache hits arrive by the thousand, and a store update
   // (and render) for each froze the page.
   const seen = { done: 0, compiled: 0, reused: 0 };
@@ -200,14 +207,14 @@ export async function compileKeys(keys: string[]): Promise<void> {
   const show = () => {
     timer = null;
     const { done, compiled, reused } = seen;
-    studio().set((st) => ({ compile: { ...st.compile, done, compiled, reused, current: refs[done]?.key ?? null } }));
+    studio().set((st) => ({ compile: { ...st.compile, done, compiled, reused, current: keys[done] ?? null } }));
   };
   const ac = new AbortController();
   compileAbort = ac;
   let cancelled = false;
   try {
-    for (let at = 0; at < refs.length && !ac.signal.aborted; at += COMPILE_BATCH) {
-      await lego().compileContext(refs.slice(at, at + COMPILE_BATCH).map((r) => r.tokens), {
+    for (let at = 0; at < keys.length && !ac.signal.aborted; at += COMPILE_BATCH) {
+      await lego().compileContext(refsOf(keys.slice(at, at + COMPILE_BATCH)).map((r) => r.tokens), {
         variant: { kind: 'plain' }, signal: ac.signal,
         onProgress: (ev) => {
           seen.done = at + ev.done;
@@ -231,7 +238,7 @@ export async function compileKeys(keys: string[]): Promise<void> {
 
 export function compileAll() {
   const s = studio();
-  return compileKeys(s.docs.flatMap((d) => (s.splits[d.id]?.chunks ?? []).map((c) => chunkKey(d.id, c.index))));
+  return compileKeys(s.docs.flatMap((d) => docChunkKeys(s, d.id)));
 }
 
 export function cancelCompile() {

@@ -5,6 +5,7 @@
  */
 import { createStore, get, set } from 'idb-keyval';
 import { DEFAULT_SETTINGS, useStudio, type StudioState } from './studio-store';
+import { isChunkTable } from '../worker/chunk-table';
 
 const KEY = 'studio-v1';
 const db = () => createStore('legokv-studio', 'state');
@@ -28,8 +29,10 @@ export async function hydrateStudio(): Promise<void> {
     if (saved?.version === 1) {
       // Compare's list was a setting once; older saves still carry one (without prompt), which is not used.
       const { compare: _, ...settings } = (saved.settings ?? {}) as Partial<StudioState['settings']> & { compare?: unknown };
+      // Splits saved before chunks were packed into a table are dropped: the documents are cut again once a model is loaded.
+      const splits = Object.fromEntries(Object.entries(savedDocs?.splits ?? saved.splits ?? {}).filter(([, sp]) => isChunkTable(sp?.chunks)));
       useStudio.getState().set({
-        docs: savedDocs?.docs ?? saved.docs ?? [], splits: savedDocs?.splits ?? saved.splits ?? {}, composer: saved.composer ?? [],
+        docs: savedDocs?.docs ?? saved.docs ?? [], splits, composer: saved.composer ?? [],
         settings: { ...DEFAULT_SETTINGS, ...settings },
       });
     }

@@ -7,8 +7,9 @@ import { create } from 'zustand';
 import { promptFor, type BundledModel } from './store';
 import type { SplitMode } from '../kvsplit/types';
 import type {
-  AskFirst, AttentionMap, ChunkInfo, LibraryResult, SinkMapResult, SweepPoint,
+  AskFirst, AttentionMap, ChunkInfo, ChunkTable, LibraryResult, SinkMapResult, SweepPoint,
 } from '../worker/studio-protocol';
+import { chunkAt } from '../worker/chunk-table';
 import type { Normalization } from '../analysis/attention-math';
 import { ALGORITHM_CATALOGUE, COMPARE_ALGORITHMS, algorithmInfo, specFor, type AlgorithmKind } from '../kvlink/catalogue';
 
@@ -32,7 +33,8 @@ export interface StudioDoc {
 export interface DocSplit {
   modelKey: string;
   modeKey: string;
-  chunks: ChunkInfo[];
+  /** Packed (chunk-table.ts): a large document has tens of thousands of chunks. */
+  chunks: ChunkTable;
   totalTokens: number;
 }
 
@@ -208,8 +210,7 @@ export function frameQuestion(framing: string, question: string): string {
 export function promptContext(
   s: Pick<StudioState, 'docs' | 'splits' | 'composer' | 'settings'>, modelKey: string | undefined, framing: string,
 ): string {
-  const all = allChunks(s);
-  const chunks = s.composer.flatMap((k) => { const c = all.get(k); return c ? [c.chunk.ids.plain] : []; });
+  const chunks = s.composer.flatMap((k) => { const c = resolveChunk(s, k); return c ? [c.chunk.ids.plain] : []; });
   return JSON.stringify([modelKey ?? null, chunks, frameQuestion(framing, s.settings.question)]);
 }
 
@@ -230,23 +231,19 @@ export interface ResolvedChunk {
   text: string;
 }
 
-let lastChunks: { docs: StudioDoc[]; splits: Record<string, DocSplit>; map: Map<string, ResolvedChunk> } | null = null;
+/** The chunk a composer key (`docId#index`) names, under the documents' current splits; undefined if it is gone. */
+export function resolveChunk(s: Pick<StudioState, 'docs' | 'splits'>, key: string): ResolvedChunk | undefined {
+  const at = key.lastIndexOf('#');
+  const docId = key.slice(0, at);
+  const doc = s.docs.find((d) => d.id === docId);
+  const sp = doc && s.splits[docId];
+  const index = key.slice(at + 1);
+  const chunk = sp && /^\d+$/.test(index) ? chunkAt(sp.chunks, Number(index)) : undefined;
+  if (!doc || !chunk) return undefined;
+  return { key, doc, chunk, label: `${doc.name} · ${chunk.index + 1}`, text: doc.text.slice(chunk.start, chunk.end) };
+}
 
-/**
- * Every chunk of every document (current splits), by key. Kept for the last documents and splits seen: a large
- * document has tens of thousands of chunks, and every panel that names the prompt asks for them on each change.
- */
-export function allChunks(s: Pick<StudioState, 'docs' | 'splits'>): Map<string, ResolvedChunk> {
-  if (lastChunks?.docs === s.docs && lastChunks.splits === s.splits) return lastChunks.map;
-  const out = new Map<string, ResolvedChunk>();
-  lastChunks = { docs: s.docs, splits: s.splits, map: out };
-  for (const doc of s.docs) {
-    const sp = s.splits[doc.id];
-    if (!sp) continue;
-    for (const c of sp.chunks) {
-      const key = chunkKey(doc.id, c.index);
-      out.set(key, { key, doc, chunk: c, label: `${doc.name} · ${c.index + 1}`, text: doc.text.slice(c.start, c.end) });
-    }
-  }
-  return out;
+/** The keys of a document's chunks, in order (none while it is not split). */
+export function docChunkKeys(s: Pick<StudioState, 'splits'>, docId: string): string[] {
+  return Array.from({ length: s.splits[docId]?.chunks.count ?? 0 }, (_, i) => chunkKey(docId, i));
 }

@@ -9,25 +9,17 @@ import type { TtftBreakdown } from '../kvlink/link';
 import type { SinkGrid } from '../analysis/sink-grid';
 import type { AskFirst } from '../api/ask';
 import type { AttentionMap } from '../types/attention';
+import type { ChunkTable } from './chunk-table';
 
 export type { AskFirst } from '../api/ask';
 export type { AttentionMap, MapRow } from '../types/attention';
 
-/** One chunk of a document, as KVSplit cut it, with the cache ids it has under each compile variant. */
-export interface ChunkInfo {
-  index: number;
-  /** Character offsets into the document text. */
-  start: number;
-  end: number;
-  /** Token ids without BOS. */
-  tokens: number[];
-  ids: { plain: string; legolink0: string };
-}
+export type { ChunkInfo, ChunkTable } from './chunk-table';
 
 export interface SplitResult {
   /** The model (and tokenizer) the chunks were cut and hashed for. */
   modelKey: string;
-  chunks: ChunkInfo[];
+  chunks: ChunkTable;
   totalTokens: number;
 }
 

@@ -9,6 +9,7 @@ import { ask } from '../api/ask';
 import type { Engine, LoadedModel } from '../engine';
 import { createBrowserKVStore, type EntryInfo, type KVStore } from '../kvstore';
 import { splitDocument } from '../kvsplit';
+import { packChunks } from './chunk-table';
 import type { SplitMode } from '../kvsplit/types';
 import { cacheId } from '../kvcompile/compile';
 import { sinkGrid } from '../analysis/sink-grid';
@@ -54,9 +55,9 @@ export class StudioWorker {
     for (const c of chunks) {
       if (!c.tokens.length) continue;
       const ids = { plain: await cacheId(ctx, c.tokens, { kind: 'plain' }), legolink0: await cacheId(ctx, c.tokens, { kind: 'legolink0' }) };
-      out.push({ index: out.length, start: c.start, end: c.end, tokens: c.tokens, ids });
+      out.push({ start: c.start, end: c.end, tokens: c.tokens, ids });
     }
-    return { modelKey: lego.model.id, chunks: out, totalTokens: out.reduce((a, c) => a + c.tokens.length, 0) };
+    return { modelKey: lego.model.id, chunks: packChunks(out), totalTokens: out.reduce((a, c) => a + c.tokens.length, 0) };
   }
 
   async library(): Promise<LibraryResult> {

@@ -24,6 +24,7 @@ import { join } from 'node:path';
 import { openModel } from '../../src/node/session';
 import { KVStore, MemoryBlobBackend, MemoryIndexBackend } from '../../src/kvstore';
 import { StudioWorker } from '../../src/worker/studio';
+import { chunkAt } from '../../src/worker/chunk-table';
 import { frameQuestion } from '../../src/ui/studio-store';
 import type { Demo } from '../../src/ui/DemoPanel';
 import type { ChunkRef, SinkMapResult, SplitResult } from '../../src/worker/studio-protocol';
@@ -55,7 +56,10 @@ test('SmolLM2-135M-Instruct under naive: a chunk start draws >= 10x an ordinary 
     for (const [d, sm] of samples.samples.entries()) {
       const text = readFileSync(join(ROOT, 'public/samples', sm.file), 'utf8');
       const sp: SplitResult = await studio.split(`d${d}`, text, demo.mode);
-      for (const c of sp.chunks.slice(0, demo.chunksPerDocument)) chunks.push({ key: `d${d}#${c.index}`, label: `${sm.title} · ${c.index + 1}`, tokens: c.tokens });
+      for (let i = 0; i < Math.min(sp.chunks.count, demo.chunksPerDocument); i++) {
+        const c = chunkAt(sp.chunks, i)!;
+        chunks.push({ key: `d${d}#${c.index}`, label: `${sm.title} · ${c.index + 1}`, tokens: c.tokens });
+      }
     }
     const question = frameQuestion(entry.prompt.framing, demo.question);
     const t0 = performance.now();

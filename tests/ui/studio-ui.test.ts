@@ -10,6 +10,7 @@ import { moveItem, wordStep } from '../../src/ui/list-ops';
 import { paretoFront, parseResults } from '../../src/ui/pareto';
 import { ALGORITHMS, COMPARE_ALGORITHMS, DEFAULT_SETTINGS, algorithmSpec, frameQuestion, framingFor, mapTarget, promptContext, type StudioDoc } from '../../src/ui/studio-store';
 import type { BundledModel } from '../../src/ui/store';
+import { packChunks } from '../../src/worker/chunk-table';
 import { parseAlgorithm } from '../../src/kvlink/algorithms';
 import type { AttentionMap } from '../../src/types/attention';
 
@@ -108,9 +109,9 @@ test('question framing: the per-model one the user typed, else the bundled model
 
 test('prompt context: names model, chunks (their cache ids, in order) and the asked text; maps hold for one context', () => {
   const doc = { id: 'd', name: 'd', kind: 'paste', text: 'ab', mode: { kind: 'document' }, addedAt: 0 } as StudioDoc;
-  const chunk = (i: number, id: string) => ({ index: i, start: i, end: i + 1, tokens: [i], ids: { plain: id, legolink0: `${id}0` } });
+  const chunk = (i: number, id: string) => ({ start: i, end: i + 1, tokens: [i], ids: { plain: id.padEnd(32, '0'), legolink0: id.padEnd(32, '1') } });
   const base = {
-    docs: [doc], splits: { d: { modelKey: 'm', modeKey: 'document', chunks: [chunk(0, 'A'), chunk(1, 'B')], totalTokens: 2 } },
+    docs: [doc], splits: { d: { modelKey: 'm', modeKey: 'document', chunks: packChunks([chunk(0, 'A'), chunk(1, 'B')]), totalTokens: 2 } },
     composer: ['d#0', 'd#1'], settings: { ...DEFAULT_SETTINGS, question: 'Who?' },
   };
   const ctx = promptContext(base, 'm|f32', 'Q: {question}');
@@ -120,6 +121,6 @@ test('prompt context: names model, chunks (their cache ids, in order) and the as
     ['framing', promptContext(base, 'm|f32', '{question}')],
     ['question', promptContext({ ...base, settings: { ...base.settings, question: 'Why?' } }, 'm|f32', 'Q: {question}')],
     ['order', promptContext({ ...base, composer: ['d#1', 'd#0'] }, 'm|f32', 'Q: {question}')],
-    ['chunks re-cut', promptContext({ ...base, splits: { d: { ...base.splits.d, chunks: [chunk(0, 'A2'), chunk(1, 'B')] } } }, 'm|f32', 'Q: {question}')],
+    ['chunks re-cut', promptContext({ ...base, splits: { d: { ...base.splits.d, chunks: packChunks([chunk(0, 'A2'), chunk(1, 'B')]) } } }, 'm|f32', 'Q: {question}')],
   ]) assert.notEqual(other, ctx, what);
 });

@@ -16,6 +16,7 @@ import { KVStore, MemoryBlobBackend, MemoryIndexBackend } from '../../src/kvstor
 import { StudioWorker } from '../../src/worker/studio';
 import { studioAsk } from '../../src/worker/studio-ask';
 import type { AskRequest, AskResult, ChunkRef, SplitResult, StudioEvent, SweepPoint } from '../../src/worker/studio-protocol';
+import { chunkAt, chunkIndexOfId } from '../../src/worker/chunk-table';
 
 const root = join(import.meta.dirname, '../..');
 const s = await openModel(join(root, 'public/models/stories260K/stories260K.bin'));
@@ -67,16 +68,24 @@ test('split, compile with progress, reuse, library, ask with scores, legolink0 o
   for (const [i, text] of docs.entries()) {
     splits.push((await run<SplitResult>({ type: 'split', docId: `d${i}`, text, mode: { kind: 'semantic', maxTokens: 64 } })).result);
   }
-  assert.ok(splits.every((sp) => sp.chunks.length >= 2 && sp.modelKey === 'stories260K|f32'));
-  const c0 = splits[0].chunks[0];
+  assert.ok(splits.every((sp) => sp.chunks.count >= 2 && sp.modelKey === 'stories260K|f32'));
+  const first2 = (sp: SplitResult) => [chunkAt(sp.chunks, 0)!, chunkAt(sp.chunks, 1)!];
+  const c0 = first2(splits[0])[0];
   assert.equal(c0.tokens.length > 0 && c0.tokens.length <= 64, true);
   assert.notEqual(c0.ids.plain, c0.ids.legolink0);
-  const refs: ChunkRef[] = splits.flatMap((sp, d) => sp.chunks.slice(0, 2).map((c) => ({ key: `d${d}#${c.index}`, label: `doc ${d + 1} · ${c.index + 1}`, tokens: c.tokens })));
+  // The packed table holds what KVSplit cut: the chunks cover the text in order, and their tokens sum to the total.
+  for (const [d, sp] of splits.entries()) {
+    const cs = Array.from({ length: sp.chunks.count }, (_, i) => chunkAt(sp.chunks, i)!);
+    assert.equal(cs.reduce((a, c) => a + c.tokens.length, 0), sp.totalTokens);
+    assert.ok(cs.every((c, i) => i === 0 || c.start >= cs[i - 1].end), `doc ${d}: chunks in order`);
+    assert.equal(chunkIndexOfId(sp.chunks, cs[1].ids.legolink0), 1);
+  }
+  const refs: ChunkRef[] = splits.flatMap((sp, d) => first2(sp).map((c) => ({ key: `d${d}#${c.index}`, label: `doc ${d + 1} · ${c.index + 1}`, tokens: c.tokens })));
 
   const compiled = await run<{ ids: string[]; compiled: number }>({ type: 'compile', chunks: refs, variant: 'plain' });
   assert.equal(compiled.result.compiled, 4);
   assert.deepEqual(compiled.events.map((e) => e.kind === 'compile' && e.done), [1, 2, 3, 4]);
-  assert.deepEqual(compiled.result.ids, [...splits[0].chunks.slice(0, 2), ...splits[1].chunks.slice(0, 2)].map((c) => c.ids.plain));
+  assert.deepEqual(compiled.result.ids, [...first2(splits[0]), ...first2(splits[1])].map((c) => c.ids.plain));
   const again = await run<{ compiled: number }>({ type: 'compile', chunks: refs, variant: 'plain' });
   assert.equal(again.result.compiled, 0, 'compiled chunks are reused');
   assert.ok(again.events.every((e) => e.kind === 'compile' && e.status === 'cached'));
