@@ -271,8 +271,12 @@ test('a chunk list is one tab stop: arrow keys move between chunks and into a ch
   await page.getByRole('button', { name: 'Add all to composer' }).focus();
   await page.keyboard.press('Tab');
   expect(await focused()).toMatch(/^many · 1: \d+ tokens \+ BOS, not compiled\./);
+  // The list's 60 chunks are one stop; its "Show more" (50 are drawn first) is the next.
+  await page.keyboard.press('Tab');
+  expect(await focused()).toBe('Show 10 more');
   await page.keyboard.press('Tab');
   expect(await focused()).toBe('Compile all chunks');
+  await page.keyboard.press('Shift+Tab');
   await page.keyboard.press('Shift+Tab');
   await page.keyboard.press('ArrowDown');
   await page.keyboard.press('ArrowDown');
