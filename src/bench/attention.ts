@@ -1,16 +1,25 @@
 /**
- * The attention kernel alone, in each of its launch shapes (query rows per
- * invocation, key slices), for the GPU kit: every query row sees every key,
- * so a case costs 4·T·n·H·HD FLOPs.
+ * The attention kernel alone, in each of its launch shapes, for the GPU kit: attention.wgsl ('rows': query rows
+ * per invocation, key slices) and attention_tiled.wgsl ('tiled': 64-row workgroups staging key tiles; key slices,
+ * keys per tile) side by side on the same shapes. Every query row sees every key, so a case costs 4·T·n·H·HD FLOPs.
  */
-import type { Engine } from '../engine';
+import type { AttentionVariant, Engine } from '../engine';
 import { kernelPerRep, type KernelClock } from './matmul';
 
 export interface AttentionCase { T: number; n: number; H: number; NKV: number; HD: number }
-export interface AttentionTiming extends AttentionCase { rowsPerThread: 1 | 4; splits: number | 'auto'; chosen: boolean; ms: number; gflops: number; clock: KernelClock }
+export interface AttentionTiming extends AttentionCase {
+  variant: AttentionVariant; rowsPerThread: 1 | 4; splits: number | 'auto';
+  /** The tiled kernel's keys per tile, where the run named one (otherwise the largest that fits, up to 32). */
+  keysPerTile?: number;
+  chosen: boolean; ms: number; gflops: number; clock: KernelClock;
+}
 
 /** Slice counts timed beside the engine's own choice ('auto') and none: fixed counts show whether the choice is right. */
 const FIXED_SPLITS = [1, 2, 4, 8, 32, 128] as const;
+/** The tiled kernel's slices: it makes 64 rows share each key load, so it needs fewer slices to fill the GPU. */
+const TILED_SPLITS = [1, 2, 4, 8, 16, 32] as const;
+/** The tiled kernel is timed where its 64-row workgroups are at least half full. */
+const TILED_MIN_T = 32;
 
 export async function timeAttention(e: Engine, c: AttentionCase, targetMs = 60): Promise<AttentionTiming[]> {
   const dev = e.gpu.device;
@@ -38,27 +47,38 @@ export async function timeAttention(e: Engine, c: AttentionCase, targetMs = 60):
       e.ops.attention(base);
       await e.ops.d.read(out, 0, 16);
     }
+    // Ops.attention clamps slices to what one binding holds: a count past it would be timed under a wrong label.
+    const fits = (s: number) => c.T * c.H * s * c.HD * 4 <= dev.limits.maxStorageBufferBindingSize;
+    type Shape = { variant: AttentionVariant; rowsPerThread: 1 | 4; splits: number | 'auto'; keysPerTile?: number };
+    const shapes: Shape[] = [];
     for (const rowsPerThread of [1, 4] as const) {
       // Four rows an invocation only differ from one where there are several query rows.
       if (rowsPerThread === 4 && c.T < 4) continue;
-      // Ops.attention clamps slices to what one binding holds: a count past it would be timed under a wrong label.
-      const fits = (s: number) => c.T * c.H * s * c.HD * 4 <= dev.limits.maxStorageBufferBindingSize;
-      const fixed = FIXED_SPLITS.filter((s) => s <= c.n / 16 && fits(s));
-      for (const splits of ['auto', ...fixed] as const) {
-        const args = { ...base, rowsPerThread, splits: splits === 'auto' ? undefined : splits };
-        const run = async (reps: number) => {
-          const t0 = performance.now();
-          for (let i = 0; i < reps; i++) e.ops.attention(args);
-          await e.ops.d.read(out, 0, 16);
-          return performance.now() - t0;
-        };
-        await run(1);
-        const once = await run(1);
-        const reps = Math.max(2, Math.min(200, Math.ceil(targetMs / Math.max(once, 0.01))));
-        const { ms, clock } = await kernelPerRep(e, run, reps);
-        const chosen = splits === 'auto' && rowsPerThread === (e.ops.matmulProfile === 'cpu' ? 4 : 1);
-        rows.push({ ...c, rowsPerThread, splits, chosen, ms, clock, gflops: (4 * c.T * c.n * c.H * c.HD) / ms / 1e6 });
-      }
+      for (const splits of ['auto', ...FIXED_SPLITS.filter((s) => s <= c.n / 16 && fits(s))] as const) shapes.push({ variant: 'rows', rowsPerThread, splits });
+    }
+    if (c.T >= TILED_MIN_T) {
+      for (const splits of ['auto', ...TILED_SPLITS.filter((s) => s <= c.n / 64 && fits(s))] as const) shapes.push({ variant: 'tiled', rowsPerThread: 1, splits });
+      // Half-size tiles (more workgroups fit a multiprocessor's memory) and, where the adapter's workgroup memory
+      // holds them, double ones (half the barriers, twice the scores held in registers).
+      shapes.push({ variant: 'tiled', rowsPerThread: 1, splits: 'auto', keysPerTile: 16 });
+      if (64 * (8 * c.HD + 4) <= dev.limits.maxComputeWorkgroupStorageSize) shapes.push({ variant: 'tiled', rowsPerThread: 1, splits: 'auto', keysPerTile: 64 });
+    }
+    const picked = e.ops.pickAttention(c.T, c.HD);
+    for (const sh of shapes) {
+      const args = { ...base, variant: sh.variant, rowsPerThread: sh.rowsPerThread, keysPerTile: sh.keysPerTile, splits: sh.splits === 'auto' ? undefined : sh.splits };
+      const run = async (reps: number) => {
+        const t0 = performance.now();
+        for (let i = 0; i < reps; i++) e.ops.attention(args);
+        await e.ops.d.read(out, 0, 16);
+        return performance.now() - t0;
+      };
+      await run(1);
+      const once = await run(1);
+      const reps = Math.max(2, Math.min(200, Math.ceil(targetMs / Math.max(once, 0.01))));
+      const { ms, clock } = await kernelPerRep(e, run, reps);
+      const chosen = sh.variant === picked && sh.splits === 'auto' && sh.keysPerTile === undefined
+        && (sh.variant === 'tiled' || sh.rowsPerThread === (e.ops.matmulProfile === 'cpu' ? 4 : 1));
+      rows.push({ ...c, ...sh, chosen, ms, clock, gflops: (4 * c.T * c.n * c.H * c.HD) / ms / 1e6 });
     }
   } finally {
     for (const b of [q, k, v, qpos, kpos, bounds, out]) b.destroy();

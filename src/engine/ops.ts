@@ -4,7 +4,7 @@
  * argument names; tests/engine/kernels.test.ts holds them to each other.
  * Sizes are in elements; buffers are f32 unless a dtype says packed f16.
  */
-import type { Dispatcher } from './gpu/dispatcher';
+import type { Dispatcher, Param } from './gpu/dispatcher';
 import type { KernelLibrary } from './gpu/kernels';
 import { Scratch } from './model/scratch';
 import { checkQuantShape, isQuant, QUANT, scaleBase, type QuantType } from './quant';
@@ -72,7 +72,18 @@ export interface AttentionArgs {
   splits?: number;
   /** Query rows per invocation; default: 4 on CPU adapters (they share key loads), 1 on GPUs (registers, occupancy). */
   rowsPerThread?: 1 | 4;
+  /** The kernel (see AttentionVariant); default: chosen for the adapter and the row count (Ops.pickAttention). */
+  variant?: AttentionVariant;
+  /** The tiled kernel's keys per tile, a multiple of 4; default and cap: what the adapter's workgroup memory holds, at most 32. */
+  keysPerTile?: number;
 }
+/**
+ * Attention kernels: 'rows' (attention.wgsl: each invocation a group of query rows, reading every key itself) and
+ * 'tiled' (attention_tiled.wgsl: a workgroup of 64 rows stages tiles of keys and values in workgroup memory).
+ */
+export type AttentionVariant = 'rows' | 'tiled';
+/** The tiled kernel leaves most of a 64-row workgroup idle below this many query rows: decode keeps 'rows'. */
+const TILED_MIN_ROWS = 32;
 export interface ScoresArgs extends Omit<AttentionArgs, 'v' | 'out' | 'T' | 'bounds'> {
   rows: GPUBuffer; R: number; head: number; out: GPUBuffer;
 }
@@ -180,25 +191,53 @@ export class Ops {
     this.d.run1d(pipe, params, { 1: a.x, 2: a.cs }, (a.T * a.H * a.HD) / 2);
   }
 
+  /** The attention kernel a call gets when it names none: tiled on real GPUs once the rows fill a workgroup. */
+  pickAttention(T: number, HD: number): AttentionVariant {
+    return this.matmulProfile === 'gpu' && T >= TILED_MIN_ROWS && this.attentionTile(HD) >= 4 ? 'tiled' : 'rows';
+  }
+
+  /**
+   * Keys per tile of attention_tiled: its key and value tiles (f32) and positions must fit the adapter's workgroup
+   * memory (16 KiB guaranteed: 28 keys of a 64-wide head; 32 KiB: 32). More would cost registers (a score per key).
+   */
+  private attentionTile(HD: number, want = 32): number {
+    this.wgStorage ??= this.lib.device.limits.maxComputeWorkgroupStorageSize;
+    return Math.min(want, 4 * Math.floor(this.wgStorage / (2 * HD * 4 + 4) / 4));
+  }
+  private wgStorage?: number;
+
   attention(a: AttentionArgs) {
     checkAligned(a.qStride, a.qOffset, a.HD);
+    // The slices' partial outputs are one binding: never more slices than it can hold.
+    const fit = Math.max(1, Math.floor(this.maxBinding / (a.T * a.H * a.HD * 4)));
+    const kv = { HD4: a.HD / 4 };
+    const params = (splits: number) => [u(a.T), u(a.n), u(a.H), u(a.NKV), u(a.qStride), u(a.qOffset), u(a.window), f(a.scale), u(splits)];
+    const b: Record<number, GPUBuffer> = { 1: a.q, 2: a.k, 3: a.v, 4: a.qpos, 5: a.kpos, 6: a.out, 7: a.bounds };
+    if ((a.variant ?? this.pickAttention(a.T, a.HD)) === 'tiled') {
+      const BK = this.attentionTile(a.HD, a.keysPerTile);
+      if (BK < 4 || BK % 4 !== 0) throw new Error(`attention_tiled: ${BK} keys a tile (head ${a.HD}, ${this.wgStorage} B of workgroup memory)`);
+      const groups = Math.ceil(a.T / 64) * a.H;
+      const splits = Math.min(fit, a.splits ?? tiledSplits(groups, a.n));
+      const pipe = this.lib.pipeline('attention_tiled', { ...kv, BK, KV_F16: a.kvDtype === 'f16', SPLIT: splits > 1 });
+      return this.attentionRun(a, pipe, params(splits), b, splits, groups * splits * 64);
+    }
     // On CPU adapters several query rows per invocation share key loads; large heads keep one row to spare
     // registers. GPUs keep one row per invocation: four rows' accumulators would spill and cut occupancy.
     const TQ = a.T >= 4 && a.HD <= 64 && (a.rowsPerThread ?? (this.matmulProfile === 'cpu' ? 4 : 1)) === 4 ? 4 : 1;
     const work = Math.ceil(a.T / TQ) * a.H;
-    // The slices' partial outputs are one binding: never more slices than it can hold.
-    const fit = Math.max(1, Math.floor(this.maxBinding / (a.T * a.H * a.HD * 4)));
     const splits = Math.min(fit, a.splits ?? (this.matmulProfile === 'gpu' ? attentionSplits(work, a.n) : 1));
-    const split = splits > 1;
-    const pipe = this.lib.pipeline('attention', { HD4: a.HD / 4, TQ, KV_F16: a.kvDtype === 'f16', SPLIT: split });
-    const params = [u(a.T), u(a.n), u(a.H), u(a.NKV), u(a.qStride), u(a.qOffset), u(a.window), f(a.scale), u(splits)];
-    const b: Record<number, GPUBuffer> = { 1: a.q, 2: a.k, 3: a.v, 4: a.qpos, 5: a.kpos, 6: a.out, 7: a.bounds };
-    if (!split) return this.d.run1d(pipe, params, b, work);
-    // Each slice's unnormalised output and (max, sum), merged by attention_combine.
+    const pipe = this.lib.pipeline('attention', { ...kv, TQ, KV_F16: a.kvDtype === 'f16', SPLIT: splits > 1 });
+    this.attentionRun(a, pipe, params(splits), b, splits, work * splits);
+  }
+
+  /** Launches an attention kernel over `invocations`; with key slices, into partials that attention_combine merges. */
+  private attentionRun(a: AttentionArgs, pipe: GPUComputePipeline, params: Param[], b: Record<number, GPUBuffer>, splits: number, invocations: number) {
+    if (splits === 1) return this.d.run1d(pipe, params, b, invocations);
+    // Each slice's unnormalised output and (max, sum).
     const slots = a.T * a.H * splits;
     b[6] = this.temps.get('attention.part', slots * a.HD * 4);
     b[8] = this.temps.get('attention.ml', slots * 8);
-    this.d.run1d(pipe, params, b, work * splits);
+    this.d.run1d(pipe, params, b, invocations);
     const combine = this.lib.pipeline('attention_combine');
     this.d.run1d(combine, [u(a.T), u(a.H), u(splits), u(a.HD / 4)], { 1: b[6], 2: b[8], 3: a.out }, (a.T * a.H * a.HD) / 4);
   }
@@ -279,6 +318,15 @@ export class Ops {
  */
 export function attentionSplits(invocations: number, keys: number): number {
   return Math.max(1, Math.min(Math.ceil(8192 / invocations), Math.floor(keys / 32), 128));
+}
+
+/**
+ * Key slices for attention_tiled (a workgroup per 64 rows of a head and slice): enough slices for about 1024
+ * workgroups, a few per multiprocessor of a large GPU, while slices keep at least 256 keys (8 tiles) and never
+ * number more than 32. Not yet measured on a GPU: the kit (bench/attention.ts) times fixed counts beside it.
+ */
+export function tiledSplits(workgroups: number, keys: number): number {
+  return Math.max(1, Math.min(Math.ceil(1024 / workgroups), Math.floor(keys / 256), 32));
 }
 
 /**

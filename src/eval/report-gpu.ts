@@ -8,7 +8,7 @@ import type { PrefillRow } from '../bench/prefill';
 import type { TtftRow } from '../bench/ttft';
 import type { DecodeProfile } from '../bench/profile';
 
-type KernelRow = { variant?: string; rowsPerThread?: number; splits?: number | string; T: number; K?: number; N?: number; n?: number; H?: number; HD?: number; ms: number; gflops: number; weightGBps?: number; chosen: boolean; clock?: string };
+type KernelRow = { variant?: string; rowsPerThread?: number; keysPerTile?: number; splits?: number | string; T: number; K?: number; N?: number; n?: number; H?: number; HD?: number; ms: number; gflops: number; weightGBps?: number; chosen: boolean; clock?: string };
 type EngineRow = PrefillRow & { adapter: string; model: string; weight_bytes: number; weight_dtype: string; weights?: string; profile?: DecodeProfile; skipped?: string; error?: string };
 type TorchRow = { model: string; tokens: number; tokens_per_s: number; gflops: number; decode_tokens_per_s?: number; skipped?: string; error?: string };
 type LinkRow = { model: string; context: number; chunks: number; chunk_tokens: number; tier?: 'host' | 'gpu'; submit_each_layer?: boolean; results?: TtftRow[]; ratios?: Record<string, number>; skipped?: string; error?: string };
@@ -84,8 +84,10 @@ export function gpuSection(runs: { file: string; r: GpuRun }[]): string {
     }
     const at = (k.attention ?? []).filter(plausible);
     if (at.length) {
-      lines.push('The attention kernel alone, every query row seeing every key (rows per invocation, key slices; *chosen* is what this run\'s engine picked):', '');
-      lines.push(table(['T × keys', 'heads × dim', 'rows a thread', 'slices', 'ms', 'GFLOP/s', 'chosen'], at.map((x) => [`${x.T} × ${x.n}`, `${x.H} × ${x.HD}`, x.rowsPerThread!, String(x.splits), x.ms.toFixed(3), n0(x.gflops), x.chosen ? 'yes' : ''])), '');
+      lines.push('The attention kernels alone, every query row seeing every key (*rows*: attention.wgsl, rows per invocation; *tiled*: attention_tiled.wgsl; key slices; *chosen* is what this run\'s engine picked):', '');
+      // Runs before attention_tiled have no variant: theirs is attention.wgsl ('rows').
+      const kernel = (x: KernelRow) => (x.variant === 'tiled' ? `tiled${x.keysPerTile ? ` (${x.keysPerTile} keys a tile)` : ''}` : 'rows');
+      lines.push(table(['T × keys', 'heads × dim', 'kernel', 'rows a thread', 'slices', 'ms', 'GFLOP/s', 'chosen'], at.map((x) => [`${x.T} × ${x.n}`, `${x.H} × ${x.HD}`, kernel(x), x.rowsPerThread!, String(x.splits), x.ms.toFixed(3), n0(x.gflops), x.chosen ? 'yes' : ''])), '');
     }
     const eng = k.engine ?? [];
     const torchRow = (m: string, n: number) => t?.rows.find((x) => x.model === m && x.tokens === n && !x.skipped && !x.error);

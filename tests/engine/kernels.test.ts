@@ -1,7 +1,7 @@
 /**
  * Parity of every WGSL kernel in kernels/ (matmul, matmul_tiled,
  * matmul_tiled128 and gemv with their shared matmul_io, rmsnorm, rope, attention
- * (whole and in key slices, with attention_combine), attn_scores, kv_scatter, embed,
+ * and attention_tiled (whole and in key slices, with attention_combine), attn_scores, kv_scatter, embed,
  * glu; common holds shared helpers) with its TypeScript twin in
  * src/engine/reference.ts, on SwiftShader through the `webgpu` package.
  * Tolerances: f32 paths within 2e-5 of the largest reference magnitude
@@ -9,7 +9,7 @@
  * reference fed the same f16-rounded values, so the same bound holds.
  * Matrices split in row parts (what GpuModel does with one larger than a
  * buffer may be) are held to the same bound, and to equal bits with the
- * unsplit kernel.
+ * unsplit kernel. attention_tiled is held to 2e-6 (TILED_RT).
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -20,6 +20,8 @@ import { floatsToHalves, roundToHalf } from '../../src/engine/f16';
 import { assertClose, harness, rand, type Harness } from '../helpers/gpu';
 
 const RT = 2e-5;
+/** attention_tiled's bound, relative like RT: about 10x its worst error on SwiftShader (2.0e-7 of the largest output). */
+const TILED_RT = 2e-6;
 
 const MATMUL_SHAPES: [number, number, number, MatmulVariant][] = [
   [1, 36, 64, 'reg'], [5, 172, 64, 'reg'], [9, 10, 172, 'reg'],
@@ -182,8 +184,13 @@ for (const kvDtype of ['f32', 'f16'] as const) {
         // One or four query rows per invocation (T = 5 leaves a partial group of four).
         for (const splits of [1, 2, 5]) {
           for (const rowsPerThread of [1, 4] as const) {
-            h.ops.attention({ ...common, v: kv(a.v), out, T: a.T, bounds: h.upload(bounds), splits, rowsPerThread });
+            h.ops.attention({ ...common, v: kv(a.v), out, T: a.T, bounds: h.upload(bounds), splits, rowsPerThread, variant: 'rows' });
             assertClose(await h.readF32(out, a.T * a.H * a.HD), ref.attention(a), 0, RT, `attention, ${splits} slices, ${rowsPerThread} rows a thread`);
+          }
+          // attention_tiled: one tile wider than all 11 keys, and tiles of 4 (11 is not a multiple).
+          for (const keysPerTile of [undefined, 4]) {
+            h.ops.attention({ ...common, v: kv(a.v), out, T: a.T, bounds: h.upload(bounds), splits, variant: 'tiled', keysPerTile });
+            assertClose(await h.readF32(out, a.T * a.H * a.HD), ref.attention(a), 0, TILED_RT, `attention_tiled, ${splits} slices, ${keysPerTile ?? 'widest'} keys a tile`);
           }
         }
       }
@@ -199,6 +206,64 @@ for (const kvDtype of ['f32', 'f16'] as const) {
     });
   }
 }
+
+/**
+ * A larger case for attention_tiled, on a 64-wide head: 70 query rows (a full workgroup and a ragged one), scattered
+ * and out of order, one of them seeing no key at all; 75 keys with gapped positions, in order or in shuffled chunks
+ * (as linked chunks can be); GQA 3:1; strided q with an offset.
+ */
+function tiledCase(window: number, shuffled: boolean) {
+  const T = 70, n = 75, H = 6, NKV = 2, HD = 64, qStride = (H + 2 * NKV) * HD + 8, qOffset = 8;
+  const sorted = Array.from({ length: n }, (_, j) => j + 3 * Math.floor(j / 10));
+  // Chunks of 15 keys in the order 3, 0, 4, 1, 2.
+  const kpos = Int32Array.from(shuffled ? [3, 0, 4, 1, 2].flatMap((c) => sorted.slice(15 * c, 15 * c + 15)) : sorted);
+  const order = rand(T, 31);
+  const qpos = Int32Array.from({ length: T }, (_, t) => (t === 40 ? -1 : kpos[Math.floor((order[t] * 0.5 + 0.5) * n)]));
+  return { T, n, H, NKV, HD, qStride, qOffset, kpos, qpos, window, scale: 1 / Math.sqrt(HD),
+    q: rand(T * qStride, 32), k: rand(n * NKV * HD, 33), v: rand(n * NKV * HD, 34) };
+}
+
+for (const kvDtype of ['f32', 'f16'] as const) {
+  for (const [window, shuffled] of [[0, false], [7, false], [0, true], [9, true]] as const) {
+    test(`attention_tiled ${kvDtype} window=${window} shuffled=${shuffled}: ragged blocks, scattered rows, several tiles`, async () => {
+      const h = await harness();
+      const a = tiledCase(window, shuffled);
+      if (kvDtype === 'f16') { a.k = roundToHalf(a.k); a.v = roundToHalf(a.v); }
+      const kv = (x: Float32Array) => h.upload(kvDtype === 'f16' ? floatsToHalves(x) : x);
+      const out = h.empty(a.T * a.H * a.HD * 4);
+      const want = ref.attention(a);
+      assert.ok(want.subarray(40 * a.H * a.HD, 41 * a.H * a.HD).every((x) => x === 0), 'row 40 sees no key');
+      const args = { q: h.upload(a.q), qStride: a.qStride, qOffset: a.qOffset, k: kv(a.k), v: kv(a.v), kvDtype,
+        qpos: h.upload(a.qpos), kpos: h.upload(a.kpos), out, T: a.T, n: a.n, H: a.H, NKV: a.NKV, HD: a.HD, window, scale: a.scale,
+        bounds: h.upload(keyBounds(a.kpos, a.n, a.qpos, window)) };
+      h.ops.attention({ ...args, variant: 'rows', splits: 1 });
+      assertClose(await h.readF32(out, want.length), want, 0, RT, 'attention (rows)');
+      // The full key range too, where the mask alone hides what sorted bounds would skip.
+      for (const bounds of [args.bounds, h.upload(Uint32Array.from({ length: 2 * a.T }, (_, i) => (i % 2 ? a.n : 0)))]) {
+        // 12 keys a tile: 75 keys in 7 tiles, the last partial.
+        for (const keysPerTile of [undefined, 12]) {
+          for (const splits of [1, 3]) {
+            h.ops.attention({ ...args, bounds, variant: 'tiled', keysPerTile, splits });
+            assertClose(await h.readF32(out, want.length), want, 0, TILED_RT, `attention_tiled, ${splits} slices, ${keysPerTile ?? 'widest'} keys a tile`);
+          }
+        }
+      }
+    });
+  }
+}
+
+test('attention_tiled is the default on GPUs once rows fill a workgroup, never on CPU adapters', async () => {
+  const { ops } = await harness();
+  const was = ops.matmulProfile;
+  try {
+    ops.matmulProfile = 'gpu';
+    assert.deepEqual([ops.pickAttention(1016, 64), ops.pickAttention(4, 64), ops.pickAttention(2048, 4096)], ['tiled', 'rows', 'rows']);
+    ops.matmulProfile = 'cpu';
+    assert.equal(ops.pickAttention(1016, 64), 'rows');
+  } finally {
+    ops.matmulProfile = was;
+  }
+});
 
 for (const dstDtype of ['f32', 'f16'] as const) {
   test(`kv_scatter ${dstDtype} into chosen cache rows`, async () => {

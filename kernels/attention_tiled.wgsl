@@ -1,0 +1,176 @@
+// Attention as attention.wgsl computes it (same bindings, masks, GQA, f16
+// KV, bounds, splits; read its header), tiled for real GPUs in the manner of
+// FlashAttention: a workgroup takes BQ = 64 query rows of one head, one row
+// per invocation, and walks the union of the rows' key bounds in tiles of BK
+// keys that the workgroup stages in workgroup memory together. Every key and
+// value is then read from global memory once per 64 rows instead of once per
+// row, which is what bounds attention.wgsl when many rows face many keys.
+// Each invocation keeps its row's query, accumulator and online-softmax state
+// (max, sum; base-2 exponentials) in registers and updates them once a tile,
+// four keys at a time. Keys outside a row's own bounds, or hidden from it by
+// position or window, are masked per row; a row with no visible key in a
+// tile skips it.
+// SPLIT: the workgroup walks only its slice of the union of its rows' bounds
+// and writes partials for attention_combine.wgsl, as attention.wgsl does.
+// Workgroups are numbered with the row block fastest, so those running
+// together read the same keys of the same head.
+#include "common"
+
+struct Params { T: u32, n: u32, H: u32, NKV: u32, q_stride: u32, q_offset: u32, window: u32, scale: f32, splits: u32 }
+
+const HD4: u32 = {{HD4}}u;
+// Keys per tile, a multiple of 4: the host sizes it to the adapter's workgroup memory.
+const BK: u32 = {{BK}}u;
+const BQ: u32 = 64u;
+const LOADS: u32 = (BK * HD4 + BQ - 1u) / BQ;
+const LOG2E: f32 = 1.4426950408889634;
+const NEG: f32 = -1.0e30;
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> q: array<vec4<f32>>;
+#if KV_F16
+@group(0) @binding(2) var<storage, read> kc: array<vec2<u32>>;
+@group(0) @binding(3) var<storage, read> vc: array<vec2<u32>>;
+fn load_k(i: u32) -> vec4<f32> { return unpack4h(kc[i]); }
+fn load_v(i: u32) -> vec4<f32> { return unpack4h(vc[i]); }
+#else
+@group(0) @binding(2) var<storage, read> kc: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read> vc: array<vec4<f32>>;
+fn load_k(i: u32) -> vec4<f32> { return kc[i]; }
+fn load_v(i: u32) -> vec4<f32> { return vc[i]; }
+#endif
+@group(0) @binding(4) var<storage, read> qpos: array<i32>;
+@group(0) @binding(5) var<storage, read> kpos: array<i32>;
+@group(0) @binding(6) var<storage, read_write> out: array<vec4<f32>>;
+@group(0) @binding(7) var<storage, read> bounds: array<vec2<u32>>;
+#if SPLIT
+@group(0) @binding(8) var<storage, read_write> ml: array<vec2<f32>>;
+#endif
+
+// The tile: keys and values decoded to f32 (unpacked once, not once per row), and their positions.
+var<workgroup> ks: array<vec4<f32>, BK * HD4>;
+var<workgroup> vs: array<vec4<f32>, BK * HD4>;
+var<workgroup> kps: array<vec4<i32>, BK / 4u>;
+
+// Which of the four keys j..j+3 (tile slot c4) the row at position qp sees, within its key range [lo, hi).
+fn seen4(j: u32, c4: u32, lo: u32, hi: u32, qp: i32) -> vec4<bool> {
+  let jv = vec4<u32>(j) + vec4<u32>(0u, 1u, 2u, 3u);
+  let kp = kps[c4];
+  let qv = vec4<i32>(qp);
+  var s = (jv >= vec4<u32>(lo)) & (jv < vec4<u32>(hi)) & (kp <= qv);
+  if (p.window > 0u) { s = s & (qv - kp < vec4<i32>(i32(p.window))); }
+  return s;
+}
+
+@compute @workgroup_size(64, 1, 1)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+  // Everything up to the tile loop is uniform across the workgroup (the barriers need that), except the row's own state.
+  let blocks = (p.T + BQ - 1u) / BQ;
+  let wg = wid.x + wid.y * nwg.x;
+  if (wg >= blocks * p.H * p.splits) { return; }
+  let t0 = (wg % blocks) * BQ;
+  let split = (wg / blocks) % p.splits;
+  let h = wg / (blocks * p.splits);
+  let kvh = h / (p.H / p.NKV);
+
+  // The union of the block's rows' key ranges, the same loop in every invocation.
+  var first = 0xffffffffu;
+  var last = 0u;
+  let rows = min(BQ, p.T - t0);
+  for (var r = 0u; r < rows; r++) {
+    let b = bounds[t0 + r];
+    first = min(first, b.x);
+    last = max(last, b.y);
+  }
+  last = min(last, p.n);
+  if (last > first && p.splits > 1u) {
+    let len = (last - first + p.splits - 1u) / p.splits;
+    first = min(last, first + split * len);
+    last = min(last, first + len);
+  }
+
+  // This invocation's row; a row past T keeps an empty range and so never computes.
+  let live = t0 + lid < p.T;
+  let t = min(t0 + lid, p.T - 1u);
+  let qp = qpos[t];
+  let rb = bounds[t];
+  let lo = max(rb.x, first);
+  let hi = select(0u, min(rb.y, last), live);
+  var qv: array<vec4<f32>, HD4>;
+  let qbase = (t * p.q_stride + p.q_offset) / 4u + h * HD4;
+  for (var i = 0u; i < HD4; i++) { qv[i] = q[qbase + i] * (p.scale * LOG2E); }
+  var acc: array<vec4<f32>, HD4>;
+  var m = NEG;
+  var l = 0.0;
+  let kstride = p.NKV * HD4;
+
+  for (var j0 = first; j0 < last; j0 += BK) {
+    // Stage the tile: consecutive invocations read consecutive vec4s of a key (coalesced). Keys past `last`
+    // repeat the last one; every row masks them.
+    for (var r = 0u; r < LOADS; r++) {
+      let e = r * BQ + lid;
+      if (e < BK * HD4) {
+        let g = min(j0 + e / HD4, last - 1u) * kstride + kvh * HD4 + e % HD4;
+        ks[e] = load_k(g);
+        vs[e] = load_v(g);
+      }
+    }
+    if (lid < BK / 4u) {
+      let j = vec4<u32>(j0 + 4u * lid) + vec4<u32>(0u, 1u, 2u, 3u);
+      let c = min(j, vec4<u32>(last - 1u));
+      kps[lid] = vec4<i32>(kpos[c.x], kpos[c.y], kpos[c.z], kpos[c.w]);
+    }
+    workgroupBarrier();
+
+    // Rows whose range misses the tile, or that no key of it reaches by position or window, skip it.
+    var kmin = kps[0];
+    var kmax = kps[0];
+    for (var c4 = 1u; c4 < BK / 4u; c4++) {
+      kmin = min(kmin, kps[c4]);
+      kmax = max(kmax, kps[c4]);
+    }
+    let klo = min(min(kmin.x, kmin.y), min(kmin.z, kmin.w));
+    let khi = max(max(kmax.x, kmax.y), max(kmax.z, kmax.w));
+    let reach = klo <= qp && (p.window == 0u || qp - khi < i32(p.window));
+    if (reach && max(lo, j0) < min(hi, j0 + BK)) {
+      var s: array<vec4<f32>, BK / 4u>;
+      var mx = m;
+      for (var c4 = 0u; c4 < BK / 4u; c4++) {
+        let kb = 4u * c4 * HD4;
+        var d = vec4<f32>(0.0);
+        for (var i = 0u; i < HD4; i++) {
+          let qi = qv[i];
+          d += vec4<f32>(dot(qi, ks[kb + i]), dot(qi, ks[kb + HD4 + i]), dot(qi, ks[kb + 2u * HD4 + i]), dot(qi, ks[kb + 3u * HD4 + i]));
+        }
+        d = select(vec4<f32>(NEG), d, seen4(j0 + 4u * c4, c4, lo, hi, qp));
+        s[c4] = d;
+        mx = max(mx, max(max(d.x, d.y), max(d.z, d.w)));
+      }
+      // One rescale a tile; masked keys weigh 0 even while nothing is seen yet (mx still NEG).
+      let corr = exp2(m - mx);
+      l *= corr;
+      for (var i = 0u; i < HD4; i++) { acc[i] *= corr; }
+      for (var c4 = 0u; c4 < BK / 4u; c4++) {
+        let e = select(vec4<f32>(0.0), exp2(s[c4] - vec4<f32>(mx)), seen4(j0 + 4u * c4, c4, lo, hi, qp));
+        l += (e.x + e.y) + (e.z + e.w);
+        let vb = 4u * c4 * HD4;
+        for (var i = 0u; i < HD4; i++) {
+          acc[i] += e.x * vs[vb + i] + e.y * vs[vb + HD4 + i] + e.z * vs[vb + 2u * HD4 + i] + e.w * vs[vb + 3u * HD4 + i];
+        }
+      }
+      m = mx;
+    }
+    workgroupBarrier();
+  }
+
+  if (!live) { return; }
+#if SPLIT
+  let slot = (t * p.H + h) * p.splits + split;
+  ml[slot] = vec2<f32>(m, l);
+  for (var i = 0u; i < HD4; i++) { out[slot * HD4 + i] = acc[i]; }
+#else
+  let inv = select(0.0, 1.0 / l, l > 0.0);
+  let ob = (t * p.H + h) * HD4;
+  for (var i = 0u; i < HD4; i++) { out[ob + i] = acc[i] * inv; }
+#endif
+}
