@@ -51,15 +51,20 @@ export interface LoadOptions {
 }
 
 export interface PassOptions {
-  /** Which computed rows get logits: the last, all of them, or none. */
-  logits?: 'last' | 'all' | 'none';
+  /**
+   * Which computed rows get logits: the last, all of them, or none; 'greedy' reads back only the last row's
+   * argmax (`token`), picked on the GPU, instead of its V logits.
+   */
+  logits?: 'last' | 'all' | 'none' | 'greedy';
   scores?: ScoresRequest;
   capturePreRopeK?: boolean;
 }
 
 export interface PassResult {
-  /** [R, vocab] for the requested rows. */
+  /** [R, vocab] for the requested rows (empty under 'greedy'). */
   logits: Float32Array;
+  /** Under 'greedy': the last row's token of largest logit (the first on ties). */
+  token?: number;
   scores: ScoresResult[];
   /** Per layer, the pass rows' keys before RoPE, [T, kvDim] f32 (when captured). */
   preRopeK?: GPUBuffer[];
@@ -69,8 +74,11 @@ export interface PassResult {
 export interface HeldEngine {
   prefill(cache: KVCache, tokens: ArrayLike<number>, positions?: ArrayLike<number>, opts?: PassOptions): Promise<PassResult>;
   recompute(cache: KVCache, rows: ArrayLike<number>, tokens: ArrayLike<number>, opts?: PassOptions): Promise<PassResult>;
-  step(cache: KVCache, token: number, position?: number, opts?: Omit<PassOptions, 'logits'>): Promise<PassResult>;
+  step(cache: KVCache, token: number, position?: number, opts?: StepOptions): Promise<PassResult>;
 }
+
+/** A decode step's options: its row's logits come back, or with `greedy` only its argmax token. */
+export type StepOptions = Omit<PassOptions, 'logits'> & { greedy?: boolean };
 
 /**
  * Rows computed in one pass of a plain prefill; longer prompts go in blocks that bound the activations.
@@ -190,7 +198,7 @@ export class Engine {
   }
 
   /** A decode step that can also return attention scores of the new row (for the attention maps). */
-  step(cache: KVCache, token: number, position?: number, opts: Omit<PassOptions, 'logits'> = {}): Promise<PassResult> {
+  step(cache: KVCache, token: number, position?: number, opts: StepOptions = {}): Promise<PassResult> {
     return this.exclusive((e) => e.step(cache, token, position, opts));
   }
 
@@ -198,8 +206,8 @@ export class Engine {
   private readonly held: HeldEngine = {
     prefill: (cache, tokens, positions, opts) => this.prefillHeld(cache, tokens, positions, opts),
     recompute: (cache, rows, tokens, opts = {}) => this.run(cache, Array.from(tokens), Array.from(rows), opts),
-    step: (cache, token, position, opts = {}) =>
-      this.prefillHeld(cache, [token], position === undefined ? undefined : [position], { ...opts, logits: 'last' }),
+    step: (cache, token, position, { greedy, ...opts } = {}) =>
+      this.prefillHeld(cache, [token], position === undefined ? undefined : [position], { ...opts, logits: greedy ? 'greedy' : 'last' }),
   };
 
   /**
@@ -239,10 +247,11 @@ export class Engine {
       pass.layer(l, opts);
       if (this.submitEachLayer) this.ops.d.flush();
     }
-    const which = opts.logits === 'all' ? rows.map((_, i) => i) : opts.logits === 'none' ? [] : [rows.length - 1];
+    const which = opts.logits === 'all' ? rows.map((_, i) => i) : opts.logits === 'none' || opts.logits === 'greedy' ? [] : [rows.length - 1];
+    const token = opts.logits === 'greedy' ? await pass.greedy() : undefined;
     const logits = which.length ? await pass.logits(which) : new Float32Array();
     this.ops.d.flush();
-    return { logits, scores: await pass.scores(), preRopeK: opts.capturePreRopeK ? pass.preRopeK : undefined };
+    return { logits, token, scores: await pass.scores(), preRopeK: opts.capturePreRopeK ? pass.preRopeK : undefined };
   }
 
   /**

@@ -299,6 +299,11 @@ export class Ops {
     }
   }
 
+  /** out[r] = the index of row r's largest of V values in x (first on ties): greedy sampling without reading logits. */
+  argmax(a: { x: GPUBuffer; out: GPUBuffer; R: number; V: number }) {
+    this.d.run(this.lib.pipeline('argmax'), [u(a.R), u(a.V)], { 1: a.x, 2: a.out }, [a.R, 1, 1]);
+  }
+
   glu(a: GluArgs) {
     const pipe = this.lib.pipeline('glu', { GELU_TANH: a.act === 'gelu_tanh' });
     this.d.run1d(pipe, [u(a.T), u(a.I), u(0), u(0)], { 1: a.gu, 2: a.out }, a.T * a.I);

@@ -159,3 +159,14 @@ export function glu(gu: Float32Array, T: number, I: number, act: 'silu' | 'gelu_
   for (let t = 0; t < T; t++) for (let i = 0; i < I; i++) out[t * I + i] = fn(gu[t * 2 * I + i]) * gu[t * 2 * I + I + i];
   return out;
 }
+
+/** Each row's index of its largest value, the first on ties (argmax.wgsl; the same rule as sampling.ts). */
+export function argmax(x: Float32Array, R: number, V: number): Uint32Array {
+  const out = new Uint32Array(R);
+  for (let r = 0; r < R; r++) {
+    let best = 0;
+    for (let j = 1; j < V; j++) if (x[r * V + j] > x[r * V + best]) best = j;
+    out[r] = best;
+  }
+  return out;
+}

@@ -33,18 +33,20 @@ export interface DecodeStep {
  */
 export async function* decodeTokens(engine: Engine, cache: KVCache, logits: Float32Array, o: DecodeOptions): AsyncGenerator<number> {
   const random = rng(o.sampling.seed ?? 42);
+  // Greedy decoding picks each next token on the GPU and reads back its id alone, not the vocabulary's logits.
+  const greedy = !(o.sampling.temperature > 0);
+  let next = sample(logits, o.sampling, random);
   for (let i = 0; i < o.maxNewTokens; i++) {
     if (o.signal?.aborted) return;
-    const next = sample(logits, o.sampling, random);
     if (o.stopIds.includes(next)) return;
     yield next;
     if (i + 1 >= o.maxNewTokens) {
       await o.onStep?.({ index: i, token: next, scores: [] });
       continue;
     }
-    const r = await engine.step(cache, next, undefined, o.scores ? { scores: { ...o.scores, rows: [0] } } : {});
-    logits = r.logits;
+    const r = await engine.step(cache, next, undefined, { greedy, ...(o.scores ? { scores: { ...o.scores, rows: [0] } } : {}) });
     await o.onStep?.({ index: i, token: next, scores: r.scores });
+    next = greedy ? r.token! : sample(r.logits, o.sampling, random);
   }
 }
 

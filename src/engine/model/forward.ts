@@ -202,9 +202,23 @@ export class ForwardPass {
     return out;
   }
 
+  /** Greedy sampling of the last pass row on the GPU: its argmax token, reading back 4 bytes instead of V floats. */
+  async greedy(): Promise<number> {
+    const out = this.logitsOn([this.T - 1]);
+    const token = this.s.argmax();
+    this.ops.argmax({ x: out, out: token, R: 1, V: this.c.vocabSize });
+    return new Uint32Array(await this.ops.d.read(token, 0, 4))[0];
+  }
+
   private async logitsOf(which: number[]): Promise<Float32Array> {
+    const out = this.logitsOn(which);
+    return new Float32Array(await this.ops.d.read(out, 0, which.length * this.c.vocabSize * 4));
+  }
+
+  /** Records the logits of pass rows `which` into the logits buffer, [R, V]. */
+  private logitsOn(which: number[]): GPUBuffer {
     const { c } = this;
-    const D = c.hidden, V = c.vocabSize, R = which.length;
+    const D = c.hidden, R = which.length;
     let src = this.x!;
     if (!(R === this.T && which.every((w, i) => w === i))) {
       src = this.s.xsel(R);
@@ -215,6 +229,6 @@ export class ForwardPass {
     this.ops.rmsnorm({ x: src, w: this.m.finalNorm, y: xn, T: R, D, eps: c.rmsEps, plusOne: c.normPlusOne });
     const out = this.s.logits(R);
     this.ops.matmulParts({ x: xn, w: this.m.lmHead, y: out, T: R, K: D });
-    return new Float32Array(await this.ops.d.read(out, 0, R * V * 4));
+    return out;
   }
 }

@@ -19,7 +19,7 @@ import type { Scratch } from './scratch';
 type Name =
   | 'tokens' | 'rows' | 'qpos' | `cs.${LayerKind}` | `bounds.${LayerKind}`
   | 'x0' | 'x1' | 'xn' | 'qkv' | 'att' | 'gu' | 'act' | 'tmp'
-  | 'ident' | `prek${number}` | 'probe.rows' | `probe.${number}` | 'xsel' | 'logits';
+  | 'ident' | `prek${number}` | 'probe.rows' | `probe.${number}` | 'xsel' | 'logits' | 'argmax';
 
 export interface RunDims {
   D: number;
@@ -134,5 +134,9 @@ export class RunState {
   /** [R, V]: logits. */
   logits(R: number) {
     return this.get('logits', R * this.dims.V * 4);
+  }
+  /** u32 [1]: the greedy token of the last row (argmax of its logits). */
+  argmax() {
+    return this.get('argmax', 4);
   }
 }
