@@ -26,7 +26,10 @@ export interface PrefillRow {
   gflops: number;
   attention_share: number;
   /** Decode steps/s right after this prefill (only after the first length). */
+  /** Greedy decode (the token picked on the GPU, 4 bytes read back a step). */
   decode_tokens_per_s?: number;
+  /** Decode reading back each step's logits (sampling with a temperature). */
+  decode_logits_tokens_per_s?: number;
   decode_context?: number;
   /** GPU busy time of one decode step (timestamp queries), beside its wall time: the rest is the host's. */
   decode_gpu_ms?: number;
@@ -70,7 +73,7 @@ export async function benchPrefillDecode(e: Engine, opts: PrefillBenchOptions): 
     }
     const tokens = benchTokens(n, c.vocabSize);
     const steps = rows.length === 0 ? opts.decodeSteps ?? 16 : 0;
-    const cache = e.newCache(n + 2 * steps + 2);
+    const cache = e.newCache(n + 3 * steps + 2);
     try {
       // Warm up at this very length: on a GPU the kernel variants (and their pipelines) depend on the row count.
       if (!rows.length || (e.gpu.profile === 'gpu' && n <= 4096)) {
@@ -84,16 +87,23 @@ export async function benchPrefillDecode(e: Engine, opts: PrefillBenchOptions): 
       gflopsSoFar = gflops;
       const row: PrefillRow = { tokens: n, prefill_ms: ms, tokens_per_s: (n / ms) * 1000, gflops, attention_share: f.attention / (f.matmul + f.attention) };
       if (steps) {
-        await e.decode(cache, tokens[0]); // warm the decode pipelines
+        // Decode as the app decodes (greedy: the token picked on the GPU), then once more reading back every
+        // step's logits, as sampling with a temperature must.
+        const greedy = { greedy: true };
+        await e.step(cache, tokens[0], undefined, greedy); // warm the decode pipelines
+        await e.decode(cache, tokens[0]);
         const t1 = performance.now();
-        for (let i = 1; i <= steps; i++) await e.decode(cache, tokens[i]);
+        for (let i = 1; i <= steps; i++) await e.step(cache, tokens[i], undefined, greedy);
         row.decode_tokens_per_s = (steps / (performance.now() - t1)) * 1000;
+        const t2 = performance.now();
+        for (let i = 1; i <= steps; i++) await e.decode(cache, tokens[i]);
+        row.decode_logits_tokens_per_s = (steps / (performance.now() - t2)) * 1000;
         row.decode_context = n;
         row.decode_wall_ms = 1000 / row.decode_tokens_per_s;
         row.decode_gflops = decodeFlops(c, n + steps / 2) / row.decode_wall_ms / 1e6;
         if (e.ops.d.startGpuTimer()) {
           const probe = Math.min(8, steps);
-          for (let i = 0; i < probe; i++) await e.decode(cache, tokens[i]);
+          for (let i = 0; i < probe; i++) await e.step(cache, tokens[i], undefined, greedy);
           const gpuMs = await e.ops.d.stopGpuTimer();
           if (gpuMs !== null) row.decode_gpu_ms = gpuMs / probe;
         }
@@ -101,7 +111,7 @@ export async function benchPrefillDecode(e: Engine, opts: PrefillBenchOptions): 
       rows.push(row);
       log(
         `prefill ${n}: ${ms.toFixed(0)} ms, ${row.tokens_per_s.toFixed(0)} tok/s, ${gflops.toFixed(1)} GFLOP/s ` +
-          `(${(row.attention_share * 100).toFixed(0)}% attention)` + (row.decode_tokens_per_s ? `; decode ${row.decode_tokens_per_s.toFixed(1)} tok/s` : '') +
+          `(${(row.attention_share * 100).toFixed(0)}% attention)` + (row.decode_tokens_per_s ? `; decode ${row.decode_tokens_per_s.toFixed(1)} tok/s greedy, ${row.decode_logits_tokens_per_s!.toFixed(1)} reading logits` : '') +
           (row.decode_gpu_ms !== undefined ? ` (GPU busy ${row.decode_gpu_ms.toFixed(2)} of ${row.decode_wall_ms!.toFixed(2)} ms a step)` : ''),
       );
     } finally {

@@ -98,11 +98,11 @@ export function gpuSection(runs: { file: string; r: GpuRun }[]): string {
     })), '');
     const bw = Math.max(t?.copy_gbytes_per_s ?? 0, k.copy?.gbytes_per_s ?? 0);
     const rate = t ? `the GPU's best measured copy rate, ${n0(bw)} GB/s` : `WebGPU's own copy rate, ${n0(bw)} GB/s (this run had no PyTorch to measure what the memory can do)`;
-    lines.push(`Decode (tokens/s after a ${eng.find((x) => x.decode_context)?.decode_context ?? '?'}-token prefill; the roofline is ${rate}, over the weight bytes one step reads):`, '');
-    lines.push(table(['model', 'weights', 'LegoKV tok/s', 'GPU busy / wall per step (ms)', 'roofline tok/s', 'LegoKV / roofline', 'PyTorch tok/s'], eng.filter((x) => x.decode_tokens_per_s).map((x) => {
+    lines.push(`Decode (tokens/s after a ${eng.find((x) => x.decode_context)?.decode_context ?? '?'}-token prefill; the roofline is ${rate}, over the weight bytes one step reads; LegoKV tok/s is greedy decode, the token picked on the GPU, except in runs without a "reading logits" figure, which read every step's logits back as that column does):`, '');
+    lines.push(table(['model', 'weights', 'LegoKV tok/s', 'reading logits tok/s', 'GPU busy / wall per step (ms)', 'roofline tok/s', 'LegoKV / roofline', 'PyTorch tok/s'], eng.filter((x) => x.decode_tokens_per_s).map((x) => {
       const roof = bw ? (bw * 1e9) / x.weight_bytes : undefined;
       const busy = x.decode_gpu_ms === undefined ? '–' : `${x.decode_gpu_ms.toFixed(1)} / ${(1000 / x.decode_tokens_per_s!).toFixed(1)}`;
-      return [x.model, `${n0(x.weight_bytes / 2 ** 20)} MiB ${x.weight_dtype}`, n1(x.decode_tokens_per_s), busy, n0(roof), pc(roof ? x.decode_tokens_per_s! / roof : undefined), n1(t?.rows.find((p) => p.model === x.model && p.decode_tokens_per_s)?.decode_tokens_per_s)];
+      return [x.model, `${n0(x.weight_bytes / 2 ** 20)} MiB ${x.weight_dtype}`, n1(x.decode_tokens_per_s), n1(x.decode_logits_tokens_per_s), busy, n0(roof), pc(roof ? x.decode_tokens_per_s! / roof : undefined), n1(t?.rows.find((p) => p.model === x.model && p.decode_tokens_per_s)?.decode_tokens_per_s)];
     })), '');
     lines.push(...quantAndProfiles(k.quant ?? [], eng, bw));
     const notes = [...eng.filter((x) => x.skipped || x.error), ...(t?.rows ?? []).filter((x) => x.skipped || x.error)];
