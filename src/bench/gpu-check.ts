@@ -12,8 +12,9 @@
  *      (--quant-lengths) and decode, with weight bytes and the decode roofline;
  *   6. engine: prefill at several lengths and decode, for each real-shape
  *      model (shapes.json, random weights), with the decode roofline that its
- *      weight bytes and the measured copy bandwidth allow, and decode with the fused launches and without;
- *      profile: with it, one decode step's GPU time kernel by kernel (profile.ts);
+ *      weight bytes and the measured copy bandwidth allow;
+ *      profile: with it (5 and 6), one decode step's GPU time kernel by kernel (profile.ts), and decode
+ *      with the fused launches and without, side by side (fuse.ts);
  *   7. link: TTFT of linking algorithms at long contexts in 512-token chunks.
  * Everything goes to one JSON file, rewritten after every step, so a run cut
  * short still leaves what it measured. Every figure carries the adapter.
@@ -253,13 +254,6 @@ async function main() {
           rows.push({ adapter, model: shape, weight_dtype: e.model!.dtype, weight_bytes: weightBytes, params: e.model!.plan.params, ...row, ...roof });
         }
         if (rooflineTokS && r[0]?.decode_tokens_per_s) log(`[${adapter}] ${shape} decode ${r[0].decode_tokens_per_s.toFixed(1)} tok/s = ${((r[0].decode_tokens_per_s / rooflineTokS) * 100).toFixed(1)}% of the ${rooflineTokS.toFixed(0)} tok/s its ${(weightBytes / 2 ** 20).toFixed(0)} MiB of weights allow at the copy bandwidth`);
-        // Decode with the fused launches and without (fuse.ts); CPU adapters, where fused is far slower, briefly.
-        if (left(ENGINE_END) > 10) {
-          const cpu = gpu.profile === 'cpu';
-          const f = await decodeBothWays(e, cpu ? Math.min(lengths[0], 64) : lengths[0], Number(a['decode-steps']), cpu ? 2 : undefined);
-          rows.push({ adapter, model: shape, fuse: f });
-          log(`[${adapter}] ${shape} ${formatFuse(f)}`);
-        }
         await profileInto(rows, e, lengths[0], { adapter, model: shape, weight_dtype: e.model!.dtype }, `[${adapter}] ${shape}`);
       }).catch((err) => rows.push({ adapter, model: shape, error: String(err?.stack ?? err) }));
       save();
@@ -376,9 +370,13 @@ async function quantStage(gpu: NodeGpu, adapter: string, copyGBps: number) {
 /** With the profile stage (and the model among --profile-models, if given), one decode step kernel by kernel. */
 async function profileInto(rows: Record<string, unknown>[], e: Engine, context: number, row: { model: string } & Record<string, unknown>, tag: string) {
   if (!stages.has('profile') || (a['profile-models'] && !a['profile-models'].split(',').includes(row.model))) return;
+  // CPU adapters time the fused way (far slower there) briefly, after a short prefill.
+  const cpu = e.gpu.profile === 'cpu';
+  const fuse = await decodeBothWays(e, cpu ? Math.min(context, 64) : context, Number(a['decode-steps']), cpu ? 1 : undefined);
+  log(`${tag} ${formatFuse(fuse)}`);
   const p = await profileDecode(e, context);
+  rows.push({ ...row, profile: p ?? 'no timestamp queries', fuse });
   if (!p) return;
-  rows.push({ ...row, profile: p });
   for (const l of formatProfile(p)) log(`${tag} ${l}`);
 }
 
