@@ -2,21 +2,13 @@
 // gu: [T, 2I] holding gate in columns [0, I) and up in [I, 2I);
 // out[t, i] = act(gate) * up, act = SiLU, or tanh-approximate GELU (GELU_TANH).
 #include "common"
+#include "act"
 
 struct Params { T: u32, I: u32, _a: u32, _b: u32 }
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> gu: array<f32>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
-
-fn act(x: f32) -> f32 {
-#if GELU_TANH
-  let u = clamp(0.7978845608028654 * (x + 0.044715 * x * x * x), -15.0, 15.0);
-  return 0.5 * x * (1.0 + tanh(u));
-#else
-  return x / (1.0 + exp(-x));
-#endif
-}
 
 @compute @workgroup_size(64, 1, 1)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
@@ -25,5 +17,5 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   let t = id / p.I;
   let i = id % p.I;
   let base = t * 2u * p.I;
-  out[id] = act(gu[base + i]) * gu[base + p.I + i];
+  out[id] = act4(vec4<f32>(gu[base + i])).x * gu[base + p.I + i];
 }

@@ -14,7 +14,8 @@
  *   6. engine: prefill at several lengths and decode, for each real-shape
  *      model (shapes.json, random weights), with the decode roofline that its
  *      weight bytes and the measured copy bandwidth allow;
- *      profile: with it, one decode step's GPU time kernel by kernel (profile.ts);
+ *      profile: with it (5 and 6), one decode step's GPU time kernel by kernel (profile.ts), and decode
+ *      with the fused launches and without, side by side (fuse.ts);
  *   7. link: TTFT of linking algorithms at long contexts in 512-token chunks.
  * Everything goes to one JSON file, rewritten after every step, so a run cut
  * short still leaves what it measured. Every figure carries the adapter.
@@ -37,6 +38,7 @@ import { benchTtft, compileBenchChunks, ttftRatios } from './ttft';
 import { timeMatmuls } from './matmul';
 import { timeAttention, type AttentionCase } from './attention';
 import { formatProfile, profileDecode } from './profile';
+import { decodeBothWays, formatFuse } from './fuse';
 import { GpuTier } from '../kvstore/gpu-tier';
 
 const { values: a } = parseArgs({
@@ -370,9 +372,13 @@ async function quantStage(gpu: NodeGpu, adapter: string, copyGBps: number) {
 /** With the profile stage (and the model among --profile-models, if given), one decode step kernel by kernel. */
 async function profileInto(rows: Record<string, unknown>[], e: Engine, context: number, row: { model: string } & Record<string, unknown>, tag: string) {
   if (!stages.has('profile') || (a['profile-models'] && !a['profile-models'].split(',').includes(row.model))) return;
+  // CPU adapters time the fused way (far slower there) briefly, after a short prefill.
+  const cpu = e.gpu.profile === 'cpu';
+  const fuse = await decodeBothWays(e, cpu ? Math.min(context, 64) : context, Number(a['decode-steps']), cpu ? 1 : undefined);
+  log(`${tag} ${formatFuse(fuse)}`);
   const p = await profileDecode(e, context);
+  rows.push({ ...row, profile: p ?? 'no timestamp queries', fuse });
   if (!p) return;
-  rows.push({ ...row, profile: p });
   for (const l of formatProfile(p)) log(`${tag} ${l}`);
 }
 

@@ -104,6 +104,7 @@ export class Engine {
     // CPU adapters punish workgroup barriers; real GPUs reward shared-memory tiles and bandwidth-bound GEMV
     // (bench:engine and the GPU kit time every variant on the adapter at hand).
     this.ops.matmulProfile = gpu.profile;
+    this.ops.fuse = gpu.fuse;
     this.submitEachLayer = gpu.profile === 'gpu';
     this.scratch = new Scratch(gpu.device, () => d.flush());
   }

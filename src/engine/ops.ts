@@ -36,7 +36,16 @@ export interface MatmulArgs {
    * row parts runs once per part into its own columns. Bias and residual are indexed like y.
    */
   ldy?: number; y0?: number;
+  /** What the kernel does to x as it reads it (gemv only, which a call with it gets): see XPrologue. */
+  pre?: XPrologue;
 }
+
+/**
+ * A launch folded into the GEMV that consumes its output (kernels/gemv_x.wgsl), for decode on real GPUs, which
+ * is launch-bound: RMSNorm of x's rows (weight `norm`, as RmsNormArgs), or the GLU of a gate/up projection
+ * (x is then [T, 2K]: gate, then up). See Ops.fuses.
+ */
+export type XPrologue = { norm: GPUBuffer; eps: number; plusOne: boolean } | { glu: GluArgs['act'] };
 
 /**
  * A weight matrix [rows, cols] (canonical [out, in]) on the GPU: one buffer when it fits the adapter's binding
@@ -111,6 +120,13 @@ export function unmaskScores(s: Float32Array): Float32Array {
 export class Ops {
   /** The matmul family used when a call names no variant; chosen per adapter (see Engine). */
   matmulProfile: MatmulProfile = 'cpu';
+  /**
+   * Whether decode folds its RMSNorm and GLU launches into the GEMVs after them (XPrologue); default: on the
+   * 'gpu' profile. CPU adapters keep separate launches: only gemv has the prologues, and its workgroup barriers
+   * are what they handle worst (SwiftShader, stories260K decode: 6 tok/s fused against 220 unfused; gemv alone
+   * 30-100x slower than the register matmul). Tests (LEGOKV_FUSE=on|off) and the GPU kit force either way.
+   */
+  fuse?: boolean;
 
   constructor(
     readonly lib: KernelLibrary,
@@ -122,6 +138,11 @@ export class Ops {
 
   /** The adapter's largest storage binding, read once (attention's slice partials must fit in one). */
   private readonly maxBinding: number;
+
+  /** Whether a pass of T rows gets the fused launches (see fuse): only the gemv kernel has the prologues. */
+  fuses(T: number): boolean {
+    return T <= 4 && (this.fuse ?? this.matmulProfile === 'gpu');
+  }
 
   /** The variants that can compute a [T, K]·[K, N] product (bench:engine and the GPU kit time each). */
   matmulVariants(T = 64): MatmulVariant[] {
@@ -147,7 +168,8 @@ export class Ops {
   matmul(a: MatmulArgs) {
     if (a.K % 4 !== 0) throw new Error(`matmul needs K % 4 == 0, got K=${a.K}`);
     // An explicit tiled variant on fewer than 16 rows falls back to the register kernel: a 64-row tile would idle.
-    const variant = a.variant === undefined ? this.pickMatmul(a.T, a.N, a.K) : a.variant !== 'gemv' && a.T < 16 ? 'reg' : a.variant;
+    if (a.pre && (a.variant ?? 'gemv') !== 'gemv') throw new Error(`matmul: only gemv reads x through a prologue, not ${a.variant}`);
+    const variant = a.pre ? 'gemv' : a.variant === undefined ? this.pickMatmul(a.T, a.N, a.K) : a.variant !== 'gemv' && a.T < 16 ? 'reg' : a.variant;
     if (variant === 'gemv') return this.gemv(a);
     if (variant !== 'reg') return this.matmulTiled(a, variant === 'tiled128' ? 128 : 64);
     const TM = a.T >= 4 ? 4 : 1;
@@ -168,7 +190,11 @@ export class Ops {
 
   private gemv(a: MatmulArgs) {
     if (a.T > 4) throw new Error(`gemv takes at most 4 rows of x, got T=${a.T}`);
-    const pipe = this.lib.pipeline('gemv', { TX: a.T, PARTS: 256 * a.T, ...wDefines(a.wDtype), BIAS: !!a.bias, RESIDUAL: !!a.residual, Y_RANGE: yRange(a) });
+    const glu = a.pre && 'glu' in a.pre ? a.pre.glu : null;
+    const pipe = this.lib.pipeline('gemv', {
+      TX: a.T, PARTS: 256 * a.T, ...wDefines(a.wDtype), BIAS: !!a.bias, RESIDUAL: !!a.residual, Y_RANGE: yRange(a),
+      NORM: !!a.pre && 'norm' in a.pre, GLU: !!glu, GELU_TANH: glu === 'gelu_tanh',
+    });
     // One workgroup per 8 output columns.
     this.d.run1d(pipe, matmulParams(a), matmulBindings(a), Math.ceil(a.N / 8) * 64);
   }
@@ -366,6 +392,7 @@ function matmulBindings(a: MatmulArgs): Record<number, GPUBuffer> {
   const b: Record<number, GPUBuffer> = { 1: a.x, 2: a.w, 3: a.y };
   if (a.bias) b[4] = a.bias;
   if (a.residual) b[5] = a.residual;
+  if (a.pre && 'norm' in a.pre) b[6] = a.pre.norm;
   return b;
 }
 
@@ -380,7 +407,8 @@ function matmulParams(a: MatmulArgs) {
     checkQuantShape(a.wDtype, a.K, 'matmul');
     sbase = scaleBase(a.wDtype, (a.N * a.K) / QUANT[a.wDtype].block);
   }
-  return [u(a.T), u(a.N), u(a.K / 4), u(ldy), u(y0), u(sbase), u(0), u(0)];
+  const norm = a.pre && 'norm' in a.pre ? a.pre : null;
+  return [u(a.T), u(a.N), u(a.K / 4), u(ldy), u(y0), u(sbase), f(norm?.eps ?? 0), u(norm?.plusOne ? 1 : 0)];
 }
 
 /** The matmul kernels' defines for a weight dtype: W_F16, or W_Q and the type's flag (quant.wgsl). */

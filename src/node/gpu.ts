@@ -24,6 +24,14 @@ export interface NodeGpu extends GpuContext {
   release(): void;
 }
 
+/** LEGOKV_FUSE=on|off forces decode's fused launches (Ops.fuse) either way, for the parity tests; unset, the adapter's profile decides. */
+export function fuseOverride(): boolean | undefined {
+  const v = process.env.LEGOKV_FUSE;
+  if (v === undefined || v === '') return undefined;
+  if (v !== 'on' && v !== 'off') throw new Error(`LEGOKV_FUSE must be on or off, not ${JSON.stringify(v)}`);
+  return v === 'on';
+}
+
 /**
  * Which Dawn backend: Vulkan (SwiftShader without a GPU) by default, or
  * OpenGL ES with LEGOKV_NODE_BACKEND=opengles, which on a machine without a
@@ -59,6 +67,7 @@ export async function createNodeGpu(): Promise<NodeGpu> {
   if (ctx.profile === 'cpu' && process.env.LEGOKV_DAWN_POLL !== 'spin') throttleDawnPolling();
   return {
     ...ctx,
+    fuse: fuseOverride(),
     release() {
       ctx.device.destroy();
       gpu = null;

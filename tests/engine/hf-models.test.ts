@@ -57,7 +57,8 @@ for (const name of ['llama3-smollm', 'qwen2', 'gemma3']) {
   // forced down to 2.5 rows of logits, the embedding and LM head (and, for the 64-wide models, q/k/v, gate/up and
   // down) are split, and logits come in blocks of two rows. On CPU adapters every output is the same computation:
   // equal bits. On a GPU the matmul variant follows each part's size (gemv, 64- or 128-row tiles), which changes
-  // only the summation order: there the two agree within 1e-6 of the logit range (f32 rounding).
+  // only the summation order: there the two agree within 1e-6 of the logit range (f32 rounding). So on a CPU
+  // adapter forced to fuse (LEGOKV_FUSE=on), whose logit blocks then take gemv's norm prologue.
   test(`${name}: weights split into row parts give the unsplit logits`, async (t) => {
     const h = await harness();
     const m = await loadHfFolder(nodeFolderFiles(dir), { name });
@@ -84,14 +85,15 @@ for (const name of ['llama3-smollm', 'qwen2', 'gemma3']) {
         };
         const got = await run(split);
         const unsplit = await run(whole);
-        if (h.gpu.profile === 'cpu') assert.deepEqual(got, unsplit, `${name}/${c.name}: split and unsplit logits differ`);
+        const sameKernels = h.gpu.profile === 'cpu' && !split.ops.fuses(2);
+        if (sameKernels) assert.deepEqual(got, unsplit, `${name}/${c.name}: split and unsplit logits differ`);
         else {
           const s = maxDiffOverRange(got, unsplit);
           assert.ok(s.d <= 1e-6 * s.range, `${name}/${c.name}: split and unsplit logits differ by ${s.d.toExponential(2)}`);
         }
         const { d, range } = maxDiffOverRange(got, want);
         assert.ok(d <= 1e-3 * range, `${name}/${c.name}: max |Δlogit| ${d.toExponential(2)} against transformers`);
-        t.diagnostic(`${c.name}: ${h.gpu.profile === 'cpu' ? 'equal bits to unsplit' : 'within 1e-6 of the range of unsplit'}; max |Δlogit| against transformers ${d.toExponential(2)} (range ${range.toFixed(2)})`);
+        t.diagnostic(`${c.name}: ${sameKernels ? 'equal bits to unsplit' : 'within 1e-6 of the range of unsplit'}; max |Δlogit| against transformers ${d.toExponential(2)} (range ${range.toFixed(2)})`);
       }
     } finally {
       whole.destroy();

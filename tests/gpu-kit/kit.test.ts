@@ -44,7 +44,8 @@ test('npm run gpu:kit builds a kit under 60 MiB whose smoke run passes on this a
   }
   // Packed quantized weights beside f16: fewer bytes, and throughput measured for each.
   type Profile = { step_gpu_ms: number; kernels: { kernel: string; dispatches: number; us: number }[] };
-  const all = r.quant as { weights: string; adapter: string; weight_bytes: number; tokens_per_s: number; decode_tokens_per_s?: number; profile?: Profile }[];
+  type Fuse = { fused: boolean; decode_tokens_per_s: number; dispatches_per_step: number }[];
+  const all = r.quant as { weights: string; adapter: string; weight_bytes: number; tokens_per_s: number; decode_tokens_per_s?: number; profile?: Profile; fuse?: Fuse }[];
   const quant = all.filter((x) => !x.profile);
   // Each type's decode step, kernel by kernel (the smoke run profiles tiny-llama): the matrix products are there.
   const profiles = all.filter((x) => x.profile);
@@ -52,6 +53,10 @@ test('npm run gpu:kit builds a kit under 60 MiB whose smoke run passes on this a
   for (const p of profiles) {
     const mm = p.profile!.kernels.filter((k) => k.kernel.startsWith('matmul') || k.kernel === 'gemv');
     assert.ok(p.profile!.step_gpu_ms > 0 && mm.length && mm.every((k) => k.dispatches > 0 && k.us > 0), JSON.stringify(p.profile));
+    // Decode timed both ways beside it: the fused launches save 3 a layer and 1 (tiny-llama has 2 layers).
+    const [fused, unfused] = [true, false].map((f) => p.fuse!.find((x) => x.fused === f)!);
+    assert.ok(fused.decode_tokens_per_s > 0 && unfused.decode_tokens_per_s > 0, JSON.stringify(p.fuse));
+    assert.equal(unfused.dispatches_per_step - fused.dispatches_per_step, 7, JSON.stringify(p.fuse));
   }
   assert.deepEqual(quant.map((x) => x.weights), ['f16', 'q4_0', 'q8_0'], JSON.stringify(quant).slice(0, 2000));
   for (const row of quant) {

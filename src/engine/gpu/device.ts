@@ -19,6 +19,8 @@ export interface GpuContext {
   adapter: AdapterSummary;
   /** 'cpu' adapters want register tiling without barriers; 'gpu' ones shared-memory tiles. */
   profile: 'cpu' | 'gpu';
+  /** Forces decode's fused launches on or off (Ops.fuse); unset, the profile decides. */
+  fuse?: boolean;
   /** Resolves when the device is lost; the message says why. */
   lost: Promise<string>;
   /** Every feature the adapter offers (the device enables only those the engine uses). */

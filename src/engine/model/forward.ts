@@ -19,7 +19,7 @@ import type { KVCache } from './kv-cache';
 import { inverseFrequencies, ropeTable } from './rope';
 import type { Scratch } from './scratch';
 import { RunState } from './run-state';
-import { keyBounds, unmaskScores, type Ops, type WeightMatrix } from '../ops';
+import { keyBounds, unmaskScores, type Ops, type WeightMatrix, type XPrologue } from '../ops';
 
 export interface ScoresRequest {
   /** One layer, or several (each gives its own results, in the same pass). */
@@ -119,8 +119,7 @@ export class ForwardPass {
     const rowsBuf = this.s.rows();
     const kind = c.layerKinds[l];
 
-    ops.rmsnorm({ x: this.x!, w: Lw.attnNorm, y: xn, T, D, eps, plusOne });
-    ops.matmulParts({ x: xn, w: Lw.wqkv, y: qkv, T, K: D, bias: Lw.bqkv });
+    this.normMatmul(Lw.attnNorm, xn, { x: this.x!, w: Lw.wqkv, y: qkv, T, K: D, bias: Lw.bqkv });
     if (Lw.qNorm && Lw.kNorm) {
       ops.rmsnorm({ x: qkv, w: Lw.qNorm, T, D: HD, G: c.nHeads, stride: W, offset: 0, eps, plusOne });
       ops.rmsnorm({ x: qkv, w: Lw.kNorm, T, D: HD, G: c.nKvHeads, stride: W, offset: qDim, eps, plusOne });
@@ -146,24 +145,40 @@ export class ForwardPass {
     if (opts.scores && wantsLayer(opts.scores.layer, l)) this.requestScores(opts.scores, l, common);
 
     this.residual(att, Lw.wo, qDim, Lw.postAttnNorm);
-    ops.rmsnorm({ x: this.x!, w: Lw.ffnNorm, y: xn, T, D, eps, plusOne });
     const gu = this.s.gu(T);
-    const act = this.s.act(T);
-    ops.matmulParts({ x: xn, w: Lw.wGateUp, y: gu, T, K: D });
-    ops.glu({ gu, out: act, T, I, act: c.activation });
-    this.residual(act, Lw.wDown, I, Lw.postFfnNorm);
+    this.normMatmul(Lw.ffnNorm, xn, { x: this.x!, w: Lw.wGateUp, y: gu, T, K: D });
+    if (ops.fuses(T)) {
+      // The down projection applies the GLU as it reads gu: the activation is never stored.
+      this.residual(gu, Lw.wDown, I, Lw.postFfnNorm, { glu: c.activation });
+    } else {
+      const act = this.s.act(T);
+      ops.glu({ gu, out: act, T, I, act: c.activation });
+      this.residual(act, Lw.wDown, I, Lw.postFfnNorm);
+    }
   }
 
-  /** x ← x + (norm?)(a · Wᵀ), ping-ponging between the two x buffers. */
-  private residual(a: GPUBuffer, w: WeightMatrix, K: number, postNorm?: GPUBuffer) {
+  /**
+   * y = rmsnorm(x; norm) · Wᵀ: one launch where decode fuses (Ops.fuses; the normed rows are used by this
+   * product alone, so they need not be stored), otherwise the norm into `xn` and the product from it.
+   */
+  private normMatmul(norm: GPUBuffer, xn: GPUBuffer, a: Parameters<Ops['matmulParts']>[0]) {
+    const { ops, c } = this;
+    const eps = c.rmsEps, plusOne = c.normPlusOne;
+    if (ops.fuses(a.T)) return ops.matmulParts({ ...a, pre: { norm, eps, plusOne } });
+    ops.rmsnorm({ x: a.x, w: norm, y: xn, T: a.T, D: a.K, eps, plusOne });
+    ops.matmulParts({ ...a, x: xn });
+  }
+
+  /** x ← x + (norm?)(a · Wᵀ), ping-ponging between the two x buffers; `pre` as MatmulArgs'. */
+  private residual(a: GPUBuffer, w: WeightMatrix, K: number, postNorm?: GPUBuffer, pre?: XPrologue) {
     const { T, c } = this;
     const D = c.hidden;
     if (postNorm) {
       const tmp = this.s.tmp(T);
-      this.ops.matmulParts({ x: a, w, y: tmp, T, K });
+      this.ops.matmulParts({ x: a, w, y: tmp, T, K, pre });
       this.ops.rmsnorm({ x: tmp, w: postNorm, y: this.other!, T, D, eps: c.rmsEps, plusOne: c.normPlusOne, residual: this.x! });
     } else {
-      this.ops.matmulParts({ x: a, w, y: this.other!, T, K, residual: this.x! });
+      this.ops.matmulParts({ x: a, w, y: this.other!, T, K, residual: this.x!, pre });
     }
     [this.x, this.other] = [this.other, this.x];
   }
@@ -225,10 +240,8 @@ export class ForwardPass {
       const enc = this.ops.d.commandEncoder();
       which.forEach((w, i) => enc.copyBufferToBuffer(this.x!, w * D * 4, src, i * D * 4, D * 4));
     }
-    const xn = this.s.xn(R);
-    this.ops.rmsnorm({ x: src, w: this.m.finalNorm, y: xn, T: R, D, eps: c.rmsEps, plusOne: c.normPlusOne });
     const out = this.s.logits(R);
-    this.ops.matmulParts({ x: xn, w: this.m.lmHead, y: out, T: R, K: D });
+    this.normMatmul(this.m.finalNorm, this.s.xn(R), { x: src, w: this.m.lmHead, y: out, T: R, K: D });
     return out;
   }
 }

@@ -1,0 +1,51 @@
+// How gemv.wgsl reads its input x, pasted by `#include "gemv_x"`: as stored, or through a
+// prologue that does the launch before the GEMV on the fly (decode on a GPU pays per launch,
+// and these launches do almost no work):
+//  NORM: x is RMSNorm's input. load_x gives x as stored, gain(k) the norm weight (w or 1 + w,
+//    binding 6) to multiply it by, and every lane sums the squares of the raw x it reads: a
+//    column's 32 lanes read all of row t between them, so where they meet to sum their dot
+//    products they also have the row's sum of squares, and rms_scale turns it into 1/rms.
+//  GLU: x is the gate/up projection [T, 2K] (gate in columns [0, K), up in [K, 2K)) and
+//    load_x gives act(gate) * up (act.wgsl), so the GLU's output is never stored.
+// Otherwise gain is 1 and sq 0: the plain kernel, which the compiler sees through.
+#if GLU
+#include "act"
+#endif
+#if NORM
+@group(0) @binding(6) var<storage, read> nw: array<vec4<f32>>;
+#endif
+
+// Vec4 k of row t of the input (before the norm's gain).
+fn load_x(t: u32, k: u32) -> vec4<f32> {
+#if GLU
+  let base = 2u * t * p.K4 + k;
+  return act4(x[base]) * x[base + p.K4];
+#else
+  return x[t * p.K4 + k];
+#endif
+}
+
+// What vec4 k of every row is multiplied by before the dot product.
+fn gain(k: u32) -> vec4<f32> {
+#if NORM
+  return nw[k] + select(0.0, 1.0, p.plus_one != 0u);
+#else
+  return vec4<f32>(1.0);
+#endif
+}
+
+// A lane's share of a row's sum of squares, from one vec4 it read.
+fn sq(v: vec4<f32>) -> f32 {
+#if NORM
+  return dot(v, v);
+#else
+  return 0.0;
+#endif
+}
+
+#if NORM
+// 1/rms of a row from its sum of squares: what its dot products are scaled by.
+fn rms_scale(ss: f32) -> f32 {
+  return inverseSqrt(ss / f32(4u * p.K4) + p.eps);
+}
+#endif

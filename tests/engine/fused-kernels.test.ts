@@ -1,0 +1,135 @@
+/**
+ * Parity of gemv's prologues (kernels/gemv_x.wgsl, MatmulArgs.pre) with the unfused ops' TypeScript twins:
+ * RMSNorm then matmul (NORM: plain and Gemma's (1 + w) weight, with bias, in row parts), and GLU then matmul
+ * (GLU: SiLU and tanh-GELU, with residual, gates large enough to saturate), over every weight format gemv
+ * reads (f32, f16, the packed quantized types) and 1 to 4 rows. The references are reference.ts's rmsnorm,
+ * glu and matmul composed, on the f16-rounded or dequantized weights the kernel sees.
+ *
+ * Measured on SwiftShader (max |Δ| / max |ref| over the cases below): NORM up to 4.0e-7, GLU up to 3.7e-7
+ * (f32 summation order, and the norm's scale applied to the dot product instead of to each x); tolerance 4e-6.
+ * Each test fails with the fusion broken (checked by hand: the norm's scale, its weight or its (1 + w) left
+ * out, the up half or the activation left out of the GLU).
+ * Whole-model decode with the fusion: fused-model.test.ts.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import * as ref from '../../src/engine/reference';
+import type { WeightDType, WeightMatrix, XPrologue } from '../../src/engine/ops';
+import { dequantizeF32 } from '../../src/engine/formats/gguf-quants';
+import { noiseBlocks, QUANT, QUANT_TYPES, repackForGpu } from '../../src/engine/quant';
+import { floatsToHalves, roundToHalf } from '../../src/engine/f16';
+import { splitRows } from '../../src/engine/model/gpu-plan';
+import { assertClose, harness, rand, type Harness } from '../helpers/gpu';
+
+const RT = 4e-6;
+
+/** A random [rows, cols] matrix stored as `dtype`: its GPU buffer and the f32 values the kernel computes with. */
+function weights(h: Harness, dtype: WeightDType, rows: number, cols: number, seed: number) {
+  if (dtype === 'f32' || dtype === 'f16') {
+    const w = dtype === 'f16' ? roundToHalf(rand(rows * cols, seed)) : rand(rows * cols, seed);
+    return { buffer: h.upload(dtype === 'f16' ? floatsToHalves(w) : w), values: w };
+  }
+  const nb = (rows * cols) / QUANT[dtype].block;
+  const bytes = noiseBlocks(dtype, nb, seed, 1);
+  return { buffer: h.upload(repackForGpu(dtype, bytes, nb)), values: dequantizeF32(QUANT[dtype].ggml, bytes, rows * cols) };
+}
+
+const relErr = (got: ArrayLike<number>, want: ArrayLike<number>) => {
+  let d = 0, m = 0;
+  for (let i = 0; i < want.length; i++) {
+    d = Math.max(d, Math.abs(got[i] - want[i]));
+    m = Math.max(m, Math.abs(want[i]));
+  }
+  return d / m;
+};
+
+const DTYPES: WeightDType[] = ['f32', 'f16', ...QUANT_TYPES];
+// [T, N, K]: N not a multiple of the workgroup's 8 columns; for f32/f16 K shorter and longer than 32 vec4s and
+// not a multiple of them, for the packed types whole 256-weight blocks (1 to 5 sub-blocks a lane).
+const shapes = (d: WeightDType): [number, number, number][] =>
+  d === 'f32' || d === 'f16' ? [[1, 37, 68], [3, 20, 172], [4, 9, 1032]] : [[1, 37, 256], [3, 12, 512], [4, 9, 1280]];
+
+for (const dtype of DTYPES) {
+  test(`gemv with the RMSNorm prologue on ${dtype} weights: w and (1 + w), with bias`, async (t) => {
+    const h = await harness();
+    for (const [T, N, K] of shapes(dtype)) {
+      // Rows of different scales, so each row's own rms matters.
+      const x = rand(T * K, 41, 3);
+      for (let i = K; i < T * K; i++) x[i] *= 1 + Math.floor(i / K);
+      const g = rand(K, 42);
+      const w = weights(h, dtype, N, K, 43);
+      const bias = rand(N, 44);
+      const y = h.empty(T * N * 4);
+      for (const plusOne of [false, true]) {
+        const eps = plusOne ? 1e-6 : 1e-5;
+        const pre: XPrologue = { norm: h.upload(g), eps, plusOne };
+        h.ops.matmul({ x: h.upload(x), w: w.buffer, wDtype: dtype, y, T, N, K, bias: h.upload(bias), pre });
+        const got = await h.readF32(y, T * N);
+        const want = ref.matmul(ref.rmsnorm(x, g, T, K, eps, plusOne), w.values, T, N, K, bias);
+        t.diagnostic(`T=${T} N=${N} K=${K} plusOne=${plusOne}: |Δ| / max|ref| ${relErr(got, want).toExponential(2)}`);
+        assertClose(got, want, 0, RT, `T=${T} N=${N} K=${K} plusOne=${plusOne}`);
+      }
+    }
+  });
+
+  test(`gemv with the GLU prologue on ${dtype} weights: SiLU and tanh-GELU, with residual`, async (t) => {
+    const h = await harness();
+    for (const [T, N, K] of shapes(dtype)) {
+      const gu = rand(T * 2 * K, 45, 4);
+      // Gates that saturate the activation (exp overflows for -100).
+      gu[0] = 60; gu[1] = -60; gu[2] = -100;
+      const w = weights(h, dtype, N, K, 46);
+      const res = rand(T * N, 47);
+      const y = h.empty(T * N * 4);
+      for (const act of ['silu', 'gelu_tanh'] as const) {
+        h.ops.matmul({ x: h.upload(gu), w: w.buffer, wDtype: dtype, y, T, N, K, residual: h.upload(res), pre: { glu: act } });
+        const got = await h.readF32(y, T * N);
+        const want = ref.matmul(ref.glu(gu, T, K, act), w.values, T, N, K, undefined, res);
+        t.diagnostic(`T=${T} N=${N} K=${K} ${act}: |Δ| / max|ref| ${relErr(got, want).toExponential(2)}`);
+        assertClose(got, want, 0, RT, `T=${T} N=${N} K=${K} ${act}`);
+      }
+    }
+  });
+}
+
+// A matrix in row parts (Y_RANGE): each part's launch computes the norm, or the GLU, itself.
+test('gemv prologues on a matrix in row parts, with bias and residual', async () => {
+  const h = await harness();
+  const T = 2, N = 40, K = 68;
+  const w = rand(N * K, 51);
+  const ranges = splitRows(N, K * 4, Math.ceil((N * K * 4) / 3.5 / 16) * 16)!;
+  const m: WeightMatrix = { rows: N, cols: K, dtype: 'f32', parts: ranges.map((r) => ({ ...r, buffer: h.upload(w.subarray(r.row0 * K, (r.row0 + r.rows) * K)) })) };
+  assert.ok(m.parts.length >= 4, `${m.parts.length} parts`);
+  const x = rand(T * K, 52, 2), gu = rand(T * 2 * K, 53, 3), g = rand(K, 54), bias = rand(N, 55), res = rand(T * N, 56);
+  const y = h.empty(T * N * 4);
+  h.ops.matmulParts({ x: h.upload(x), w: m, y, T, K, bias: h.upload(bias), pre: { norm: h.upload(g), eps: 1e-6, plusOne: true } });
+  assertClose(await h.readF32(y, T * N), ref.matmul(ref.rmsnorm(x, g, T, K, 1e-6, true), w, T, N, K, bias), 0, RT, 'norm');
+  h.ops.matmulParts({ x: h.upload(gu), w: m, y, T, K, residual: h.upload(res), pre: { glu: 'gelu_tanh' } });
+  assertClose(await h.readF32(y, T * N), ref.matmul(ref.glu(gu, T, K, 'gelu_tanh'), w, T, N, K, undefined, res), 0, RT, 'glu');
+});
+
+test('a prologue with a matmul variant other than gemv is refused', async () => {
+  const h = await harness();
+  const b = h.empty(4096);
+  assert.throws(() => h.ops.matmul({ x: b, w: b, wDtype: 'f32', y: b, T: 1, N: 4, K: 4, variant: 'reg', pre: { glu: 'silu' } }), /only gemv/);
+});
+
+test('Ops.fuses: the GPU profile fuses passes of up to 4 rows, CPU adapters only when forced', async () => {
+  const h = await harness();
+  const { ops } = h;
+  const saved = [ops.matmulProfile, ops.fuse] as const;
+  try {
+    ops.fuse = undefined;
+    ops.matmulProfile = 'cpu';
+    assert.deepEqual([1, 4, 5].map((T) => ops.fuses(T)), [false, false, false]);
+    ops.matmulProfile = 'gpu';
+    assert.deepEqual([1, 4, 5].map((T) => ops.fuses(T)), [true, true, false]);
+    ops.fuse = false;
+    assert.equal(ops.fuses(1), false);
+    ops.matmulProfile = 'cpu';
+    ops.fuse = true;
+    assert.deepEqual([1, 4, 5].map((T) => ops.fuses(T)), [true, true, false]);
+  } finally {
+    [ops.matmulProfile, ops.fuse] = saved;
+  }
+});
