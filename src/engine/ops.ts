@@ -8,6 +8,9 @@ import type { Dispatcher, Param } from './gpu/dispatcher';
 import type { KernelLibrary } from './gpu/kernels';
 import { Scratch } from './model/scratch';
 import { checkQuantShape, isQuant, QUANT, scaleBase, type QuantType } from './quant';
+import { attentionSplits, tiledSplits } from './attention-plan';
+
+export { attentionSplits, keyBounds, tiledSplits } from './attention-plan';
 
 export type StoreDType = 'f32' | 'f16';
 /** How a weight matrix is stored: f32, packed f16, or packed ggml blocks (quant.ts, kernels/quant.wgsl). */
@@ -334,57 +337,6 @@ export class Ops {
     const pipe = this.lib.pipeline('glu', { GELU_TANH: a.act === 'gelu_tanh' });
     this.d.run1d(pipe, [u(a.T), u(a.I), u(0), u(0)], { 1: a.gu, 2: a.out }, a.T * a.I);
   }
-}
-
-/**
- * How many slices to split attention's key range into on a real GPU: enough
- * to reach about 8K invocations, never slices under 32 keys, and at most 128
- * (attention_combine walks every slice of a row serially). Each invocation
- * walks its slice serially, so a decode row's time is its slice length. On
- * an H100 (gpu-h100-5.json): a Llama-1B decode row against 512 keys took
- * 0.44 ms whole and 0.19 ms in the 2 slices of 256 keys chosen before, 0.07
- * in 32; a row against 32K keys 34 ms whole, 0.47 ms in 128 slices and 2.0
- * ms in 911; 1016 rows against 32K keys (9K invocations already) 31 ms
- * whole, slower in every split (36-92 ms): more slices there only cost.
- */
-export function attentionSplits(invocations: number, keys: number): number {
-  return Math.max(1, Math.min(Math.ceil(8192 / invocations), Math.floor(keys / 32), 128));
-}
-
-/**
- * Key slices for attention_tiled (a workgroup per 64 rows of a head and slice): enough slices for about 1024
- * workgroups, a few per multiprocessor of a large GPU, while slices keep at least 256 keys (8 tiles) and never
- * number more than 32. Not yet measured on a GPU: the kit (bench/attention.ts) times fixed counts beside it.
- */
-export function tiledSplits(workgroups: number, keys: number): number {
-  return Math.max(1, Math.min(Math.ceil(1024 / workgroups), Math.floor(keys / 256), 32));
-}
-
-/**
- * The cache rows each query needs to scan, as [first, last) pairs. When the
- * cache's positions never decrease, keys after the last position <= q (and,
- * with a window, before the first position > q - window) are skipped;
- * otherwise every row is scanned and the mask alone decides.
- */
-export function keyBounds(kpos: Int32Array, n: number, qpos: ArrayLike<number>, window: number): Uint32Array {
-  const out = new Uint32Array(2 * qpos.length);
-  let sorted = true;
-  for (let j = 1; j < n && sorted; j++) sorted = kpos[j] >= kpos[j - 1];
-  // First index in [0, n) whose position is > v.
-  const upper = (v: number) => {
-    let lo = 0, hi = n;
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      if (kpos[mid] <= v) lo = mid + 1;
-      else hi = mid;
-    }
-    return lo;
-  };
-  for (let t = 0; t < qpos.length; t++) {
-    out[2 * t] = sorted && window > 0 ? upper(qpos[t] - window) : 0;
-    out[2 * t + 1] = sorted ? upper(qpos[t]) : n;
-  }
-  return out;
 }
 
 /** The bindings every matmul kernel shares (matmul_io.wgsl). */
