@@ -4,7 +4,7 @@
  * a sweep run here with fixed-size chunks, and accuracy against TTFT from an
  * evaluation run.
  */
-import { useMemo, useState } from 'react';
+import { memo, useDeferredValue, useMemo, useState } from 'react';
 import type { AskFirst } from '../worker/studio-protocol';
 import { Bar, BarChart, CartesianGrid, Legend, Line, LineChart, Tooltip, XAxis, YAxis } from 'recharts';
 import { useStudio, type Settings } from './studio-store';
@@ -42,17 +42,21 @@ export function ChartsPanel() {
   const setSettings = (p: Partial<Settings>) => set((x) => ({ settings: { ...x.settings, ...p } }));
 
   // The latest finished answer of each algorithm, in first-seen order.
-  const seen = new Map<string, AskFirst>();
-  for (const [algorithm, f] of answers) if (!seen.has(algorithm)) seen.set(algorithm, f);
-  const breakdown = [...seen.entries()].reverse().map(([algorithm, f]) => ({
-    algorithm, lookup: f.ttft.lookupMs, load: f.ttft.loadMs, recompute: f.ttft.recomputeMs,
-    firstToken: f.ttft.firstTokenMs, total: f.ttft.totalMs, recomputed: f.recomputed, promptTokens: f.promptTokens,
-  }));
+  // Kept while their inputs hold: the charts (memoised below) then skip the page's other updates.
+  const breakdown = useMemo(() => {
+    const seen = new Map<string, AskFirst>();
+    for (const [algorithm, f, current] of all) if (current && !seen.has(algorithm)) seen.set(algorithm, f);
+    return [...seen.entries()].reverse().map(([algorithm, f]) => ({
+      algorithm, lookup: f.ttft.lookupMs, load: f.ttft.loadMs, recompute: f.ttft.recomputeMs,
+      firstToken: f.ttft.firstTokenMs, total: f.ttft.totalMs, recomputed: f.recomputed, promptTokens: f.promptTokens,
+    }));
+  }, [all]);
 
-  const algos = [...new Set(sweep.points.map((p) => p.algorithm))];
-  const byLength = new Map<number, Record<string, number>>();
-  for (const p of sweep.points) byLength.set(p.contextTokens, { ...(byLength.get(p.contextTokens) ?? { contextTokens: p.contextTokens }), [p.algorithm]: p.ttft.totalMs });
-  const sweepRows = [...byLength.values()].sort((a, b) => a.contextTokens - b.contextTokens);
+  const [algos, sweepRows] = useMemo(() => {
+    const byLength = new Map<number, Record<string, number>>();
+    for (const p of sweep.points) byLength.set(p.contextTokens, { ...(byLength.get(p.contextTokens) ?? { contextTokens: p.contextTokens }), [p.algorithm]: p.ttft.totalMs });
+    return [[...new Set(sweep.points.map((p) => p.algorithm))], [...byLength.values()].sort((a, b) => a.contextTokens - b.contextTokens)] as const;
+  }, [sweep.points]);
 
   function startSweep() {
     const ls = lengths.split(/[\s,]+/).map(Number).filter((n) => Number.isFinite(n) && n > 0);
@@ -67,14 +71,7 @@ export function ChartsPanel() {
       <div className="chart-grid">
         <ChartCard title="TTFT breakdown" file="ttft-breakdown" data={breakdown} testId="ttft-chart">
           {breakdown.length ? (
-            <BarChart width={WIDTH} height={280} data={breakdown} margin={{ top: 8, right: 12, bottom: 8, left: 8 }}>
-              <CartesianGrid strokeDasharray="3 3" />
-              <XAxis dataKey="algorithm" fontSize={11} interval={0} angle={-25} textAnchor="end" height={56} />
-              <YAxis unit=" ms" fontSize={11} />
-              <Tooltip formatter={(v) => `${Number(v).toFixed(1)} ms`} />
-              <Legend itemSorter={null} />
-              {PARTS.map((p) => <Bar key={p.key} dataKey={p.key} name={p.label} stackId="ttft" fill={p.colour} isAnimationActive={false} />)}
-            </BarChart>
+            <TtftBars data={breakdown} />
           ) : (
             <p className="muted" data-testid="ttft-empty">
               {earlier > 0 ? `The ${earlier} answers so far were to another model, question or chunk order. ` : ''}
@@ -93,14 +90,7 @@ export function ChartsPanel() {
           {busy === 'sweep' && <p role="status" className="small">Measured {sweep.done} of {sweep.total} points…</p>}
           <StudioError at="charts" />
           {sweepRows.length ? (
-            <LineChart width={WIDTH} height={280} data={sweepRows} margin={{ top: 8, right: 12, bottom: 16, left: 8 }}>
-              <CartesianGrid strokeDasharray="3 3" />
-              <XAxis dataKey="contextTokens" type="number" domain={['dataMin', 'dataMax']} fontSize={11} label={{ value: 'context tokens', position: 'insideBottom', offset: -8, fontSize: 11 }} />
-              <YAxis unit=" ms" fontSize={11} padding={{ top: 14 }} />
-              <Tooltip formatter={(v) => `${Number(v).toFixed(1)} ms`} />
-              <Legend verticalAlign="top" itemSorter={null} />
-              {algos.map((a, i) => <Line key={a} dataKey={a} stroke={ALGO_COLOURS[i % ALGO_COLOURS.length]} dot isAnimationActive={false} />)}
-            </LineChart>
+            <SweepLines rows={sweepRows} algos={algos} />
           ) : (
             <p className="muted" data-testid="sweep-empty">
               {docs.length ? 'Press Run sweep' : 'Add a document above, then press Run sweep'}: it runs {SWEEP_ALGORITHMS.join(', ')} over your documents'
@@ -114,3 +104,37 @@ export function ChartsPanel() {
     </section>
   );
 }
+
+type BreakdownRow = Record<(typeof PARTS)[number]['key'], number> & { algorithm: string };
+
+/**
+ * The charts are memoised and drawn in a deferred render: recharts draws a chart in tens of milliseconds (more in a
+ * development build), and the panel re-renders whenever the page is busy or idle again.
+ */
+const TtftBars = memo(function TtftBars({ data }: { data: BreakdownRow[] }) {
+  const rows = useDeferredValue(data);
+  return (
+    <BarChart width={WIDTH} height={280} data={rows} margin={{ top: 8, right: 12, bottom: 8, left: 8 }}>
+      <CartesianGrid strokeDasharray="3 3" />
+      <XAxis dataKey="algorithm" fontSize={11} interval={0} angle={-25} textAnchor="end" height={56} />
+      <YAxis unit=" ms" fontSize={11} />
+      <Tooltip formatter={(v) => `${Number(v).toFixed(1)} ms`} />
+      <Legend itemSorter={null} />
+      {PARTS.map((p) => <Bar key={p.key} dataKey={p.key} name={p.label} stackId="ttft" fill={p.colour} isAnimationActive={false} />)}
+    </BarChart>
+  );
+});
+
+const SweepLines = memo(function SweepLines({ rows, algos }: { rows: Record<string, number>[]; algos: readonly string[] }) {
+  const deferred = useDeferredValue(rows);
+  return (
+    <LineChart width={WIDTH} height={280} data={deferred} margin={{ top: 8, right: 12, bottom: 16, left: 8 }}>
+      <CartesianGrid strokeDasharray="3 3" />
+      <XAxis dataKey="contextTokens" type="number" domain={['dataMin', 'dataMax']} fontSize={11} label={{ value: 'context tokens', position: 'insideBottom', offset: -8, fontSize: 11 }} />
+      <YAxis unit=" ms" fontSize={11} padding={{ top: 14 }} />
+      <Tooltip formatter={(v) => `${Number(v).toFixed(1)} ms`} />
+      <Legend verticalAlign="top" itemSorter={null} />
+      {algos.map((a, i) => <Line key={a} dataKey={a} stroke={ALGO_COLOURS[i % ALGO_COLOURS.length]} dot isAnimationActive={false} />)}
+    </LineChart>
+  );
+});

@@ -5,7 +5,7 @@
  * right); any of these switches the document to the 'boundaries' mode.
  * The chunk list is one tab stop (arrow keys inside, see roving.ts).
  */
-import { memo, useMemo, useState, type MouseEvent } from 'react';
+import { memo, useDeferredValue, useMemo, useState, type MouseEvent } from 'react';
 import { useStudio, chunkKey, docChunkKeys, studio, type StudioDoc } from './studio-store';
 import { compileKeys, removeDocument, setDocumentMode } from './doc-actions';
 import { ModeControl } from './ModeControl';
@@ -26,8 +26,10 @@ function offsetAt(e: MouseEvent<HTMLElement>): number | null {
   return r && e.currentTarget.contains(r.startContainer) ? r.startOffset : null;
 }
 
-/** Cuts the document at `offsets` (switching it to the 'boundaries' mode). */
+/** Cuts the document at `offsets` (switching it to the 'boundaries' mode); not while compiling or asking. */
 function cutAt(docId: string, offsets: number[]) {
+  // Rows learn of `busy` a moment late (see DocumentCard), so a click can still arrive: it is ignored.
+  if (studio().busy) return;
   void setDocumentMode(docId, { kind: 'boundaries', offsets: [...new Set(offsets)].sort((a, b) => a - b) });
 }
 
@@ -104,6 +106,11 @@ export function DocumentCard({ doc }: { doc: StudioDoc }) {
     const have = new Set(s.composer);
     return { composer: [...s.composer, ...keys.filter((k) => !have.has(k))] };
   });
+  // The rows follow the chunks drawn, the library and `busy` in a deferred render, which React interrupts to keep
+  // the page answering: redrawing 150 rows in one go held the main thread for a tenth of a second and more.
+  const rowsChunks = useDeferredValue(chunks, []);
+  const rowsStored = useDeferredValue(stored);
+  const rowsBusy = useDeferredValue(!!busy);
   const compiledCount = useMemo(() => {
     let n = 0;
     for (let i = 0; i < count; i++) if (stored.has(plainId(table!, i))) n++;
@@ -132,10 +139,10 @@ export function DocumentCard({ doc }: { doc: StudioDoc }) {
       {splitError && <p role="alert" className="notice">{splitError}</p>}
       <p className="muted small hint">Click in a chunk's text to cut it there; use ⇤ ⇥ to move a boundary by a word, or merge chunks.</p>
       <ol className="chunks" aria-label={`Chunks of ${doc.name}`} ref={listRef} onKeyDown={onListKey}>
-        {chunks.map((c) => {
+        {rowsChunks.map((c) => {
           const key = chunkKey(doc.id, c.index);
-          const state = stored.has(c.ids.plain) ? 'compiled' : current === key ? 'compiling…' : 'not compiled';
-          return <ChunkRow key={key} doc={doc} c={c} state={state} inComposer={composer.includes(key)} busy={!!busy} />;
+          const state = rowsStored.has(c.ids.plain) ? 'compiled' : current === key ? 'compiling…' : 'not compiled';
+          return <ChunkRow key={key} doc={doc} c={c} state={state} inComposer={composer.includes(key)} busy={rowsBusy} />;
         })}
       </ol>
       {count > shown && (
