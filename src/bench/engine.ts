@@ -16,6 +16,8 @@ import { bestMatmul, decodeMatmulReference } from './matmul';
 import { benchPrefillDecode, benchTokens } from './prefill';
 import { benchLlamaCpp } from './llamacpp';
 import { KNOWN_MODELS } from '../eval/tokenizer';
+import { runHost } from '../eval/env';
+import { loadavg } from 'node:os';
 
 const a = parseCommand({
   command: 'npm run bench:engine',
@@ -33,6 +35,7 @@ const wanted = a.models;
 const lengths = a.lengths ?? [128, 512, 2048];
 
 const results: Record<string, unknown>[] = [];
+const started = { date: new Date().toISOString(), ...runHost() };
 for (const name of wanted) {
   const path = KNOWN_MODELS[name];
   if (!path || !existsSync(path)) {
@@ -72,4 +75,7 @@ for (const name of wanted) {
   }
   s.close();
 }
-if (a.json) writeFileSync(a.json, JSON.stringify({ results }, null, 1));
+if (a.json) {
+  const command = `${process.env.LEGOKV_NODE_BACKEND ? `LEGOKV_NODE_BACKEND=${process.env.LEGOKV_NODE_BACKEND} ` : ''}npm run bench:engine -- ${process.argv.slice(2).join(' ')}`;
+  writeFileSync(a.json, JSON.stringify({ kind: 'engine', command, ...started, loadavg_end: loadavg()[0], results }, null, 1));
+}

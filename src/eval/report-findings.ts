@@ -15,6 +15,7 @@ import { answeredByAll, type CaseResult, type EvalResults } from './runner';
 import type { SinkReport } from './sinks';
 import { Rng } from './rng';
 import { mean } from './stats';
+import { mdTable } from './markdown';
 
 /** The mean score of `algorithm` against `reference` over the cases both answered, with a bootstrap interval of the difference. */
 export interface PairedGap {
@@ -80,10 +81,6 @@ const gapText = (g: PairedGap) => `${f3(g.algorithm)} vs ${f3(g.reference)} (${s
 
 /** A model the page already explains as unable to show the gap: stories260K answers no questions, qa-demo has no sink (its card). */
 const isToy = (model: string) => /stories|qa-demo/i.test(model);
-
-function mdTable(headers: string[], rows: (string | number)[][]): string {
-  return [`| ${headers.join(' | ')} |`, `| ${headers.map((_, i) => (i === 0 ? '---' : '---:')).join(' | ')} |`, ...rows.map((r) => `| ${r.join(' | ')} |`)].join('\n');
-}
 
 /** The sinks reports: per algorithm and chunk, the share of the question's attention on each chunk's start against one ordinary token. */
 export function sinksSection(reports: { file: string; r: SinkReport }[]): string {

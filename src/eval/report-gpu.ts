@@ -7,6 +7,7 @@
 import type { PrefillRow } from '../bench/prefill';
 import type { TtftRow } from '../bench/ttft';
 import type { DecodeProfile } from '../bench/profile';
+import { mdTable } from './markdown';
 
 type KernelRow = { variant?: string; rowsPerThread?: number; keysPerTile?: number; splits?: number | string; T: number; K?: number; N?: number; n?: number; H?: number; HD?: number; ms: number; gflops: number; weightGBps?: number; chosen: boolean; clock?: string };
 type EngineRow = PrefillRow & { adapter: string; model: string; weight_bytes: number; weight_dtype: string; weights?: string; profile?: DecodeProfile; skipped?: string; error?: string };
@@ -31,8 +32,7 @@ export interface GpuRun {
 const n0 = (x: number | undefined) => (x === undefined || !Number.isFinite(x) ? '–' : x.toFixed(0));
 const n1 = (x: number | undefined) => (x === undefined || !Number.isFinite(x) ? '–' : x.toFixed(1));
 const pc = (x: number | undefined) => (x === undefined || !Number.isFinite(x) ? '–' : `${(x * 100).toFixed(0)}%`);
-const table = (h: string[], rows: (string | number)[][]) =>
-  [`| ${h.join(' | ')} |`, `| ${h.map((_, i) => (i ? '---:' : '---')).join(' | ')} |`, ...rows.map((r) => `| ${r.join(' | ')} |`)].join('\n');
+const table = mdTable;
 
 /** The issue's three GPU targets, from one run (undefined where the run did not measure it). */
 export function gpuTargets(r: GpuRun) {

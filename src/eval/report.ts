@@ -20,6 +20,10 @@ import { peersSection } from './report-peers';
 import type { PeersResults } from '../bench/peers';
 import type { SinkReport } from './sinks';
 import { findingsSection, sinksSection } from './report-findings';
+import { engineSection, type EngineRun } from './report-engine';
+import { mdTable } from './markdown';
+
+export { mdTable } from './markdown';
 
 /** The measurements behind docs/RESULTS.md, as `npm run …` argument lists (run in order by --rerun). */
 export const RERUN: { what: string; args: string[] }[] = [
@@ -41,12 +45,6 @@ const f2 = (x: number | null | undefined) => (x === null || x === undefined || !
 const f3 = (x: number | null | undefined) => (x === null || x === undefined || !Number.isFinite(x) ? '–' : x.toFixed(3));
 const pct = (x: number | null | undefined) => (x === null || x === undefined || !Number.isFinite(x) ? '–' : `${(x * 100).toFixed(1)}%`);
 
-/** A Markdown table from a header row and rows (first column left-aligned). */
-export function mdTable(headers: string[], rows: (string | number)[][]): string {
-  const out = [`| ${headers.join(' | ')} |`, `| ${headers.map((_, i) => (i === 0 ? '---' : '---:')).join(' | ')} |`];
-  for (const r of rows) out.push(`| ${r.join(' | ')} |`);
-  return out.join('\n');
-}
 
 type Host = { loadavg_start?: number; loadavg_end?: number | null; cpus?: number; cpu_model?: string; commit?: string | null };
 const host = (r: Host) =>
@@ -231,6 +229,8 @@ export function buildResults(dir: string, outPath: string): { markdown: string; 
   const sinks = files.filter((f) => /^sinks-.+\.json$/.test(f)).map((file) => ({ file, r: read<SinkReport>(file) }));
   if (evals.length) parts.push(findingsSection(evals, sinks));
   if (sinks.length) parts.push(sinksSection(sinks));
+  const engines = files.filter((f) => /^engine-.+\.json$/.test(f)).map((file) => ({ file, r: read<EngineRun>(file) }));
+  if (engines.length) parts.push(engineSection(engines));
   const gpus = files.filter((f) => /^gpu-.+\.json$/.test(f)).map((file) => ({ file, r: read<GpuRun>(file) }));
   if (gpus.length) parts.push(gpuSection(gpus));
   const peers = files.includes('peers.json') ? read<PeersResults>('peers.json') : null;
@@ -240,6 +240,7 @@ export function buildResults(dir: string, outPath: string): { markdown: string; 
   for (const step of RERUN) parts.push(`- ${step.what}: \`npm ${step.args.join(' ')}\``);
   parts.push('');
   if (gpus.length) parts.push('- on a lent GPU machine: `npm run gpu:kit` here, then `bash scripts/gpu-check.sh --budget-s 330` there (scripts/gpu/README.md), and `npm run gpu:collect -- <its output folder> docs/results/gpu-<name>.json` here', '');
+  for (const { r } of engines) parts.push(`- engine throughput (not run by --rerun, a few minutes): \`${r.command}\``, '');
   if (peers) parts.push(`- LegoKV against wllama (not run by --rerun, about 5 minutes): \`${peers.command}\``, '');
   if (!scalings.length && !load && !evals.length) parts.push(`No results in ${dir} yet: run \`npm run results -- --rerun\`.`, '');
   return { markdown: parts.join('\n').replace(/\n{3,}/g, '\n\n'), charts };
