@@ -16,35 +16,9 @@
 // each (row group, head) has `splits` invocations, each over its own slice of
 // the key range, writing its unnormalised accumulator to out[(t, h, s)] and
 // its (max, sum) to ml; attention_combine.wgsl merges the slices.
-#include "common"
+#include "attention_io"
 
-struct Params { T: u32, n: u32, H: u32, NKV: u32, q_stride: u32, q_offset: u32, window: u32, scale: f32, splits: u32 }
-
-const HD4: u32 = {{HD4}}u;
 const TQ: u32 = {{TQ}}u;
-const LOG2E: f32 = 1.4426950408889634;
-const NEG: f32 = -1.0e30;
-
-@group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> q: array<vec4<f32>>;
-#if KV_F16
-@group(0) @binding(2) var<storage, read> kc: array<vec2<u32>>;
-@group(0) @binding(3) var<storage, read> vc: array<vec2<u32>>;
-fn load_k(i: u32) -> vec4<f32> { return unpack4h(kc[i]); }
-fn load_v(i: u32) -> vec4<f32> { return unpack4h(vc[i]); }
-#else
-@group(0) @binding(2) var<storage, read> kc: array<vec4<f32>>;
-@group(0) @binding(3) var<storage, read> vc: array<vec4<f32>>;
-fn load_k(i: u32) -> vec4<f32> { return kc[i]; }
-fn load_v(i: u32) -> vec4<f32> { return vc[i]; }
-#endif
-@group(0) @binding(4) var<storage, read> qpos: array<i32>;
-@group(0) @binding(5) var<storage, read> kpos: array<i32>;
-@group(0) @binding(6) var<storage, read_write> out: array<vec4<f32>>;
-@group(0) @binding(7) var<storage, read> bounds: array<vec2<u32>>;
-#if SPLIT
-@group(0) @binding(8) var<storage, read_write> ml: array<vec2<f32>>;
-#endif
 
 @compute @workgroup_size(64, 1, 1)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {

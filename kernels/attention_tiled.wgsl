@@ -14,38 +14,12 @@
 // and writes partials for attention_combine.wgsl, as attention.wgsl does.
 // Workgroups are numbered with the row block fastest, so those running
 // together read the same keys of the same head.
-#include "common"
+#include "attention_io"
 
-struct Params { T: u32, n: u32, H: u32, NKV: u32, q_stride: u32, q_offset: u32, window: u32, scale: f32, splits: u32 }
-
-const HD4: u32 = {{HD4}}u;
 // Keys per tile, a multiple of 4: the host sizes it to the adapter's workgroup memory.
 const BK: u32 = {{BK}}u;
 const BQ: u32 = 64u;
 const LOADS: u32 = (BK * HD4 + BQ - 1u) / BQ;
-const LOG2E: f32 = 1.4426950408889634;
-const NEG: f32 = -1.0e30;
-
-@group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> q: array<vec4<f32>>;
-#if KV_F16
-@group(0) @binding(2) var<storage, read> kc: array<vec2<u32>>;
-@group(0) @binding(3) var<storage, read> vc: array<vec2<u32>>;
-fn load_k(i: u32) -> vec4<f32> { return unpack4h(kc[i]); }
-fn load_v(i: u32) -> vec4<f32> { return unpack4h(vc[i]); }
-#else
-@group(0) @binding(2) var<storage, read> kc: array<vec4<f32>>;
-@group(0) @binding(3) var<storage, read> vc: array<vec4<f32>>;
-fn load_k(i: u32) -> vec4<f32> { return kc[i]; }
-fn load_v(i: u32) -> vec4<f32> { return vc[i]; }
-#endif
-@group(0) @binding(4) var<storage, read> qpos: array<i32>;
-@group(0) @binding(5) var<storage, read> kpos: array<i32>;
-@group(0) @binding(6) var<storage, read_write> out: array<vec4<f32>>;
-@group(0) @binding(7) var<storage, read> bounds: array<vec2<u32>>;
-#if SPLIT
-@group(0) @binding(8) var<storage, read_write> ml: array<vec2<f32>>;
-#endif
 
 // The tile: keys and values decoded to f32 (unpacked once, not once per row), and their positions.
 var<workgroup> ks: array<vec4<f32>, BK * HD4>;
