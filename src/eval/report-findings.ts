@@ -150,7 +150,7 @@ function realModelNote(r: EvalResults, sinks: SinkReport | undefined): string {
     : `Naive does not measurably lose accuracy: ${gapText(naive)}; the interval includes no difference, so ${naive.n} cases cannot tell it apart from full.`);
   if (lego) {
     out.push(lego.ratio >= WITHIN
-      ? `legolink:16 stays within 5% of full: ${gapText(lego)}.`
+      ? `legolink:16 stays within 5% of full: ${gapText(lego)}${v === 'loses' ? '' : '; but naive did not lose either, so there was nothing to win back and this run says nothing about LegoLink'}.`
       : `legolink:16 does not stay within 5% of full: ${gapText(lego)}${gapVerdict(lego) === 'loses' ? '' : ', although its interval also includes no difference'}.`);
   }
   if (prompt) out.push(`The ordinary prompt scores ${f3(prompt.algorithm)} on the same cases.`);
@@ -171,7 +171,12 @@ function whatWouldShowIt(runs: EvalResults[]): string {
   const loses = runs.filter((r) => gapVerdict(pairedGap(r.cases, 'naive', 'full')!) === 'loses');
   const within = runs.filter((r) => (pairedGap(r.cases, 'legolink:16', 'full')?.ratio ?? 0) >= WITHIN);
   const all = (xs: EvalResults[]) => (xs.length === runs.length ? 'every real-model run above' : xs.length ? xs.map(name).join(', ') : 'no real-model run above');
-  const head = `Naive's loss shows on ${all(loses)}; legolink:16 stays within 5% of full on ${all(within)}.`;
+  // Within 5% means something only where naive lost: elsewhere there was nothing to win back.
+  const recovers = loses.filter((r) => within.includes(r));
+  const noLoss = runs.filter((r) => !loses.includes(r));
+  const head = `Naive's loss shows on ${all(loses)}; legolink:16 stays within 5% of full on ${all(within)}.`
+    + (loses.length ? ` Where naive loses, legolink:16 wins it back to within 5% on ${recovers.length === loses.length ? 'every such run' : recovers.length ? recovers.map(name).join(', ') : 'none of them'}.` : '')
+    + (noLoss.length && noLoss.length < runs.length ? ` On ${noLoss.map(name).join(', ')} naive does not lose, so that run cannot show LegoLink winning accuracy back.` : '');
   if (loses.length === runs.length && within.length === runs.length) return `${head} That is the papers' pattern.`;
   // A resumed evaluation's time is the sum of its runs.
   const span = (x: { started_at: string; finished_at: string | null }) => (x.finished_at ? (Date.parse(x.finished_at) - Date.parse(x.started_at)) / 60000 : NaN);
