@@ -1,5 +1,6 @@
 import { createReadStream, existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { defineConfig, type Plugin } from 'vite';
 import react from '@vitejs/plugin-react';
 
@@ -18,33 +19,39 @@ function localModelsPlugin(): Plugin {
   >;
   return {
     name: 'legokv-local-models',
+    // The dev server (`npm run dev`, the e2e tests) and the preview of the production build (`npm start`) alike.
     configureServer(server) {
-      server.middlewares.use((req, res, next) => {
-        const url = (req.url ?? '').split('?')[0];
-        if (url === '/models/index.json') {
-          const index = JSON.parse(readFileSync(join(root, 'public/models/index.json'), 'utf8'));
-          for (const [file, m] of Object.entries(fetchable)) {
-            if (existsSync(join(localModels, file))) {
-              const { id, label, licence, use, ownDocuments, prompt } = m;
-              index.models.push({ id, label, use, ownDocuments, base: 'local-models/', files: [file], licence, prompt });
-            }
-          }
-          res.setHeader('content-type', 'application/json');
-          res.end(JSON.stringify(index));
-          return;
-        }
-        const m = /^\/local-models\/([\w.-]+)$/.exec(url);
-        if (m && existsSync(join(localModels, m[1])) && !m[1].endsWith('.json')) {
-          const path = join(localModels, m[1]);
-          res.setHeader('content-type', 'application/octet-stream');
-          res.setHeader('content-length', String(statSync(path).size));
-          createReadStream(path).pipe(res);
-          return;
-        }
-        next();
-      });
+      server.middlewares.use(serveLocalModels);
+    },
+    configurePreviewServer(server) {
+      server.middlewares.use(serveLocalModels);
     },
   };
+
+  function serveLocalModels(req: IncomingMessage, res: ServerResponse, next: () => void) {
+    const url = (req.url ?? '').split('?')[0];
+    if (url === '/models/index.json') {
+      const index = JSON.parse(readFileSync(join(root, 'public/models/index.json'), 'utf8'));
+      for (const [file, m] of Object.entries(fetchable)) {
+        if (existsSync(join(localModels, file))) {
+          const { id, label, licence, use, ownDocuments, prompt } = m;
+          index.models.push({ id, label, use, ownDocuments, base: 'local-models/', files: [file], licence, prompt });
+        }
+      }
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify(index));
+      return;
+    }
+    const m = /^\/local-models\/([\w.-]+)$/.exec(url);
+    if (m && existsSync(join(localModels, m[1])) && !m[1].endsWith('.json')) {
+      const path = join(localModels, m[1]);
+      res.setHeader('content-type', 'application/octet-stream');
+      res.setHeader('content-length', String(statSync(path).size));
+      createReadStream(path).pipe(res);
+      return;
+    }
+    next();
+  }
 }
 
 export default defineConfig({
