@@ -19,7 +19,7 @@ import { dequantizeF32 } from '../../src/engine/formats/gguf-quants';
 import { noiseBlocks, QUANT, QUANT_TYPES, repackForGpu } from '../../src/engine/quant';
 import { floatsToHalves, roundToHalf } from '../../src/engine/f16';
 import { splitRows } from '../../src/engine/model/gpu-plan';
-import { assertClose, harness, rand, type Harness } from '../helpers/gpu';
+import { assertClose, harness, rand, type Harness, relErr } from '../helpers/gpu';
 
 const RT = 4e-6;
 
@@ -33,15 +33,6 @@ function weights(h: Harness, dtype: WeightDType, rows: number, cols: number, see
   const bytes = noiseBlocks(dtype, nb, seed, 1);
   return { buffer: h.upload(repackForGpu(dtype, bytes, nb)), values: dequantizeF32(QUANT[dtype].ggml, bytes, rows * cols) };
 }
-
-const relErr = (got: ArrayLike<number>, want: ArrayLike<number>) => {
-  let d = 0, m = 0;
-  for (let i = 0; i < want.length; i++) {
-    d = Math.max(d, Math.abs(got[i] - want[i]));
-    m = Math.max(m, Math.abs(want[i]));
-  }
-  return d / m;
-};
 
 const DTYPES: WeightDType[] = ['f32', 'f16', ...QUANT_TYPES];
 // [T, N, K]: N not a multiple of the workgroup's 8 columns; for f32/f16 K shorter and longer than 32 vec4s and

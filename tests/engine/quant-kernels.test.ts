@@ -25,7 +25,7 @@ import type { MatmulVariant, WeightMatrix } from '../../src/engine/ops';
 import { dequantizeF32 } from '../../src/engine/formats/gguf-quants';
 import { noiseBlocks, QUANT, QUANT_TYPES, repackForGpu, type QuantType } from '../../src/engine/quant';
 import { floatsToHalves, roundToHalf } from '../../src/engine/f16';
-import { assertClose, harness, rand, type Harness } from '../helpers/gpu';
+import { assertClose, harness, rand, type Harness, relErr } from '../helpers/gpu';
 
 const DEQUANT_RT = 1e-6;
 const MATMUL_RT = 5e-6;
@@ -36,15 +36,6 @@ function quantMatrix(h: Harness, q: QuantType, rows: number, cols: number, seed:
   const bytes = noiseBlocks(q, nb, seed, 1);
   return { buffer: h.upload(repackForGpu(q, bytes, nb)), values: dequantizeF32(QUANT[q].ggml, bytes, rows * cols), bytes };
 }
-
-const relErr = (got: ArrayLike<number>, want: ArrayLike<number>) => {
-  let d = 0, m = 0;
-  for (let i = 0; i < want.length; i++) {
-    d = Math.max(d, Math.abs(got[i] - want[i]));
-    m = Math.max(m, Math.abs(want[i]));
-  }
-  return d / m;
-};
 
 for (const q of QUANT_TYPES) {
   test(`embed ${q}: every row dequantized as the CPU dequantizer does`, async (t) => {

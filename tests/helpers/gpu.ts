@@ -99,3 +99,13 @@ export function assertClose(actual: ArrayLike<number>, expected: ArrayLike<numbe
   }
   assert.ok(worst <= tol, `${what}: max |Δ| = ${worst} at ${at} (got ${actual[at]}, want ${expected[at]}) exceeds ${tol}`);
 }
+
+/** The largest difference from `want`, relative to `want`'s largest magnitude (the parity tests' error measure). */
+export function relErr(got: ArrayLike<number>, want: ArrayLike<number>): number {
+  let d = 0, m = 0;
+  for (let i = 0; i < want.length; i++) {
+    d = Math.max(d, Math.abs(got[i] - want[i]));
+    m = Math.max(m, Math.abs(want[i]));
+  }
+  return d / m;
+}
