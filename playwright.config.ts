@@ -20,8 +20,9 @@ export default defineConfig({
       args: CHROMIUM_ARGS,
     },
   },
+  // The production build, as `npm start` serves it, plus the test pages under e2e/pages (vite.config.ts, mode e2e).
   webServer: {
-    command: `npx vite --port ${PORT} --strictPort --host 127.0.0.1`,
+    command: `npx vite build --mode e2e --logLevel warn && npx vite preview --mode e2e --port ${PORT} --strictPort --host 127.0.0.1`,
     url: `http://127.0.0.1:${PORT}/`,
     reuseExistingServer: false,
     timeout: 120_000,

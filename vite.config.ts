@@ -19,7 +19,7 @@ function localModelsPlugin(): Plugin {
   >;
   return {
     name: 'legokv-local-models',
-    // The dev server (`npm run dev`, the e2e tests) and the preview of the production build (`npm start`) alike.
+    // The dev server (`npm run dev`) and the preview of the production build (`npm start`, the e2e tests) alike.
     configureServer(server) {
       server.middlewares.use(serveLocalModels);
     },
@@ -54,7 +54,11 @@ function localModelsPlugin(): Plugin {
   }
 }
 
-export default defineConfig({
+/**
+ * `--mode e2e` builds the app together with the test pages under e2e/pages into dist-e2e, so that the Playwright
+ * tests run against the production build (what `npm start` serves) without shipping test pages to users.
+ */
+export default defineConfig(({ mode }) => ({
   plugins: [react(), localModelsPlugin()],
   worker: { format: 'es' },
   // Imported only from the worker, which the dependency scan does not reach: pre-bundle it at start so a first
@@ -62,5 +66,12 @@ export default defineConfig({
   optimizeDeps: { include: ['@huggingface/transformers'] },
   server: { host: '127.0.0.1', port: 5173, strictPort: false },
   preview: { host: '127.0.0.1', port: 4173 },
-  build: { target: 'es2022', chunkSizeWarningLimit: 4096 },
-});
+  build: {
+    target: 'es2022',
+    chunkSizeWarningLimit: 4096,
+    ...(mode === 'e2e' && {
+      outDir: 'dist-e2e',
+      rollupOptions: { input: { app: join(root, 'index.html'), kvstore: join(root, 'e2e/pages/kvstore.html') } },
+    }),
+  },
+}));

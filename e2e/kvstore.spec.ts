@@ -4,7 +4,7 @@
  * restart, a blob damaged in OPFS is dropped, and writes cut short by a reload
  * (before the rename, before the index commit) leave nothing behind; a
  * dedicated worker and the page share the entries.
- * The page e2e/pages/kvstore.html (served by Vite) puts the module on `window`.
+ * The page e2e/pages/kvstore.html (built into dist-e2e with the app, vite.config.ts) puts the module on `window`.
  */
 import { test, expect, chromium, type Page } from '@playwright/test';
 import { mkdtempSync, rmSync } from 'node:fs';

@@ -33,6 +33,12 @@ test('a 4 MB document is added, compiled in part, cancelled and asked over witho
   test.setTimeout(240_000);
   await page.goto('/?model=stories260K');
   await expect(page.getByTestId('model-ready')).toContainText('stories260K');
+  // The page's own long tasks, to say where the time went when the bound below fails.
+  await page.evaluate(() => {
+    const w = window as unknown as { longTasks: number[][] };
+    w.longTasks = [];
+    new PerformanceObserver((l) => l.getEntries().forEach((e) => w.longTasks.push([e.startTime, e.duration]))).observe({ type: 'longtask' });
+  });
   const stop = watchMainThread(page);
   const dt = await page.evaluateHandle((text) => {
     const d = new DataTransfer();
@@ -71,8 +77,10 @@ test('a 4 MB document is added, compiled in part, cancelled and asked over witho
   await expect(page.getByTestId('answer-card').first()).toContainText('done');
   const worst = await stop();
   console.log(`longest main-thread round trip: ${worst.toFixed(0)} ms`);
-  // Before: the page froze for minutes (the round trip never came back). Measured here after the fix: 190-250 ms
-  // on a loaded 2-core host, the longest when the split's 36,000 chunks arrive from the worker. The bound leaves room
-  // for a slow machine and still fails on a freeze.
-  expect(worst).toBeLessThan(1000);
+  const longTasks = await page.evaluate(() => (window as unknown as { longTasks: number[][] }).longTasks);
+  console.log(`long tasks (start, duration ms): ${longTasks.map(([t, d]) => `${t.toFixed(0)}+${d.toFixed(0)}`).join(', ') || 'none'}`);
+  // Before: the page froze for minutes (the round trip never came back). Measured on the production build on a
+  // quiet 2-core host: 35-56 ms (120-330 ms while a benchmark ran beside it, the longest when the first answer's
+  // chart was mounted, which is now done while the page loads). The issue's bound.
+  expect(worst).toBeLessThan(200);
 });
