@@ -12,7 +12,7 @@
 import { existsSync, writeFileSync } from 'node:fs';
 import { parseCommand } from '../cli/options';
 import { openModel } from '../node/session';
-import { bestMatmul, decodeMatmulReference } from './matmul';
+import { bestMatmul, decodeMatmulReference, decodeMatmulStreamed } from './matmul';
 import { benchPrefillDecode, benchTokens } from './prefill';
 import { benchLlamaCpp } from './llamacpp';
 import { KNOWN_MODELS } from '../eval/tokenizer';
@@ -54,12 +54,19 @@ for (const name of wanted) {
     log: (line) => console.log(`[${adapter}] ${name} ${line}`),
   });
   const gemv = await decodeMatmulReference(s.engine);
+  const streamed = await decodeMatmulStreamed(s.engine);
   for (const r of rows) {
-    const decode = r.decode_gflops ? { decode_matmul_alone_gflops: gemv.gflops, decode_matmul_variant: gemv.variant, decode_ratio_to_matmul: r.decode_gflops / gemv.gflops } : {};
+    const decode = r.decode_gflops
+      ? {
+          decode_matmul_alone_gflops: gemv.gflops, decode_matmul_variant: gemv.variant, decode_ratio_to_matmul: r.decode_gflops / gemv.gflops,
+          decode_matmul_streamed_gflops: streamed.gflops, decode_ratio_to_streamed: r.decode_gflops / streamed.gflops,
+        }
+      : {};
     results.push({ adapter, model: name, ...r, matmul_best_gflops: mm.gflops, ratio_to_matmul: r.gflops / mm.gflops, ...decode });
     console.log(`[${adapter}] ${name} prefill ${r.tokens}: ${((r.gflops / mm.gflops) * 100).toFixed(0)}% of the standalone matmul`);
     if (r.decode_gflops) {
       console.log(`[${adapter}] ${name} decode: ${r.decode_gflops.toFixed(2)} GFLOP/s = ${((r.decode_gflops / gemv.gflops) * 100).toFixed(0)}% of its matrix-vector products timed alone (${gemv.gflops.toFixed(2)} GFLOP/s, ${gemv.variant}, ${gemv.ms.toFixed(1)} ms a token)`);
+      console.log(`[${adapter}] ${name} decode: ${((r.decode_gflops / streamed.gflops) * 100).toFixed(0)}% of the same products run in a token's order, each layer on weights of its own (${streamed.gflops.toFixed(2)} GFLOP/s, ${streamed.ms.toFixed(1)} ms a token)`);
     }
   }
   const first = rows[0];

@@ -69,22 +69,27 @@ export async function bestMatmul(e: Engine, T: number, K: number, N: number, wDt
   return all.reduce((a, b) => (b.gflops > a.gflops ? b : a));
 }
 
-/**
- * What decode's matrix-vector products cost on their own: every product of
- * one token (q/k/v, output, gate/up, down in each layer, then the LM head)
- * timed alone with the variant the engine picks, summed. A matrix larger
- * than one binding is timed on the rows that fit and scaled, as the engine
- * runs it in parts.
- */
-export async function decodeMatmulReference(e: Engine): Promise<{ ms: number; gflops: number; variant: string }> {
+/** The matrix-vector products of one decode token, [K, N, times]: q/k/v, output, gate/up, down in each layer, then the LM head. */
+function decodeProducts(e: Engine): [number, number, number][] {
   const c = e.config;
   const qDim = c.nHeads * c.headDim, kvDim = c.nKvHeads * c.headDim;
-  const products: [number, number, number][] = [[c.hidden, qDim + 2 * kvDim, c.nLayers], [qDim, c.hidden, c.nLayers], [c.hidden, 2 * c.intermediate, c.nLayers], [c.intermediate, c.hidden, c.nLayers], [c.hidden, c.vocabSize, 1]];
+  return [[c.hidden, qDim + 2 * kvDim, c.nLayers], [qDim, c.hidden, c.nLayers], [c.hidden, 2 * c.intermediate, c.nLayers], [c.intermediate, c.hidden, c.nLayers], [c.hidden, c.vocabSize, 1]];
+}
+
+/**
+ * What decode's matrix-vector products cost on their own: every product of
+ * one token timed alone, repeated on the same weights, with the variant the
+ * engine picks, summed. A matrix larger than one binding is timed on the
+ * rows that fit and scaled, as the engine runs it in parts. Repeated, a
+ * layer's matrix stays in the CPU's caches, which a model's weights, read
+ * once a token, do not: see decodeMatmulStreamed for that.
+ */
+export async function decodeMatmulReference(e: Engine): Promise<{ ms: number; gflops: number; variant: string }> {
   const dtype = e.model!.dtype;
   const limit = Math.min(e.gpu.device.limits.maxStorageBufferBindingSize, e.gpu.device.limits.maxBufferSize);
   let ms = 0, flops = 0;
   const variants = new Set<string>();
-  for (const [K, N, times] of products) {
+  for (const [K, N, times] of decodeProducts(e)) {
     const fit = Math.min(N, Math.floor(limit / (K * (dtype === 'f16' ? 2 : 4))));
     const variant = e.ops.pickMatmul(1, fit);
     variants.add(variant);
@@ -93,4 +98,53 @@ export async function decodeMatmulReference(e: Engine): Promise<{ ms: number; gf
     flops += 2 * K * N * times;
   }
   return { ms, gflops: flops / ms / 1e6, variant: [...variants].join('+') };
+}
+
+/**
+ * The same products as decodeMatmulReference, in the order one decode token runs them and each layer on weights
+ * of its own (buffers the size of the model's layers, made for this and freed after), so that the weights stream
+ * from memory as the model's do. The LM head, read once a token, is timed as there. What decode loses to this
+ * is the rest of a step: attention, norms, launches and the host.
+ */
+export async function decodeMatmulStreamed(e: Engine): Promise<{ ms: number; gflops: number }> {
+  const c = e.config;
+  const dtype = e.model!.dtype;
+  const dev = e.gpu.device;
+  const usage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST;
+  const [head, ...layerProducts] = decodeProducts(e).reverse();
+  const x = dev.createBuffer({ size: 4 * Math.max(...layerProducts.map(([K]) => K)), usage });
+  const y = dev.createBuffer({ size: 4 * Math.max(...layerProducts.map(([, N]) => N)), usage: usage | GPUBufferUsage.COPY_SRC });
+  const products = layerProducts.reverse().map(([K, N]) => ({ K, N, variant: e.ops.pickMatmul(1, N) }));
+  const weights: GPUBuffer[][] = [];
+  try {
+    for (let l = 0; l < c.nLayers; l++) weights.push(products.map(({ K, N }) => dev.createBuffer({ size: K * N * (dtype === 'f16' ? 2 : 4), usage })));
+    const run = async (reps: number) => {
+      const t0 = performance.now();
+      for (let r = 0; r < reps; r++) {
+        for (const ws of weights) products.forEach(({ K, N, variant }, i) => e.ops.matmul({ x, w: ws[i], wDtype: dtype, y, T: 1, N, K, variant }));
+      }
+      await e.ops.d.read(y, 0, 16);
+      return performance.now() - t0;
+    };
+    // On a GPU, the kernels' own time; on a CPU adapter the median of single runs, whose fixed cost (a submit and a
+    // 16-byte read) is small beside a token's products, and whose spread on a busy 2-core host is not.
+    await run(1);
+    let layersMs: number;
+    if (e.gpu.profile === 'gpu') layersMs = (await kernelPerRep(e, run, 3)).ms;
+    else {
+      const runs: number[] = [];
+      for (let i = 0; i < 7; i++) runs.push(await run(1));
+      layersMs = runs.sort((p, q) => p - q)[3];
+    }
+    // The LM head, timed as in decodeMatmulReference (one matrix, read once a token either way).
+    const [K, N] = head;
+    const limit = Math.min(dev.limits.maxStorageBufferBindingSize, dev.limits.maxBufferSize);
+    const fit = Math.min(N, Math.floor(limit / (K * (dtype === 'f16' ? 2 : 4))));
+    const [t] = await timeMatmuls(e, 1, K, fit, dtype, 40, [e.ops.pickMatmul(1, fit)]);
+    const ms = layersMs + t.ms * (N / fit);
+    const flops = decodeProducts(e).reduce((f, [k, n, times]) => f + 2 * k * n * times, 0);
+    return { ms, gflops: flops / ms / 1e6 };
+  } finally {
+    for (const b of [x, y, ...weights.flat()]) b.destroy();
+  }
 }

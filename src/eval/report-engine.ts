@@ -16,6 +16,9 @@ export interface EngineRow {
   decode_matmul_alone_gflops?: number;
   decode_matmul_variant?: string;
   decode_ratio_to_matmul?: number;
+  /** The same products in a token's order, each layer on weights of its own (decodeMatmulStreamed); absent in older runs. */
+  decode_matmul_streamed_gflops?: number;
+  decode_ratio_to_streamed?: number;
   ratio_to_matmul?: number;
 }
 
@@ -38,17 +41,18 @@ const pc = (x: number | undefined) => (x === undefined || !Number.isFinite(x) ? 
 /** One table per run (one adapter each); llama.cpp's rows sit beside LegoKV's for the same model. */
 export function engineSection(runs: { file: string; r: EngineRun }[]): string {
   const lines = ['## Engine throughput on the CPU adapters (`bench:engine`)', ''];
-  lines.push('Prefill and decode of the real models, each run on one adapter, with llama.cpp (node-llama-cpp, CPU) on the same GGUF file and token ids in the same run. *Decode / its GEMVs* is decode\'s GFLOP/s over the GFLOP/s of the same step\'s matrix-vector products timed alone on the same adapter: what the rest of a step (attention, norms, launches, the host) costs; the target is at least 60%. Decode is greedy (the token picked on the GPU); *reading logits* reads every step\'s logits back instead.', '');
+  lines.push('Prefill and decode of the real models, each run on one adapter, with llama.cpp (node-llama-cpp, CPU) on the same GGUF file and token ids in the same run. *Decode / its GEMVs* is decode\'s GFLOP/s over the GFLOP/s of the same step\'s matrix-vector products timed alone on the same adapter, each repeated on the same weights; the target is at least 60%. Repeated, a small model\'s layer stays in the CPU\'s caches, which the model\'s weights, read once a token, do not; so *decode / streamed* also divides by the same products run in a token\'s order with each layer on weights of its own: what the rest of a step (attention, norms, launches, the host) costs. Decode is greedy (the token picked on the GPU); *reading logits* reads every step\'s logits back instead.', '');
   for (const { file, r } of runs) {
     const ours = r.results.filter((x) => x.decode_tokens_per_s !== undefined && x.decode_ratio_to_matmul !== undefined);
     const adapter = ours[0]?.adapter ?? '–';
     lines.push(`\`${r.command}\` · adapter **${adapter}** · ${r.date.slice(0, 10)} · host load ${r.loadavg_start.toFixed(1)} → ${r.loadavg_end.toFixed(1)} on ${r.cpus} CPUs (${r.cpu_model})${r.commit ? ` · commit ${r.commit}` : ''} · \`${file}\``, '');
     lines.push(mdTable(
-      ['model', 'prompt', 'prefill tok/s', 'decode tok/s', 'reading logits', 'decode GFLOP/s', 'its GEMVs alone', 'decode / its GEMVs', 'llama.cpp prefill / decode tok/s', 'engine'],
+      ['model', 'prompt', 'prefill tok/s', 'decode tok/s', 'reading logits', 'decode GFLOP/s', 'its GEMVs alone', 'decode / its GEMVs', 'streamed', 'decode / streamed', 'llama.cpp prefill / decode tok/s', 'engine'],
       ours.map((x) => {
         const peer = r.results.find((p) => p.model === x.model && p.adapter !== x.adapter && p.decode_ratio_to_matmul === undefined);
         return [x.model, x.tokens, n1(x.tokens_per_s), n2(x.decode_tokens_per_s), n2(x.decode_logits_tokens_per_s), n2(x.decode_gflops),
           `${n2(x.decode_matmul_alone_gflops)} (${x.decode_matmul_variant ?? '–'})`, `**${pc(x.decode_ratio_to_matmul)}**`,
+          n2(x.decode_matmul_streamed_gflops), pc(x.decode_ratio_to_streamed),
           peer ? `${n1(peer.tokens_per_s)} / ${n1(peer.decode_tokens_per_s)}` : '–', peer?.adapter ?? '–'];
       }),
     ), '');
