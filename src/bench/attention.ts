@@ -1,7 +1,8 @@
 /**
  * The attention kernel alone, in each of its launch shapes, for the GPU kit: attention.wgsl ('rows': query rows
- * per invocation, key slices) and attention_tiled.wgsl ('tiled': 64-row workgroups staging key tiles; key slices,
- * keys per tile) side by side on the same shapes. Every query row sees every key, so a case costs 4·T·n·H·HD FLOPs.
+ * per invocation, key slices), attention_tiled.wgsl ('tiled': 64-row workgroups staging key tiles; key slices,
+ * keys per tile) and attention_decode.wgsl ('keys': a 64-invocation workgroup per row over its keys; key slices)
+ * side by side on the same shapes. Every query row sees every key, so a case costs 4·T·n·H·HD FLOPs.
  */
 import type { AttentionVariant, Engine } from '../engine';
 import { kernelPerRep, type KernelClock } from './matmul';
@@ -20,6 +21,9 @@ const FIXED_SPLITS = [1, 2, 4, 8, 32, 128] as const;
 const TILED_SPLITS = [1, 2, 4, 8, 16, 32] as const;
 /** The tiled kernel is timed where its 64-row workgroups are at least half full. */
 const TILED_MIN_T = 32;
+/** attention_decode's slices (a workgroup of 64 each per row and head); it is timed where rows are few. */
+const KEYS_SPLITS = [1, 4, 16, 64] as const;
+const KEYS_MAX_T = 64;
 
 export async function timeAttention(e: Engine, c: AttentionCase, targetMs = 60): Promise<AttentionTiming[]> {
   const dev = e.gpu.device;
@@ -63,6 +67,9 @@ export async function timeAttention(e: Engine, c: AttentionCase, targetMs = 60):
       shapes.push({ variant: 'tiled', rowsPerThread: 1, splits: 'auto', keysPerTile: 16 });
       if (64 * (8 * c.HD + 4) <= dev.limits.maxComputeWorkgroupStorageSize) shapes.push({ variant: 'tiled', rowsPerThread: 1, splits: 'auto', keysPerTile: 64 });
     }
+    if (c.T <= KEYS_MAX_T && c.HD <= 256) {
+      for (const splits of ['auto', ...KEYS_SPLITS.filter((s) => s <= c.n / 64 && fits(s))] as const) shapes.push({ variant: 'keys', rowsPerThread: 1, splits });
+    }
     const picked = e.ops.pickAttention(c.T, c.HD);
     for (const sh of shapes) {
       const args = { ...base, variant: sh.variant, rowsPerThread: sh.rowsPerThread, keysPerTile: sh.keysPerTile, splits: sh.splits === 'auto' ? undefined : sh.splits };
@@ -77,7 +84,7 @@ export async function timeAttention(e: Engine, c: AttentionCase, targetMs = 60):
       const reps = Math.max(2, Math.min(200, Math.ceil(targetMs / Math.max(once, 0.01))));
       const { ms, clock } = await kernelPerRep(e, run, reps);
       const chosen = sh.variant === picked && sh.splits === 'auto' && sh.keysPerTile === undefined
-        && (sh.variant === 'tiled' || sh.rowsPerThread === (e.ops.matmulProfile === 'cpu' ? 4 : 1));
+        && (sh.variant !== 'rows' || sh.rowsPerThread === (e.ops.matmulProfile === 'cpu' ? 4 : 1));
       rows.push({ ...c, ...sh, chosen, ms, clock, gflops: (4 * c.T * c.n * c.H * c.HD) / ms / 1e6 });
     }
   } finally {

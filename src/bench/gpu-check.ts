@@ -7,7 +7,8 @@
  *      (prefill's and decode's), so the per-adapter choice can be checked;
  *   4. attention: the attention kernels alone (attention.wgsl in each launch
  *      shape: rows per invocation, key slices; attention_tiled.wgsl beside it,
- *      by key slices and tile size), at decode, link-recompute and prefill sizes;
+ *      by key slices and tile size; attention_decode.wgsl where rows are few,
+ *      by key slices), at decode, link-recompute and prefill sizes;
  *   5. quant: one real-shape model (--quant-model, Llama-3.2-1B) with f16 weights
  *      and with packed quantized ones (--quant-types, Q4_K, Q4_0 and Q8_0): prefill
  *      (--quant-lengths) and decode, with weight bytes and the decode roofline;
@@ -223,7 +224,7 @@ async function main() {
       for (const c of cases) {
         for (const t of await timeAttention(e, c)) {
           rows.push({ adapter, ...t });
-          const shape = t.variant === 'tiled' ? `tiled, ${t.keysPerTile ?? 'widest'} keys a tile` : `rows, ${t.rowsPerThread} row(s) a thread`;
+          const shape = t.variant === 'tiled' ? `tiled, ${t.keysPerTile ?? 'widest'} keys a tile` : t.variant === 'keys' ? 'keys, a workgroup a row' : `rows, ${t.rowsPerThread} row(s) a thread`;
           log(`[${adapter}] attention T=${c.T} n=${c.n} H=${c.H} HD=${c.HD}, ${shape}, ${t.splits} slices${t.chosen ? ' (chosen)' : ''}: ${t.ms.toFixed(3)} ms, ${t.gflops.toFixed(0)} GFLOP/s`);
         }
         save();

@@ -28,6 +28,15 @@ export function tiledSplits(workgroups: number, keys: number): number {
 }
 
 /**
+ * Key slices for attention_decode (a workgroup of 64 per row, head and slice, each invocation a key of a 64-key
+ * tile): enough slices for about 1024 workgroups while slices keep at least 128 keys (2 tiles), at most 128 of them.
+ * Not yet measured on a GPU: the kit (bench/attention.ts) times fixed counts beside it.
+ */
+export function keysSplits(rows: number, keys: number): number {
+  return Math.max(1, Math.min(Math.ceil(1024 / rows), Math.floor(keys / 128), 128));
+}
+
+/**
  * The cache rows each query needs to scan, as [first, last) pairs. When the
  * cache's positions never decrease, keys after the last position <= q (and,
  * with a window, before the first position > q - window) are skipped;

@@ -8,9 +8,9 @@ import type { Dispatcher, Param } from './gpu/dispatcher';
 import type { KernelLibrary } from './gpu/kernels';
 import { Scratch } from './model/scratch';
 import { checkQuantShape, isQuant, QUANT, scaleBase, type QuantType } from './quant';
-import { attentionSplits, tiledSplits } from './attention-plan';
+import { attentionSplits, keysSplits, tiledSplits } from './attention-plan';
 
-export { attentionSplits, keyBounds, tiledSplits } from './attention-plan';
+export { attentionSplits, keyBounds, keysSplits, tiledSplits } from './attention-plan';
 
 export type StoreDType = 'f32' | 'f16';
 /** How a weight matrix is stored: f32, packed f16, or packed ggml blocks (quant.ts, kernels/quant.wgsl). */
@@ -90,10 +90,11 @@ export interface AttentionArgs {
   keysPerTile?: number;
 }
 /**
- * Attention kernels: 'rows' (attention.wgsl: each invocation a group of query rows, reading every key itself) and
- * 'tiled' (attention_tiled.wgsl: a workgroup of 64 rows stages tiles of keys and values in workgroup memory).
+ * Attention kernels: 'rows' (attention.wgsl: each invocation a group of query rows, reading every key itself),
+ * 'tiled' (attention_tiled.wgsl: a workgroup of 64 rows stages tiles of keys and values in workgroup memory) and
+ * 'keys' (attention_decode.wgsl: a workgroup of 64 invocations per row, spread over its keys; for decode).
  */
-export type AttentionVariant = 'rows' | 'tiled';
+export type AttentionVariant = 'rows' | 'tiled' | 'keys';
 /** The tiled kernel leaves most of a 64-row workgroup idle below this many query rows: decode keeps 'rows'. */
 const TILED_MIN_ROWS = 32;
 export interface ScoresArgs extends Omit<AttentionArgs, 'v' | 'out' | 'T' | 'bounds'> {
@@ -220,9 +221,14 @@ export class Ops {
     this.d.run1d(pipe, params, { 1: a.x, 2: a.cs }, (a.T * a.H * a.HD) / 2);
   }
 
-  /** The attention kernel a call gets when it names none: tiled on real GPUs once the rows fill a workgroup. */
+  /**
+   * The attention kernel a call gets when it names none: on real GPUs, tiled once the rows fill a workgroup and a
+   * workgroup per row below that (decode); CPU adapters keep attention.wgsl.
+   */
   pickAttention(T: number, HD: number): AttentionVariant {
-    return this.matmulProfile === 'gpu' && T >= TILED_MIN_ROWS && this.attentionTile(HD) >= 4 ? 'tiled' : 'rows';
+    if (this.matmulProfile !== 'gpu') return 'rows';
+    if (T >= TILED_MIN_ROWS && this.attentionTile(HD) >= 4) return 'tiled';
+    return HD <= 256 ? 'keys' : 'rows';
   }
 
   /**
@@ -242,7 +248,15 @@ export class Ops {
     const kv = { HD4: a.HD / 4 };
     const params = (splits: number) => [u(a.T), u(a.n), u(a.H), u(a.NKV), u(a.qStride), u(a.qOffset), u(a.window), f(a.scale), u(splits)];
     const b: Record<number, GPUBuffer> = { 1: a.q, 2: a.k, 3: a.v, 4: a.qpos, 5: a.kpos, 6: a.out, 7: a.bounds };
-    if ((a.variant ?? this.pickAttention(a.T, a.HD)) === 'tiled') {
+    const variant = a.variant ?? this.pickAttention(a.T, a.HD);
+    if (variant === 'keys') {
+      if (a.HD > 256) throw new Error(`attention_decode: a head of ${a.HD} (at most 256)`);
+      const rows = a.T * a.H;
+      const splits = Math.min(fit, a.splits ?? keysSplits(rows, a.n));
+      const pipe = this.lib.pipeline('attention_decode', { ...kv, KV_F16: a.kvDtype === 'f16', SPLIT: splits > 1 });
+      return this.attentionRun(a, pipe, params(splits), b, splits, rows * splits * 64);
+    }
+    if (variant === 'tiled') {
       const BK = this.attentionTile(a.HD, a.keysPerTile);
       if (BK < 4 || BK % 4 !== 0) throw new Error(`attention_tiled: ${BK} keys a tile (head ${a.HD}, ${this.wgStorage} B of workgroup memory)`);
       const groups = Math.ceil(a.T / 64) * a.H;

@@ -84,9 +84,9 @@ export function gpuSection(runs: { file: string; r: GpuRun }[]): string {
     }
     const at = (k.attention ?? []).filter(plausible);
     if (at.length) {
-      lines.push('The attention kernels alone, every query row seeing every key (*rows*: attention.wgsl, rows per invocation; *tiled*: attention_tiled.wgsl; key slices; *chosen* is what this run\'s engine picked):', '');
+      lines.push('The attention kernels alone, every query row seeing every key (*rows*: attention.wgsl, rows per invocation; *tiled*: attention_tiled.wgsl; *keys*: attention_decode.wgsl, a workgroup per row; key slices; *chosen* is what this run\'s engine picked):', '');
       // Runs before attention_tiled have no variant: theirs is attention.wgsl ('rows').
-      const kernel = (x: KernelRow) => (x.variant === 'tiled' ? `tiled${x.keysPerTile ? ` (${x.keysPerTile} keys a tile)` : ''}` : 'rows');
+      const kernel = (x: KernelRow) => (x.variant === 'tiled' ? `tiled${x.keysPerTile ? ` (${x.keysPerTile} keys a tile)` : ''}` : x.variant === 'keys' ? 'keys' : 'rows');
       lines.push(table(['T × keys', 'heads × dim', 'kernel', 'rows a thread', 'slices', 'ms', 'GFLOP/s', 'chosen'], at.map((x) => [`${x.T} × ${x.n}`, `${x.H} × ${x.HD}`, kernel(x), x.rowsPerThread!, String(x.splits), x.ms.toFixed(3), n0(x.gflops), x.chosen ? 'yes' : ''])), '');
     }
     const eng = k.engine ?? [];

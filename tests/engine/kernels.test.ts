@@ -22,6 +22,8 @@ import { assertClose, harness, rand, type Harness } from '../helpers/gpu';
 const RT = 2e-5;
 /** attention_tiled's bound, relative like RT: about 10x its worst error on SwiftShader (2.0e-7 of the largest output). */
 const TILED_RT = 2e-6;
+/** attention_decode's bound, relative like RT: about 10x its worst error on SwiftShader (4.6e-7 of the largest output). */
+const KEYS_RT = 5e-6;
 
 const MATMUL_SHAPES: [number, number, number, MatmulVariant][] = [
   [1, 36, 64, 'reg'], [5, 172, 64, 'reg'], [9, 10, 172, 'reg'],
@@ -192,6 +194,9 @@ for (const kvDtype of ['f32', 'f16'] as const) {
             h.ops.attention({ ...common, v: kv(a.v), out, T: a.T, bounds: h.upload(bounds), splits, variant: 'tiled', keysPerTile });
             assertClose(await h.readF32(out, a.T * a.H * a.HD), ref.attention(a), 0, TILED_RT, `attention_tiled, ${splits} slices, ${keysPerTile ?? 'widest'} keys a tile`);
           }
+          // attention_decode: a head of 8 (32 value groups), 11 keys in a 64-key tile.
+          h.ops.attention({ ...common, v: kv(a.v), out, T: a.T, bounds: h.upload(bounds), splits, variant: 'keys' });
+          assertClose(await h.readF32(out, a.T * a.H * a.HD), ref.attention(a), 0, KEYS_RT, `attention_decode, ${splits} slices`);
         }
       }
       const rows = Uint32Array.from([0, 3, 4]);
@@ -247,17 +252,53 @@ for (const kvDtype of ['f32', 'f16'] as const) {
             assertClose(await h.readF32(out, want.length), want, 0, TILED_RT, `attention_tiled, ${splits} slices, ${keysPerTile ?? 'widest'} keys a tile`);
           }
         }
+        // attention_decode on the same rows: 75 keys in a full and a partial tile, 4 value groups.
+        for (const splits of [1, 3]) {
+          h.ops.attention({ ...args, bounds, variant: 'keys', splits });
+          assertClose(await h.readF32(out, want.length), want, 0, KEYS_RT, `attention_decode, ${splits} slices`);
+        }
       }
     });
   }
 }
 
-test('attention_tiled is the default on GPUs once rows fill a workgroup, never on CPU adapters', async () => {
+/**
+ * Decode as attention_decode meets it: 3 query rows (one seeing no key) against 300 keys (four full tiles and a
+ * partial one, gapped positions), GQA 2:1, for heads of 256 (one value group, as Gemma 3), 80 (3 groups of 20
+ * and 4 idle invocations) and 64.
+ */
+for (const HD of [256, 80, 64]) {
+  for (const window of [0, 50]) {
+    test(`attention_decode f32/f16 head=${HD} window=${window}: a workgroup per row over 300 keys, in slices`, async () => {
+      const h = await harness();
+      const T = 3, n = 300, H = 4, NKV = 2, qStride = (H + 2 * NKV) * HD, qOffset = 0;
+      const kpos = Int32Array.from({ length: n }, (_, j) => j + Math.floor(j / 7));
+      const qpos = Int32Array.from([kpos[n - 1], -1, kpos[130]]);
+      for (const kvDtype of ['f32', 'f16'] as const) {
+        const a = { T, n, H, NKV, HD, qStride, qOffset, kpos, qpos, window, scale: 1 / Math.sqrt(HD),
+          q: rand(T * qStride, 41), k: rand(n * NKV * HD, 42), v: rand(n * NKV * HD, 43) };
+        if (kvDtype === 'f16') { a.k = roundToHalf(a.k); a.v = roundToHalf(a.v); }
+        const kv = (x: Float32Array) => h.upload(kvDtype === 'f16' ? floatsToHalves(x) : x);
+        const want = ref.attention(a);
+        assert.ok(want.subarray(H * HD, 2 * H * HD).every((x) => x === 0), 'row 1 sees no key');
+        const out = h.empty(want.length * 4);
+        const args = { q: h.upload(a.q), qStride, qOffset, k: kv(a.k), v: kv(a.v), kvDtype, qpos: h.upload(qpos), kpos: h.upload(kpos),
+          out, T, n, H, NKV, HD, window, scale: a.scale, bounds: h.upload(keyBounds(kpos, n, qpos, window)) };
+        for (const splits of [1, 2, 7]) {
+          h.ops.attention({ ...args, variant: 'keys', splits });
+          assertClose(await h.readF32(out, want.length), want, 0, KEYS_RT, `attention_decode ${kvDtype}, ${splits} slices`);
+        }
+      }
+    });
+  }
+}
+
+test('on GPUs attention_tiled is the default once rows fill a workgroup and attention_decode below; never on CPU adapters', async () => {
   const { ops } = await harness();
   const was = ops.matmulProfile;
   try {
     ops.matmulProfile = 'gpu';
-    assert.deepEqual([ops.pickAttention(1016, 64), ops.pickAttention(4, 64), ops.pickAttention(2048, 4096)], ['tiled', 'rows', 'rows']);
+    assert.deepEqual([ops.pickAttention(1016, 64), ops.pickAttention(4, 64), ops.pickAttention(1, 256), ops.pickAttention(2048, 4096)], ['tiled', 'keys', 'keys', 'rows']);
     ops.matmulProfile = 'cpu';
     assert.equal(ops.pickAttention(1016, 64), 'rows');
   } finally {
