@@ -65,15 +65,19 @@ export class Dispatcher {
       else if ('i32' in p) this.view.setInt32(base + 4 * i, p.i32, true);
       else this.view.setFloat32(base + 4 * i, p.f32, true);
     });
-    const entries: GPUBindGroupEntry[] = [{ binding: 0, resource: { buffer: this.uniform, offset: base, size: SLOT } }];
+    // The cache key first: a decode step repeats its dispatches, so the entries are only built on a miss.
     let key = `${this.id(pipeline)}:${this.slot}`;
-    for (const [k, b] of Object.entries(bindings)) {
-      const res = 'mapAsync' in b ? { buffer: b as GPUBuffer } : (b as Exclude<Binding, GPUBuffer>);
-      entries.push({ binding: Number(k), resource: res });
-      key += `|${k}=${this.id(res.buffer)}@${res.offset ?? 0}+${res.size ?? -1}`;
+    for (const k in bindings) {
+      const b = bindings[k];
+      key += 'mapAsync' in b ? `|${k}=${this.id(b)}` : `|${k}=${this.id(b.buffer)}@${b.offset ?? 0}+${b.size ?? -1}`;
     }
     let bg = this.bindCache.get(key);
     if (!bg) {
+      const entries: GPUBindGroupEntry[] = [{ binding: 0, resource: { buffer: this.uniform, offset: base, size: SLOT } }];
+      for (const k in bindings) {
+        const b = bindings[k];
+        entries.push({ binding: Number(k), resource: 'mapAsync' in b ? { buffer: b } : b });
+      }
       if (this.bindCache.size > 8192) this.bindCache.clear();
       bg = this.device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries });
       this.bindCache.set(key, bg);
