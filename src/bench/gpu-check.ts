@@ -2,7 +2,8 @@
  * The GPU kit's measuring program (see scripts/gpu/README.md): on whatever
  * adapter Dawn finds, it runs, in order and within a time budget,
  *   1. parity: the kernel and model parity tests the kit carries (node --test);
- *   2. copy: the adapter's buffer-copy bandwidth (bytes read + written);
+ *   2. copy: the adapter's buffer-copy bandwidth (bytes read + written), and the host's upload bandwidth
+ *      through writeBuffer in the blocks a link uploads (upload.ts);
  *   3. matmul: each matmul kernel variant alone, on Llama-3.2-1B's products (--matmul-model)
  *      (prefill's and decode's), so the per-adapter choice can be checked;
  *   4. attention: the attention kernels alone (attention.wgsl in each launch
@@ -38,6 +39,7 @@ import { benchPrefillDecode, prefillFlops } from './prefill';
 import { benchTtft, compileBenchChunks, ttftRatios } from './ttft';
 import { timeMatmuls } from './matmul';
 import { timeAttention, type AttentionCase } from './attention';
+import { uploadBandwidth } from './upload';
 import { formatProfile, profileDecode } from './profile';
 import { decodeBothWays, formatFuse } from './fuse';
 import { GpuTier } from '../kvstore/gpu-tier';
@@ -179,8 +181,10 @@ async function main() {
   let copyGBps = 0;
   if (stages.has('copy')) {
     copyGBps = await copyBandwidth(gpu);
-    report.copy = { adapter, gbytes_per_s: copyGBps, counts: 'bytes read + bytes written' };
-    log(`copy bandwidth: ${copyGBps.toFixed(0)} GB/s`);
+    // A SmolLM2 chunk's layer of 512 rows (kvDim 192, f32) as the link uploads it, and 4 MiB blocks.
+    const upload = await uploadBandwidth(gpu.device, [512 * 192 * 4, 4 << 20], gpu.adapter.isFallback ? 64 << 20 : 1 << 30);
+    report.copy = { adapter, gbytes_per_s: copyGBps, counts: 'bytes read + bytes written', upload };
+    log(`copy bandwidth: ${copyGBps.toFixed(0)} GB/s; upload (writeBuffer) ${upload.map((u) => `${(u.block / 1024).toFixed(0)} KiB blocks ${u.gbytes_per_s.toFixed(1)} GB/s`).join(', ')}`);
     save();
   }
   if (stages.has('quant')) await quantStage(gpu, adapter, copyGBps);

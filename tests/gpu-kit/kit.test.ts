@@ -36,6 +36,10 @@ test('npm run gpu:kit builds a kit under 60 MiB whose smoke run passes on this a
   const r = JSON.parse(readFileSync(join(out, 'gpu-check.json'), 'utf8'));
   assert.ok(r.parity.pass >= 30 && r.parity.fail === 0, `parity ${r.parity.pass} passed, ${r.parity.fail} failed`);
   assert.match(r.adapter.description, /\S/);
+  // Upload bandwidth in the blocks a link writes, beside the copy rate.
+  const upload = r.copy.upload as { block: number; gbytes_per_s: number }[];
+  assert.deepEqual(upload.map((u) => u.block), [512 * 192 * 4, 4 << 20]);
+  assert.ok(r.copy.gbytes_per_s > 0 && upload.every((u) => u.gbytes_per_s > 0), JSON.stringify(r.copy));
   const engine = r.engine as { model: string; adapter: string; tokens_per_s: number; decode_tokens_per_s?: number }[];
   for (const m of ['tiny-llama', 'smollm2-135m']) {
     const row = engine.find((x) => x.model === m);
