@@ -79,7 +79,7 @@ function decodeProducts(e: Engine): [number, number, number][] {
 /**
  * What decode's matrix-vector products cost on their own: every product of
  * one token timed alone, repeated on the same weights, with the variant the
- * engine picks, summed. A matrix larger than one binding is timed on the
+ * engine picks (the median of three timings each), summed. A matrix larger than one binding is timed on the
  * rows that fit and scaled, as the engine runs it in parts. Repeated, a
  * layer's matrix stays in the CPU's caches, which a model's weights, read
  * once a token, do not: see decodeMatmulStreamed for that.
@@ -93,8 +93,10 @@ export async function decodeMatmulReference(e: Engine): Promise<{ ms: number; gf
     const fit = Math.min(N, Math.floor(limit / (K * (dtype === 'f16' ? 2 : 4))));
     const variant = e.ops.pickMatmul(1, fit);
     variants.add(variant);
-    const [t] = await timeMatmuls(e, 1, K, fit, dtype, 40, [variant]);
-    ms += t.ms * (N / fit) * times;
+    // The median of three timings: on a CPU adapter one slope of a few repetitions varied up to 2x between runs.
+    const t: number[] = [];
+    for (let i = 0; i < 3; i++) t.push((await timeMatmuls(e, 1, K, fit, dtype, 40, [variant]))[0].ms);
+    ms += t.sort((a, b) => a - b)[1] * (N / fit) * times;
     flops += 2 * K * N * times;
   }
   return { ms, gflops: flops / ms / 1e6, variant: [...variants].join('+') };
