@@ -36,7 +36,7 @@ import { Engine } from '../engine';
 import { SHAPE_NAMES, shapeConfig, syntheticWeights } from './shapes';
 import { isQuant, type QuantType } from '../engine';
 import { benchPrefillDecode, prefillFlops } from './prefill';
-import { benchTtft, compileBenchChunks, ttftRatios } from './ttft';
+import { asHalves, benchTtft, compileBenchChunks, ttftRatios } from './ttft';
 import { timeMatmuls } from './matmul';
 import { timeAttention, type AttentionCase } from './attention';
 import { uploadBandwidth } from './upload';
@@ -307,6 +307,10 @@ async function main() {
             }
             save();
           }
+          // The same chunks kept as halves on the host (KVStore's f16 blobs): half the bytes uploaded, widened on the GPU.
+          const h = await benchTtft(e, asHalves(compiled), { algorithms: algorithms.filter((x) => x !== 'full'), log: (l) => log(`[${adapter}] ${shape} ${context} host f16 ${l}`) });
+          rows.push({ adapter, model: shape, context, chunks, chunk_tokens: chunkTokens, tier: 'host-f16', results: h, ratios: ttftRatios(full ? [full, ...h] : h) });
+          save();
           // The same chunks resident on the GPU (KVStore's GPU tier): linking copies rows instead of uploading them.
           // Full recompute reads no cached row, so its host-tier time stands for both.
           const tier = new GpuTier(gpu.device, Infinity);

@@ -4,7 +4,7 @@
  * tokens in equal chunks compiled ahead (EPIC's synchronous workload), plus
  * a short question, linked by each algorithm (one warm-up link each first).
  */
-import type { Engine } from '../engine';
+import { floatsToHalves, halfRows, type Engine } from '../engine';
 import { compileChunk } from '../kvcompile/compile';
 import type { CompiledChunk, LinkPart } from '../types/kv';
 import { link } from '../kvlink/link';
@@ -57,6 +57,11 @@ export async function benchTtft(e: Engine, compiled: CompiledChunk[], opts: Omit
 }
 
 /** TTFT(other) / TTFT(legolink:16) for the rows that have both. */
+/** The same chunks with their rows kept as halves, as KVStore's f16 blobs hand them over (LayerRows.halves). */
+export function asHalves(compiled: CompiledChunk[]): CompiledChunk[] {
+  return compiled.map((c) => ({ ...c, layers: c.layers.map((r) => halfRows(floatsToHalves(r.k), floatsToHalves(r.v))) }));
+}
+
 export function ttftRatios(rows: TtftRow[]): Record<string, number> {
   const lego = rows.find((r) => r.algorithm === 'legolink:16')?.totalMs;
   const out: Record<string, number> = {};

@@ -1,4 +1,5 @@
 /** IEEE half and bfloat16 conversions, used by loaders, uploads and references. */
+import type { LayerRows } from '../types/kv';
 const f32 = new Float32Array(1);
 const u32 = new Uint32Array(f32.buffer);
 
@@ -84,6 +85,24 @@ export function halvesToFloats(h: Uint16Array): Float32Array {
   const out = new Float32Array(h.length);
   for (let i = 0; i < h.length; i++) out[i] = t[h[i]];
   return out;
+}
+
+/**
+ * Rows kept as halves (see LayerRows.halves): k and v are widened to f32 on first read, and only then, so a
+ * chunk that is only uploaded is never widened on the host.
+ */
+export function halfRows(k16: Uint16Array, v16: Uint16Array): LayerRows {
+  let k: Float32Array | undefined;
+  let v: Float32Array | undefined;
+  return {
+    halves: { k: k16, v: v16 },
+    get k() {
+      return (k ??= halvesToFloats(k16));
+    },
+    get v() {
+      return (v ??= halvesToFloats(v16));
+    },
+  };
 }
 
 export function floatsToHalves(a: Float32Array): Uint16Array {

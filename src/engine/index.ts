@@ -34,4 +34,4 @@ export { loadHfTokenizer } from './tokenizer/hf';
 export { isQuant, noiseBlocks, QUANT, QUANT_TYPES, type QuantType } from './quant';
 
 // Half floats (KVStore keeps rows as f16).
-export { f32ArrayToF16, floatToHalf, halvesToFloats } from './f16';
+export { f32ArrayToF16, floatsToHalves, floatToHalf, halfRows, halvesToFloats } from './f16';

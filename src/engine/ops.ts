@@ -105,6 +105,11 @@ export interface ScatterArgs {
   /** A second destination, filled in the same launch from the W values after each source row's first W (keys, then values). */
   dst2?: GPUBuffer;
 }
+/** Words [start, start + count) of `src` (each two f16) widened into the same f32 pairs of `dst`; with src2/dst2, a second pair too. */
+export interface UnpackArgs {
+  src: GPUBuffer; dst: GPUBuffer; start: number; count: number;
+  src2?: GPUBuffer; dst2?: GPUBuffer;
+}
 export interface EmbedArgs {
   tokens: GPUBuffer; table: GPUBuffer; dtype: WeightDType; x: GPUBuffer; T: number; D: number; V: number; scale: number;
   /** The rows of the [V, D] table that `table` holds (default all): only tokens among them are written. */
@@ -300,6 +305,14 @@ export class Ops {
       u(a.R), u(a.n), u(a.H), u(a.NKV), u(a.qStride), u(a.qOffset), u(a.window), f(a.scale), u(a.head), u(0), u(0), u(0),
     ];
     this.d.run1d(pipe, params, { 1: a.q, 2: a.k, 3: a.rows, 4: a.qpos, 5: a.kpos, 6: a.out }, a.R * a.n);
+  }
+
+  unpackHalves(a: UnpackArgs) {
+    const pair = !!(a.src2 && a.dst2);
+    const pipe = this.lib.pipeline('unpack_f16', { PAIR: pair });
+    const b: Record<number, GPUBuffer> = { 1: a.src, 2: a.dst };
+    if (pair) Object.assign(b, { 3: a.src2!, 4: a.dst2! });
+    this.d.run1d(pipe, [u(a.start), u(a.count)], b, (pair ? 2 : 1) * a.count);
   }
 
   scatter(a: ScatterArgs) {

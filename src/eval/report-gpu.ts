@@ -12,7 +12,7 @@ import { mdTable } from './markdown';
 type KernelRow = { variant?: string; rowsPerThread?: number; keysPerTile?: number; splits?: number | string; T: number; K?: number; N?: number; n?: number; H?: number; HD?: number; ms: number; gflops: number; weightGBps?: number; chosen: boolean; clock?: string };
 type EngineRow = PrefillRow & { adapter: string; model: string; weight_bytes: number; weight_dtype: string; weights?: string; profile?: DecodeProfile; skipped?: string; error?: string };
 type TorchRow = { model: string; tokens: number; tokens_per_s: number; gflops: number; decode_tokens_per_s?: number; skipped?: string; error?: string };
-type LinkRow = { model: string; context: number; chunks: number; chunk_tokens: number; tier?: 'host' | 'gpu'; submit_each_layer?: boolean; results?: TtftRow[]; ratios?: Record<string, number>; skipped?: string; error?: string };
+type LinkRow = { model: string; context: number; chunks: number; chunk_tokens: number; tier?: 'host' | 'host-f16' | 'gpu'; submit_each_layer?: boolean; results?: TtftRow[]; ratios?: Record<string, number>; skipped?: string; error?: string };
 export interface GpuRun {
   command: string;
   kit: {
@@ -45,7 +45,7 @@ export function gpuTargets(r: GpuRun) {
   const bw = r.torch?.copy_gbytes_per_s ? Math.max(r.torch.copy_gbytes_per_s, r.kit.copy?.gbytes_per_s ?? 0) : 0;
   const roof = dec && bw ? (bw * 1e9) / dec.weight_bytes : undefined;
   const roofWebGpu = dec && r.kit.copy ? (r.kit.copy.gbytes_per_s * 1e9) / dec.weight_bytes : undefined;
-  const link = (tier: 'host' | 'gpu') => (r.kit.link ?? []).find((x) => x.context === 32768 && (x.tier ?? 'host') === tier && x.ratios)?.ratios?.['full/legolink:16'];
+  const link = (tier: 'host' | 'host-f16' | 'gpu') => (r.kit.link ?? []).find((x) => x.context === 32768 && (x.tier ?? 'host') === tier && x.ratios)?.ratios?.['full/legolink:16'];
   return {
     prefill: ours && theirs ? ours.tokens_per_s / theirs.tokens_per_s : undefined,
     decode: dec && roof ? dec.decode_tokens_per_s! / roof : undefined,
@@ -53,6 +53,7 @@ export function gpuTargets(r: GpuRun) {
     decodeWebGpu: dec && roofWebGpu ? dec.decode_tokens_per_s! / roofWebGpu : undefined,
     rooflineWebGpu: roofWebGpu,
     link32k: link('host'),
+    link32kHalves: link('host-f16'),
     link32kGpu: link('gpu'),
   };
 }
@@ -114,7 +115,9 @@ export function gpuSection(runs: { file: string; r: GpuRun }[]): string {
         lines.push(`- TTFT at ${l.context} tokens, ${l.model}: ${l.skipped ?? l.error}`, '');
         continue;
       }
-      const where = (l.tier === 'gpu' ? 'resident on the GPU, as KVStore\'s GPU tier keeps hot chunks; full recompute reads no cached row, so its time is the host run\'s' : 'kept in host memory, uploaded at link time') +
+      const where = (l.tier === 'gpu' ? 'resident on the GPU, as KVStore\'s GPU tier keeps hot chunks; full recompute reads no cached row, so its time is the host run\'s'
+        : l.tier === 'host-f16' ? 'kept in host memory as halves, as KVStore\'s f16 blobs hold them, uploaded at link time and widened on the GPU; full recompute\'s time is the host run\'s'
+        : 'kept in host memory, uploaded at link time') +
         (l.submit_each_layer === undefined ? '' : l.submit_each_layer ? '; work submitted after each layer' : '; each pass submitted whole');
       lines.push(`TTFT at ${l.context} tokens in ${l.chunks} chunks of ${l.chunk_tokens}, ${l.model} (ms; chunks compiled ahead and ${where}):`, '');
       lines.push(table(['algorithm', 'TTFT', 'load', 'recompute', 'first token', 'GPU busy', 'recomputed rows', '× legolink:16'], l.results.map((x) => [
@@ -128,6 +131,7 @@ export function gpuSection(runs: { file: string; r: GpuRun }[]): string {
       ['Decode of llama-3.2-1b, against its roofline', `${pc(g.decode)} of ${n0(g.roofline)} tok/s`, '≥ 50%', g.decode === undefined ? '–' : g.decode >= 0.5 ? 'yes' : 'no'],
       ['(the same, against the roofline of WebGPU\'s own copy rate, which is lower)', `${pc(g.decodeWebGpu)} of ${n0(g.rooflineWebGpu)} tok/s`, '', ''],
       ['TTFT(full) / TTFT(legolink:16) at 32K tokens, chunks in host memory', n1(g.link32k), '≥ 20', g.link32k === undefined ? '–' : g.link32k >= 20 ? 'yes' : 'no'],
+      ...(g.link32kHalves === undefined ? [] : [['TTFT(full) / TTFT(legolink:16) at 32K tokens, chunks in host memory as f16', n1(g.link32kHalves), '≥ 20', g.link32kHalves >= 20 ? 'yes' : 'no']]),
       ['TTFT(full) / TTFT(legolink:16) at 32K tokens, chunks on the GPU', n1(g.link32kGpu), '≥ 20', g.link32kGpu === undefined ? '–' : g.link32kGpu >= 20 ? 'yes' : 'no'],
     ]), '');
   }

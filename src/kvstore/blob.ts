@@ -25,7 +25,7 @@
  * each array zero-padded to a multiple of 4 bytes.
  */
 import type { LayerRows } from '../types/kv';
-import { f32ArrayToF16, halvesToFloats } from '../engine';
+import { f32ArrayToF16, halfRows } from '../engine';
 import { crc32 } from './crc32';
 import { CorruptBlobError, type KvDtype } from './types';
 
@@ -150,22 +150,34 @@ export function verifyBlob(bytes: Uint8Array): BlobMeta {
   return meta;
 }
 
-/** The cache in a blob, as f32 (f16 widened), after every check. */
+/**
+ * The cache in a blob, after every check: f32 rows as stored, or f16 rows as halves (LayerRows.halves), widened
+ * to f32 only where something reads them (an upload takes the halves as they are).
+ */
 export function decodeBlob(bytes: Uint8Array): { meta: BlobMeta; layers: LayerRows[] } {
   const meta = verifyBlob(bytes);
   const { tokens, kvDim, dtype } = meta;
   const n = tokens * kvDim;
   const arr = arrayBytes(tokens, kvDim, dtype);
   let off = bytes.length - payloadBytes(meta.layers, tokens, kvDim, dtype);
-  const read = (): Float32Array => {
+  // A view of the blob where the payload is aligned, else a copy.
+  const halves = (): Uint16Array => {
     const at = bytes.byteOffset + off;
     off += arr;
-    if (dtype === 'f16') {
-      return halvesToFloats(at % 2 ? new Uint16Array(bytes.slice(at - bytes.byteOffset, at - bytes.byteOffset + 2 * n).buffer) : new Uint16Array(bytes.buffer, at, n));
-    }
+    return at % 2 ? new Uint16Array(bytes.slice(at - bytes.byteOffset, at - bytes.byteOffset + 2 * n).buffer) : new Uint16Array(bytes.buffer, at, n);
+  };
+  const floats = (): Float32Array => {
+    // f32 rows: a copy (aligned for Float32Array whatever the header length).
+    const at = bytes.byteOffset + off;
+    off += arr;
     return new Float32Array(bytes.slice(at - bytes.byteOffset, at - bytes.byteOffset + 4 * n).buffer);
   };
   const layers: LayerRows[] = [];
-  for (let l = 0; l < meta.layers; l++) layers.push({ k: read(), v: read() });
+  for (let l = 0; l < meta.layers; l++) {
+    if (dtype === 'f16') {
+      const k = halves();
+      layers.push(halfRows(k, halves()));
+    } else layers.push({ k: floats(), v: floats() });
+  }
   return { meta, layers };
 }

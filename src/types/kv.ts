@@ -10,6 +10,11 @@ export interface LayerRows {
   k: Float32Array;
   /** [rows, kvDim] values. */
   v: Float32Array;
+  /**
+   * The same rows as IEEE half floats, where they were read from an f16 store (KVStore's blobs): uploads take
+   * these, half the bytes, and widen them on the GPU; k and v are then widened on the host only when read.
+   */
+  halves?: { k: Uint16Array; v: Uint16Array };
 }
 
 /** A chunk's rows already on the GPU (KVStore's GPU tier): per layer, pre-RoPE keys and values, f32 [rows, kvDim]. */

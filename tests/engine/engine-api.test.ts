@@ -17,6 +17,7 @@ import { loadHfFolder } from '../../src/engine/formats/hf';
 import { nodeFolderFiles, nodeModelFiles } from '../../src/node/files';
 import { loadKernelSources } from '../../src/node/gpu';
 import { softmax } from '../../src/engine/reference';
+import { floatsToHalves, roundToHalf } from '../../src/engine/f16';
 import { assertClose, harness } from '../helpers/gpu';
 import { rerotationTolerance, scaledMaxDiff } from '../helpers/compare';
 
@@ -88,6 +89,69 @@ for (const which of ['stories', 'gemma', 'llama3'] as const) {
     e.destroy();
   });
 }
+
+// Rows read from an f16 store arrive as halves (LayerRows.halves) and go up as such, widened on the GPU. Written in
+// blocks of every kind at once (f32 host rows, halves, halves again, GPU buffers), each layer equals the same rows
+// written from f32; the halves' k and v are never read on the host.
+test('gemma: rows kept as halves are uploaded as halves and land exactly where f32 rows do', async () => {
+  const e = await engineFor('gemma');
+  const V = e.config.vocabSize;
+  const L = e.config.nLayers;
+  const kvDim = e.model!.kvDim;
+  const blocks = [seq(5, 3, V), seq(7, 4, V), seq(3, 5, V), seq(6, 6, V)];
+  const rowsOf = async (tokens: number[]) => {
+    const c = e.newCache();
+    const res = await e.prefill(c, tokens, undefined, { logits: 'none', capturePreRopeK: true });
+    const rows = (await e.exportRows(c, res, 0, tokens.length)).map(({ k, v }) => ({ k: roundToHalf(k), v: roundToHalf(v) }));
+    c.destroy();
+    return rows;
+  };
+  const f32 = await Promise.all(blocks.map(rowsOf));
+  const untouched = (k: Uint16Array, v: Uint16Array) => ({
+    halves: { k, v },
+    get k(): Float32Array { throw new Error('read k of rows kept as halves'); },
+    get v(): Float32Array { throw new Error('read v of rows kept as halves'); },
+  });
+  const gpuRows = (r: { k: Float32Array; v: Float32Array }) => {
+    const up = (x: Float32Array) => {
+      const b = e.gpu.device.createBuffer({ size: x.byteLength, usage: GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST | GPUBufferUsage.STORAGE });
+      e.gpu.device.queue.writeBuffer(b, 0, x.buffer as ArrayBuffer, x.byteOffset, x.byteLength);
+      return b;
+    };
+    return { k: up(r.k), v: up(r.v) };
+  };
+  // Block 0 as f32, 1 and 2 as halves (one run), 3 on the GPU.
+  const mixed = (b: number, l: number) => {
+    const r = f32[b][l];
+    return b === 0 ? r : b === 3 ? gpuRows(r) : untouched(floatsToHalves(r.k), floatsToHalves(r.v));
+  };
+  // Blocks at cache rows 2.. with a gap row between them, at positions 100 + 3 * row.
+  const layout: { start: number; positions: number[] }[] = [];
+  let row = 2;
+  for (const t of blocks) {
+    layout.push({ start: row, positions: Array.from({ length: t.length }, (_, i) => 100 + 3 * (row + i)) });
+    row += t.length + 1;
+  }
+  const total = row + 4;
+  const want = e.newCache(total), got = e.newCache(total);
+  const wa = e.rowWriter(want, layout), wg = e.rowWriter(got, layout);
+  // The mixed writer goes first, last layer first, so the staging it shares with the other never holds the layer
+  // it writes: rows left unwidened there would show.
+  for (let l = L - 1; l >= 0; l--) wg.layer(l, blocks.map((_, b) => mixed(b, l)));
+  for (let l = 0; l < L; l++) wa.layer(l, f32.map((b) => b[l]));
+  await e.sync();
+  for (let l = 0; l < L; l++) {
+    for (const { start: s, positions } of layout) {
+      const a = await e.readRows(want, l, s, positions.length), b = await e.readRows(got, l, s, positions.length);
+      assert.deepEqual(b.k, a.k, `layer ${l}, rows ${s}: keys`);
+      assert.deepEqual(b.v, a.v, `layer ${l}, rows ${s}: values`);
+      assert.ok(a.k.some((x) => x !== 0) && a.k.length === positions.length * kvDim, 'rows were written');
+    }
+  }
+  want.destroy();
+  got.destroy();
+  e.destroy();
+});
 
 test('attention scores: masked by position id, probabilities sum to one', async () => {
   const e = await engineFor('stories');

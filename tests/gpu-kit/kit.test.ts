@@ -71,6 +71,9 @@ test('npm run gpu:kit builds a kit under 60 MiB whose smoke run passes on this a
   assert.deepEqual(link.results.map((x) => x.algorithm), ['full', 'cacheblend:0.15', 'legolink:16', 'naive']);
   assert.equal(link.results[0].recomputed, link.results[0].tokens, 'full recomputes every row');
   assert.ok(link.ratios['full/legolink:16'] > 0);
+  // The same chunks linked from rows kept as halves (KVStore's f16 blobs) beside them.
+  const halves = (r.link as { tier: string; results: { algorithm: string; recomputed: number }[] }[]).find((x) => x.tier === 'host-f16');
+  assert.deepEqual(halves?.results.map((x) => [x.algorithm, x.recomputed]), link.results.slice(1).map((x) => [x.algorithm, x.recomputed]));
   assert.match(readFileSync(join(out, 'gpu-check.log'), 'utf8'), /parity: \{"pass":\d+,"fail":0\}/);
 });
 

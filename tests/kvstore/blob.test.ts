@@ -1,7 +1,7 @@
 /** The KV cache blob format: round trips, f16 rounding, and detection of any damage. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { roundToHalf } from '../../src/engine/f16';
+import { floatsToHalves, roundToHalf } from '../../src/engine/f16';
 import { CorruptBlobError, crc32, decodeBlob, encodeBlob, payloadBytes, readBlobHeader, verifyBlob } from '../../src/kvstore';
 import { fakeLayers } from './helpers';
 
@@ -39,6 +39,9 @@ test('f16 round trip equals rounding to half; odd sizes are padded; unicode ids'
     assert.equal(m.modelId, 'модель');
     assert.equal(m.dtype, 'f16');
     out.forEach((l, i) => {
+      // Kept as the stored halves (what an upload takes), widened to the same values when read.
+      assert.deepEqual(l.halves?.k, floatsToHalves(layers[i].k));
+      assert.deepEqual(l.halves?.v, floatsToHalves(layers[i].v));
       assert.deepEqual(l.k, roundToHalf(layers[i].k));
       assert.deepEqual(l.v, roundToHalf(layers[i].v));
       for (let j = 0; j < l.k.length; j++) {

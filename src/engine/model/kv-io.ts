@@ -80,20 +80,39 @@ export class RowWriter {
     const kb = this.scratch.get('io.k', this.T * rowBytes);
     const vb = this.scratch.get('io.v', this.T * rowBytes);
     const queue = this.m.device.queue;
+    // Host rows kept as halves go up as halves (half the bytes) into staging of their own, then are widened into
+    // kb/vb on the GPU, one launch per run of such blocks.
+    let k16: GPUBuffer | null = null, v16: GPUBuffer | null = null;
+    const runs: [number, number][] = [];
     sources.forEach((src, i) => {
       const n = this.blocks[i].positions.length;
       const at = this.offsets[i] * rowBytes;
-      if ('mapAsync' in src.k) {
+      // Halves first: reading k of rows kept as halves would widen them on the host.
+      const h = 'halves' in src ? src.halves : undefined;
+      if (!h && 'mapAsync' in src.k) {
         const enc = this.ops.d.commandEncoder();
         enc.copyBufferToBuffer(src.k, 0, kb, at, n * rowBytes);
         enc.copyBufferToBuffer(src.v as GPUBuffer, 0, vb, at, n * rowBytes);
-      } else {
-        const rows = src as LayerRows;
-        if (rows.k.length !== n * kvDim || rows.v.length !== n * kvDim) throw new Error(`writeRows: layer ${l} of block ${i} has the wrong size`);
-        queue.writeBuffer(kb, at, rows.k.buffer, rows.k.byteOffset, rows.k.byteLength);
-        queue.writeBuffer(vb, at, rows.v.buffer, rows.v.byteOffset, rows.v.byteLength);
+        return;
       }
+      const rows = src as LayerRows;
+      if (h) {
+        if (h.k.length !== n * kvDim || h.v.length !== n * kvDim) throw new Error(`writeRows: layer ${l} of block ${i} has the wrong size`);
+        k16 ??= this.scratch.get('io.k16', this.T * kvDim * 2);
+        v16 ??= this.scratch.get('io.v16', this.T * kvDim * 2);
+        queue.writeBuffer(k16, at / 2, h.k.buffer, h.k.byteOffset, h.k.byteLength);
+        queue.writeBuffer(v16, at / 2, h.v.buffer, h.v.byteOffset, h.v.byteLength);
+        const last = runs[runs.length - 1];
+        if (last && last[0] + last[1] === this.offsets[i]) last[1] += n;
+        else runs.push([this.offsets[i], n]);
+        return;
+      }
+      if (rows.k.length !== n * kvDim || rows.v.length !== n * kvDim) throw new Error(`writeRows: layer ${l} of block ${i} has the wrong size`);
+      queue.writeBuffer(kb, at, rows.k.buffer, rows.k.byteOffset, rows.k.byteLength);
+      queue.writeBuffer(vb, at, rows.v.buffer, rows.v.byteOffset, rows.v.byteLength);
     });
+    // kvDim is a multiple of 4 (heads of whole vec4s): a row is kvDim / 2 words of halves.
+    for (const [row, n] of runs) this.ops.unpackHalves({ src: k16!, dst: kb, src2: v16!, dst2: vb, start: (row * kvDim) / 2, count: (n * kvDim) / 2 });
     const c = this.m.config;
     const { T, idx, cache } = this;
     const cs = (c.layerKinds[l] === 'local' ? this.tables.local : this.tables.global)!;
