@@ -206,11 +206,12 @@ test('RESULTS.md: the two references are explained; a run with prompt shows its 
   assert.ok(!/NaN|undefined/.test(markdown));
 });
 
-test('RESULTS.md: the engine section shows decode against its GEMVs and llama.cpp beside it, from engine-*.json', () => {
+test('RESULTS.md: the engine section shows decode against its GEMVs (repeated and streamed) and llama.cpp beside it, from engine-*.json', () => {
   const dir = mkdtempSync(join(tmpdir(), 'legokv-engine-'));
   const ours = {
     adapter: 'TestAdapter / x', model: 'smollm2-135m-instruct', tokens: 64, tokens_per_s: 12.34, decode_tokens_per_s: 2.5, decode_logits_tokens_per_s: 2.25,
     decode_gflops: 0.75, decode_matmul_alone_gflops: 1.2, decode_matmul_variant: 'reg', decode_ratio_to_matmul: 0.625, ratio_to_matmul: 0.5,
+    decode_matmul_streamed_gflops: 0.8, decode_ratio_to_streamed: 0.9375,
   };
   const peer = { adapter: 'llama.cpp 3.21.1 (CPU)', model: 'smollm2-135m-instruct', tokens: 64, tokens_per_s: 456.7, decode_tokens_per_s: 89.1 };
   writeFileSync(join(dir, 'engine-test.json'), JSON.stringify({
@@ -219,6 +220,6 @@ test('RESULTS.md: the engine section shows decode against its GEMVs and llama.cp
   const md = buildResults(dir, join(dir, 'RESULTS.md')).markdown;
   assert.match(md, /## Engine throughput on the CPU adapters/);
   assert.match(md, /adapter \*\*TestAdapter \/ x\*\*/);
-  assert.match(md, /\| smollm2-135m-instruct \| 64 \| 12\.3 \| 2\.50 \| 2\.25 \| 0\.75 \| 1\.20 \(reg\) \| \*\*63%\*\* \| 456\.7 \/ 89\.1 \| llama\.cpp 3\.21\.1 \(CPU\) \|/);
+  assert.match(md, /\| smollm2-135m-instruct \| 64 \| 12\.3 \| 2\.50 \| 2\.25 \| 0\.75 \| 1\.20 \(reg\) \| \*\*63%\*\* \| 0\.80 \| 94% \| 456\.7 \/ 89\.1 \| llama\.cpp 3\.21\.1 \(CPU\) \|/);
   assert.match(md, /engine throughput \(not run by --rerun, a few minutes\): `npm run bench:engine -- --lengths 64`/);
 });
