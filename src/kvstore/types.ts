@@ -41,9 +41,9 @@ export interface ReadTiming {
   ms: number;
   /** Reading the blob (OPFS only). */
   readMs: number;
-  /** Checking and decoding it (OPFS only). */
+  /** Checking and decoding it (OPFS only): f32 rows are copied out; f16 rows stay halves, widened later where read. */
   decodeMs: number;
-  /** Bytes read from the tier: the blob for OPFS, the f32 rows for RAM. */
+  /** Bytes read from the tier: the blob for OPFS, the rows for RAM. */
   bytes: number;
 }
 
