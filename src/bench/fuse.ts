@@ -1,13 +1,16 @@
 /**
- * Decode timed with the fused launches (Ops.fuse: RMSNorm and GLU folded into the GEMVs after them) and without,
- * side by side on one model and cache: the GPU kit's engine stage, so each lent GPU says whether fusing pays
- * there. Each way reports its wall and GPU time a step and its dispatches a step.
+ * Decode timed two ways side by side on one model and cache, for the GPU kit's engine stage, so each lent GPU says
+ * which way pays there: with the fused launches (Ops.fuse: RMSNorm and GLU folded into the GEMVs after them) and
+ * without; and with decode's attention in attention_decode.wgsl ('keys', the GPU default) and in attention.wgsl
+ * ('rows'). Each way reports its wall and GPU time a step and its dispatches a step.
  */
-import type { Engine } from '../engine';
+import type { AttentionVariant, Engine } from '../engine';
 import { benchTokens } from './prefill';
 
-export interface FuseTiming {
+export interface DecodeWay {
+  /** What the way sets (fused launches or not; the attention kernel). */
   fused: boolean;
+  attention: AttentionVariant | 'default';
   /** Whether this is the way the engine decodes on this adapter by default. */
   chosen: boolean;
   steps: number;
@@ -17,57 +20,76 @@ export interface FuseTiming {
   decode_gpu_ms?: number;
   dispatches_per_step: number;
 }
+/** The fused/unfused comparison's rows (their attention is the default). */
+export type FuseTiming = DecodeWay;
+
+type Way = { fused: boolean; attention?: AttentionVariant; chosen: boolean; steps: number };
 
 /**
- * After a `context`-token prefill, one step each way to build its pipelines, then `steps` timed steps each way,
- * the engine's own way first. `otherSteps` bounds the steps of the way the engine does not choose (on CPU
- * adapters the fused way, whose gemv is far slower there).
+ * After a `context`-token prefill, one step each way to build its pipelines, then each way's timed steps, the
+ * engine's own way first; the engine's settings are restored after.
  */
-export async function decodeBothWays(e: Engine, context: number, steps: number, otherSteps = steps): Promise<FuseTiming[]> {
-  const chosen = e.ops.fuses(1);
-  const saved = e.ops.fuse;
-  const ways = [chosen, !chosen];
-  const n = (fused: boolean) => Math.max(1, fused === chosen ? steps : Math.min(steps, otherSteps));
-  // The prefill, a warm step each way, then each way's timed steps and GPU-timed ones.
-  const total = context + 2 + ways.reduce((s, f) => s + n(f) + Math.min(8, n(f)), 0);
+async function timeWays(e: Engine, context: number, ways: Way[]): Promise<DecodeWay[]> {
+  const saved = { fuse: e.ops.fuse, attention: e.ops.attentionVariant };
+  const set = (w: Way) => {
+    e.ops.fuse = w.fused;
+    e.ops.attentionVariant = w.attention;
+  };
+  const total = context + ways.length + ways.reduce((s, w) => s + w.steps + Math.min(8, w.steps), 0);
   const tokens = benchTokens(total, e.config.vocabSize, 1);
   let at = context;
   const cache = e.newCache(total + 1);
   const d = e.ops.d;
-  const out: FuseTiming[] = [];
+  const out: DecodeWay[] = [];
   try {
     await e.prefill(cache, tokens.slice(0, context), undefined, { logits: 'last' });
-    for (const fused of ways) {
-      e.ops.fuse = fused;
+    for (const w of ways) {
+      set(w);
       await e.decode(cache, tokens[at++]);
     }
-    for (const fused of ways) {
-      e.ops.fuse = fused;
-      const k = n(fused);
+    for (const w of ways) {
+      set(w);
       const c0 = d.count;
       const t0 = performance.now();
-      for (let i = 0; i < k; i++) await e.decode(cache, tokens[at++]);
-      const wall = (performance.now() - t0) / k;
-      const dispatches = (d.count - c0) / k;
+      for (let i = 0; i < w.steps; i++) await e.decode(cache, tokens[at++]);
+      const wall = (performance.now() - t0) / w.steps;
+      const dispatches = (d.count - c0) / w.steps;
       let gpu: number | undefined;
-      const probe = Math.min(8, k);
+      const probe = Math.min(8, w.steps);
       if (d.startGpuTimer()) {
         for (let i = 0; i < probe; i++) await e.decode(cache, tokens[at++]);
         gpu = ((await d.stopGpuTimer()) ?? NaN) / probe;
       }
-      out.push({ fused, chosen: fused === chosen, steps: k, decode_tokens_per_s: 1000 / wall, decode_wall_ms: wall, decode_gpu_ms: gpu, dispatches_per_step: dispatches });
+      out.push({ fused: w.fused, attention: w.attention ?? 'default', chosen: w.chosen, steps: w.steps, decode_tokens_per_s: 1000 / wall, decode_wall_ms: wall, decode_gpu_ms: gpu, dispatches_per_step: dispatches });
     }
     return out;
   } finally {
-    e.ops.fuse = saved;
+    e.ops.fuse = saved.fuse;
+    e.ops.attentionVariant = saved.attention;
     cache.destroy();
   }
 }
 
+/**
+ * Fused and unfused decode, `steps` timed steps each. `otherSteps` bounds the steps of the way the engine does not
+ * choose (on CPU adapters the fused way, whose gemv is far slower there).
+ */
+export function decodeBothWays(e: Engine, context: number, steps: number, otherSteps = steps): Promise<FuseTiming[]> {
+  const chosen = e.ops.fuses(1);
+  return timeWays(e, context, [chosen, !chosen].map((fused) => ({ fused, chosen: fused === chosen, steps: Math.max(1, fused === chosen ? steps : Math.min(steps, otherSteps)) })));
+}
+
+/** Decode with its attention in each kernel that serves a single row ('keys' and 'rows'), the engine's fusion kept. */
+export function decodeAttentionWays(e: Engine, context: number, steps: number): Promise<DecodeWay[]> {
+  const picked = e.ops.pickAttention(1, e.config.headDim);
+  const kernels: AttentionVariant[] = e.config.headDim <= 256 ? [picked, picked === 'keys' ? 'rows' : 'keys'] : ['rows'];
+  return timeWays(e, context, kernels.map((attention) => ({ fused: e.ops.fuses(1), attention, chosen: attention === picked, steps })));
+}
+
 /** One line for logs. */
-export function formatFuse(rows: FuseTiming[]): string {
-  const way = (r: FuseTiming) =>
-    `${r.fused ? 'fused' : 'unfused'}${r.chosen ? ' (chosen)' : ''} ${r.decode_tokens_per_s.toFixed(1)} tok/s, ` +
+export function formatFuse(rows: DecodeWay[]): string {
+  const way = (r: DecodeWay) =>
+    `${r.fused ? 'fused' : 'unfused'}${r.attention === 'default' ? '' : `, attention ${r.attention}`}${r.chosen ? ' (chosen)' : ''} ${r.decode_tokens_per_s.toFixed(1)} tok/s, ` +
     `${r.decode_wall_ms.toFixed(2)} ms wall${r.decode_gpu_ms !== undefined ? `, ${r.decode_gpu_ms.toFixed(2)} ms GPU` : ''}, ${r.dispatches_per_step} dispatches a step`;
   return `decode ${rows.map(way).join('; ')}`;
 }

@@ -17,7 +17,7 @@
  *      model (shapes.json, random weights), with the decode roofline that its
  *      weight bytes and the measured copy bandwidth allow;
  *      profile: with it (5 and 6), one decode step's GPU time kernel by kernel (profile.ts), and decode
- *      with the fused launches and without, side by side (fuse.ts);
+ *      with the fused launches and without, and with each single-row attention kernel, side by side (fuse.ts);
  *   7. link: TTFT of linking algorithms at long contexts in 512-token chunks.
  * Everything goes to one JSON file, rewritten after every step, so a run cut
  * short still leaves what it measured. Every figure carries the adapter.
@@ -41,7 +41,7 @@ import { timeMatmuls } from './matmul';
 import { timeAttention, type AttentionCase } from './attention';
 import { uploadBandwidth } from './upload';
 import { formatProfile, profileDecode } from './profile';
-import { decodeBothWays, formatFuse } from './fuse';
+import { decodeAttentionWays, decodeBothWays, formatFuse } from './fuse';
 import { GpuTier } from '../kvstore/gpu-tier';
 
 const { values: a } = parseArgs({
@@ -385,8 +385,10 @@ async function profileInto(rows: Record<string, unknown>[], e: Engine, context: 
   const cpu = e.gpu.profile === 'cpu';
   const fuse = await decodeBothWays(e, cpu ? Math.min(context, 64) : context, Number(a['decode-steps']), cpu ? 1 : undefined);
   log(`${tag} ${formatFuse(fuse)}`);
+  const attention = await decodeAttentionWays(e, cpu ? Math.min(context, 64) : context, cpu ? 1 : Number(a['decode-steps']));
+  log(`${tag} ${formatFuse(attention)}`);
   const p = await profileDecode(e, context);
-  rows.push({ ...row, profile: p ?? 'no timestamp queries', fuse });
+  rows.push({ ...row, profile: p ?? 'no timestamp queries', fuse, attention });
   if (!p) return;
   for (const l of formatProfile(p)) log(`${tag} ${l}`);
 }

@@ -136,6 +136,8 @@ export class Ops {
    * 30-100x slower than the register matmul). Tests (LEGOKV_FUSE=on|off) and the GPU kit force either way.
    */
   fuse?: boolean;
+  /** The attention kernel every call that names none gets, instead of pickAttention's choice (the GPU kit times decode both ways). */
+  attentionVariant?: AttentionVariant;
 
   constructor(
     readonly lib: KernelLibrary,
@@ -253,7 +255,7 @@ export class Ops {
     const kv = { HD4: a.HD / 4 };
     const params = (splits: number) => [u(a.T), u(a.n), u(a.H), u(a.NKV), u(a.qStride), u(a.qOffset), u(a.window), f(a.scale), u(splits)];
     const b: Record<number, GPUBuffer> = { 1: a.q, 2: a.k, 3: a.v, 4: a.qpos, 5: a.kpos, 6: a.out, 7: a.bounds };
-    const variant = a.variant ?? this.pickAttention(a.T, a.HD);
+    const variant = a.variant ?? this.attentionVariant ?? this.pickAttention(a.T, a.HD);
     if (variant === 'keys') {
       if (a.HD > 256) throw new Error(`attention_decode: a head of ${a.HD} (at most 256)`);
       const rows = a.T * a.H;

@@ -1,6 +1,6 @@
 /**
  * RESULTS.md's GPU section from a kit run: the upload bandwidth beside the copy rate, and the link from rows kept
- * as halves beside the host and GPU tiers, with its own line among the targets.
+ * as halves beside the host and GPU tiers, with its own line among the targets; decode timed each way.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -24,6 +24,14 @@ test('the GPU section shows writeBuffer beside the copy rate, and the link from 
       adapter: { description: 'Test GPU', vendor: 'test', features: [], limits: { maxStorageBufferBindingSize: 2 ** 31 } },
       copy: { gbytes_per_s: 800, upload: [{ block: 393216, gbytes_per_s: 2.5 }, { block: 4 << 20, gbytes_per_s: 11.25 }] },
       link: [link('host', 1600), link('host-f16', 1000), link('gpu', 400)],
+      engine: [{
+        adapter: 'Test GPU', model: 'llama-3.2-1b', weight_bytes: 2e9, weight_dtype: 'f16', tokens: 512, prefill_ms: 100, tokens_per_s: 5120, gflops: 1, attention_share: 0,
+        profile: 'no timestamp queries',
+        attention: [
+          { fused: true, attention: 'keys', chosen: true, steps: 8, decode_tokens_per_s: 250, decode_wall_ms: 4, decode_gpu_ms: 3.25, dispatches_per_step: 130 },
+          { fused: true, attention: 'rows', chosen: false, steps: 8, decode_tokens_per_s: 200, decode_wall_ms: 5, dispatches_per_step: 130 },
+        ],
+      }],
     },
     torch: null,
   };
@@ -34,4 +42,8 @@ test('the GPU section shows writeBuffer beside the copy rate, and the link from 
   assert.deepEqual([g.link32k, g.link32kHalves, g.link32kGpu], [5, 8, 20]);
   assert.match(md, /\| TTFT\(full\) \/ TTFT\(legolink:16\) at 32K tokens, chunks in host memory as f16 \| 8\.0 \| ≥ 20 \| no \|/);
   assert.match(md, /\| TTFT\(full\) \/ TTFT\(legolink:16\) at 32K tokens, chunks on the GPU \| 20\.0 \| ≥ 20 \| yes \|/);
+  // Decode each way (the profile itself missing: no timestamp queries).
+  assert.match(md, /\| llama-3\.2-1b \| f16 \| fused, attention keys \| 250\.0 \| 4\.00 \| 3\.25 \| 130 \| yes \|/);
+  assert.match(md, /\| llama-3\.2-1b \| f16 \| fused, attention rows \| 200\.0 \| 5\.00 \| – \| 130 \| {2}\|/);
+  assert.doesNotMatch(md, /One decode step kernel by kernel/);
 });

@@ -48,8 +48,8 @@ test('npm run gpu:kit builds a kit under 60 MiB whose smoke run passes on this a
   }
   // Packed quantized weights beside f16: fewer bytes, and throughput measured for each.
   type Profile = { step_gpu_ms: number; kernels: { kernel: string; dispatches: number; us: number }[] };
-  type Fuse = { fused: boolean; decode_tokens_per_s: number; dispatches_per_step: number }[];
-  const all = r.quant as { weights: string; adapter: string; weight_bytes: number; tokens_per_s: number; decode_tokens_per_s?: number; profile?: Profile; fuse?: Fuse }[];
+  type Fuse = { fused: boolean; attention: string; chosen: boolean; decode_tokens_per_s: number; dispatches_per_step: number }[];
+  const all = r.quant as { weights: string; adapter: string; weight_bytes: number; tokens_per_s: number; decode_tokens_per_s?: number; profile?: Profile; fuse?: Fuse; attention?: Fuse }[];
   const quant = all.filter((x) => !x.profile);
   // Each type's decode step, kernel by kernel (the smoke run profiles tiny-llama): the matrix products are there.
   const profiles = all.filter((x) => x.profile);
@@ -61,6 +61,9 @@ test('npm run gpu:kit builds a kit under 60 MiB whose smoke run passes on this a
     const [fused, unfused] = [true, false].map((f) => p.fuse!.find((x) => x.fused === f)!);
     assert.ok(fused.decode_tokens_per_s > 0 && unfused.decode_tokens_per_s > 0, JSON.stringify(p.fuse));
     assert.equal(unfused.dispatches_per_step - fused.dispatches_per_step, 7, JSON.stringify(p.fuse));
+    // And with each single-row attention kernel: this CPU adapter's own (rows), then attention_decode.
+    assert.deepEqual(p.attention!.map((w) => [w.attention, w.chosen]), [['rows', true], ['keys', false]], JSON.stringify(p.attention));
+    assert.ok(p.attention!.every((w) => w.decode_tokens_per_s > 0 && w.dispatches_per_step === p.attention![0].dispatches_per_step), JSON.stringify(p.attention));
   }
   assert.deepEqual(quant.map((x) => x.weights), ['f16', 'q4_0', 'q8_0'], JSON.stringify(quant).slice(0, 2000));
   for (const row of quant) {
