@@ -79,27 +79,35 @@ function decodeProducts(e: Engine): [number, number, number][] {
 /**
  * What decode's matrix-vector products cost on their own: every product of
  * one token timed alone, repeated on the same weights, with the variant the
- * engine picks (the median of three timings each), summed. A matrix larger than one binding is timed on the
- * rows that fit and scaled, as the engine runs it in parts. Repeated, a
+ * engine picks (productMs), summed. Repeated, a
  * layer's matrix stays in the CPU's caches, which a model's weights, read
  * once a token, do not: see decodeMatmulStreamed for that.
  */
 export async function decodeMatmulReference(e: Engine): Promise<{ ms: number; gflops: number; variant: string }> {
-  const dtype = e.model!.dtype;
-  const limit = Math.min(e.gpu.device.limits.maxStorageBufferBindingSize, e.gpu.device.limits.maxBufferSize);
   let ms = 0, flops = 0;
   const variants = new Set<string>();
   for (const [K, N, times] of decodeProducts(e)) {
-    const fit = Math.min(N, Math.floor(limit / (K * (dtype === 'f16' ? 2 : 4))));
-    const variant = e.ops.pickMatmul(1, fit);
-    variants.add(variant);
-    // The median of three timings: on a CPU adapter one slope of a few repetitions varied up to 2x between runs.
-    const t: number[] = [];
-    for (let i = 0; i < 3; i++) t.push((await timeMatmuls(e, 1, K, fit, dtype, 40, [variant]))[0].ms);
-    ms += t.sort((a, b) => a - b)[1] * (N / fit) * times;
+    const t = await productMs(e, K, N);
+    variants.add(t.variant);
+    ms += t.ms * times;
     flops += 2 * K * N * times;
   }
   return { ms, gflops: flops / ms / 1e6, variant: [...variants].join('+') };
+}
+
+/**
+ * One [1, K]·[K, N] product with the variant the engine picks, repeated on the same weights: the median of three
+ * timings (on a CPU adapter one slope of a few repetitions varied up to 2x between runs). A matrix larger than one
+ * binding is timed on the rows that fit and scaled, as the engine runs it in parts.
+ */
+async function productMs(e: Engine, K: number, N: number): Promise<{ ms: number; variant: string }> {
+  const dtype = e.model!.dtype;
+  const limit = Math.min(e.gpu.device.limits.maxStorageBufferBindingSize, e.gpu.device.limits.maxBufferSize);
+  const fit = Math.min(N, Math.floor(limit / (K * (dtype === 'f16' ? 2 : 4))));
+  const variant = e.ops.pickMatmul(1, fit);
+  const t: number[] = [];
+  for (let i = 0; i < 3; i++) t.push((await timeMatmuls(e, 1, K, fit, dtype, 40, [variant]))[0].ms);
+  return { ms: t.sort((a, b) => a - b)[1] * (N / fit), variant };
 }
 
 /**
@@ -139,11 +147,7 @@ export async function decodeMatmulStreamed(e: Engine): Promise<{ ms: number; gfl
       layersMs = runs.sort((p, q) => p - q)[3];
     }
     // The LM head, timed as in decodeMatmulReference (one matrix, read once a token either way).
-    const [K, N] = head;
-    const limit = Math.min(dev.limits.maxStorageBufferBindingSize, dev.limits.maxBufferSize);
-    const fit = Math.min(N, Math.floor(limit / (K * (dtype === 'f16' ? 2 : 4))));
-    const [t] = await timeMatmuls(e, 1, K, fit, dtype, 40, [e.ops.pickMatmul(1, fit)]);
-    const ms = layersMs + t.ms * (N / fit);
+    const ms = layersMs + (await productMs(e, head[0], head[1])).ms;
     const flops = decodeProducts(e).reduce((f, [k, n, times]) => f + 2 * k * n * times, 0);
     return { ms, gflops: flops / ms / 1e6 };
   } finally {
