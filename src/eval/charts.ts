@@ -43,13 +43,19 @@ export function loadChart(r: LoadResults): string {
 }
 
 /** Figure 6: accuracy (or agreement with full recompute) against mean TTFT for one run, one point per algorithm. */
-export function accuracyChart(r: EvalResults, key: 'accuracy' | 'agreement_with_full' = 'accuracy'): string {
+const CHART_KEYS = {
+  accuracy: { title: 'Accuracy', y: 'accuracy (F1 / Rouge-L)' },
+  answer_recall: { title: 'Answer recall', y: 'share of the answer in the reply' },
+  agreement_with_full: { title: 'Agreement with full recompute', y: 'F1 against full recompute' },
+};
+
+export function accuracyChart(r: EvalResults, key: keyof typeof CHART_KEYS = 'accuracy'): string {
   const data = r.data.replace(/^.*\//, '').replace(/\.jsonl$/, '');
   return lineChart({
-    title: `${key === 'accuracy' ? 'Accuracy' : 'Agreement with full recompute'} vs TTFT: ${data}`,
+    title: `${CHART_KEYS[key].title} vs TTFT: ${data}`,
     subtitle: `${r.model}, ${shortAdapter(r.adapter)}, ${Math.max(0, ...r.results.map((x) => x.n))} cases`,
-    xLabel: 'mean TTFT (ms)', yLabel: key === 'accuracy' ? 'accuracy (F1 / Rouge-L)' : 'F1 against full recompute', xLog: true,
+    xLabel: 'mean TTFT (ms)', yLabel: CHART_KEYS[key].y, xLog: true,
     yTicks: [0, 0.25, 0.5, 0.75, 1],
-    series: r.results.filter((x) => x.n > 0 && x[key] !== null).map((x) => ({ name: x.algorithm, markersOnly: true, points: [[x.ttft_ms_mean, x[key] as number]] as [number, number][] })),
+    series: r.results.filter((x) => x.n > 0 && x[key] != null).map((x) => ({ name: x.algorithm, markersOnly: true, points: [[x.ttft_ms_mean, x[key] as number]] as [number, number][] })),
   });
 }

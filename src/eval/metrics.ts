@@ -11,6 +11,14 @@
  *   subsequence, P = L / |prediction|, R = L / |reference|, F = 2PR / (P + R).
  *   The best over the references.
  *
+ * - Answer recall (QA, needle; reported beside F1): the share of the
+ *   reference's normalised tokens that the prediction contains (the R of F1,
+ *   a token counting as often as it occurs in both). It asks whether the
+ *   reply holds the answer at all, as needle tests (RULER) score: an
+ *   instruction model that answers "The best day to visit Biobe is
+ *   Wednesday." scores recall 1 but F1 0.2, the same for every algorithm, so
+ *   F1 alone squeezes a model that answers well into the bottom of the scale.
+ *
  * Scores are in [0, 1].
  */
 import type { MetricName } from './dataset';
@@ -45,10 +53,32 @@ export function tokenF1(pred: readonly string[], ref: readonly string[]): number
   return (2 * p * r) / (p + r);
 }
 
+/** Share of `ref`'s tokens found in `pred` (each counted as often as it occurs in both). */
+export function tokenRecall(pred: readonly string[], ref: readonly string[]): number {
+  if (ref.length === 0) return 0;
+  const counts = new Map<string, number>();
+  for (const t of pred) counts.set(t, (counts.get(t) ?? 0) + 1);
+  let same = 0;
+  for (const t of ref) {
+    const n = counts.get(t) ?? 0;
+    if (n > 0) {
+      same++;
+      counts.set(t, n - 1);
+    }
+  }
+  return same / ref.length;
+}
+
+const answerTokens = (s: string) => normalizeAnswer(s).split(' ').filter(Boolean);
+
+/** Answer recall against one reference, normalised as qaF1. */
+export function answerRecall(prediction: string, reference: string): number {
+  return tokenRecall(answerTokens(prediction), answerTokens(reference));
+}
+
 /** LongBench-style QA F1 against one reference. */
 export function qaF1(prediction: string, reference: string): number {
-  const split = (s: string) => normalizeAnswer(s).split(' ').filter(Boolean);
-  return tokenF1(split(prediction), split(reference));
+  return tokenF1(answerTokens(prediction), answerTokens(reference));
 }
 
 /** Lower-cased runs of letters and digits. */
@@ -86,5 +116,13 @@ export function score(metric: MetricName, prediction: string, answers: readonly 
   const f = metric === 'f1' ? qaF1 : rougeL;
   let best = 0;
   for (const a of answers) best = Math.max(best, f(prediction, a));
+  return best;
+}
+
+/** Answer recall, best over the reference answers; null for summaries (Rouge-L cases), where it means nothing. */
+export function recallScore(metric: MetricName, prediction: string, answers: readonly string[]): number | null {
+  if (metric !== 'f1') return null;
+  let best = 0;
+  for (const a of answers) best = Math.max(best, answerRecall(prediction, a));
   return best;
 }

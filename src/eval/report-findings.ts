@@ -11,7 +11,7 @@
  * resamples), so a difference of a few cases on a small set reads as what it
  * is.
  */
-import { answeredByAll, type CaseResult, type EvalResults } from './runner';
+import { answeredByAll, caseRecall, type CaseResult, type EvalResults } from './runner';
 import type { SinkReport } from './sinks';
 import { Rng } from './rng';
 import { mean } from './stats';
@@ -30,9 +30,18 @@ export interface PairedGap {
   hi: number;
 }
 
-export function pairedGap(cases: readonly CaseResult[], algorithm: string, reference: string, resamples = 2000): PairedGap | null {
-  const ref = new Map(cases.filter((c) => c.algorithm === reference).map((c) => [c.id, c.score]));
-  const pairs = cases.filter((c) => c.algorithm === algorithm && ref.has(c.id)).map((c) => [c.score, ref.get(c.id)!] as const);
+/** What a case is scored by: its metric's score (F1 or Rouge-L), or its answer recall (null for summaries). */
+export type CaseValue = (c: CaseResult) => number | null;
+export const byScore: CaseValue = (c) => c.score;
+export const byRecall: CaseValue = caseRecall;
+
+export function pairedGap(cases: readonly CaseResult[], algorithm: string, reference: string, value: CaseValue = byScore, resamples = 2000): PairedGap | null {
+  const valued = (al: string) => cases.filter((c) => c.algorithm === al).flatMap((c) => {
+    const v = value(c);
+    return v === null ? [] : [[c.id, v] as const];
+  });
+  const ref = new Map(valued(reference));
+  const pairs = valued(algorithm).filter(([id]) => ref.has(id)).map(([id, v]) => [v, ref.get(id)!] as const);
   if (!pairs.length) return null;
   const diffs = pairs.map(([a, r]) => a - r);
   const rng = new Rng(`gap:${algorithm}:${reference}:${pairs.length}`);
@@ -109,6 +118,38 @@ export function sinksSection(reports: { file: string; r: SinkReport }[]): string
   return lines.join('\n');
 }
 
+/** The two ways a run is scored: its metric (F1, Rouge-L) and, on QA sets, answer recall. */
+interface Scoring { name: string; value: CaseValue }
+const F1: Scoring = { name: 'accuracy', value: byScore };
+const RECALL: Scoring = { name: 'answer recall', value: byRecall };
+
+/** Runs scored by answer recall: those whose cases are QA (F1) cases. */
+const hasRecall = (r: EvalResults) => r.cases.some((c) => byRecall(c) !== null);
+
+/** The share of naive's loss that legolink:16 wins back, (lego − naive) / (full − naive), where naive lost. */
+function wonBack(r: EvalResults, m: Scoring): number | null {
+  const naive = pairedGap(r.cases, 'naive', 'full', m.value);
+  const lego = pairedGap(r.cases, 'legolink:16', 'full', m.value);
+  if (!naive || !lego || gapVerdict(naive) !== 'loses') return null;
+  return (lego.algorithm - naive.algorithm) / (naive.reference - naive.algorithm);
+}
+
+const pct = (x: number) => `${Math.round(100 * x)}%`;
+
+/** One row of a findings table: the run, its full score, naive's gap, legolink:16's ratio, what it won back, the sinks. */
+function findingsRow(r: EvalResults, m: Scoring, sinks: SinkReport | undefined): (string | number)[] {
+  const naive = pairedGap(r.cases, 'naive', 'full', m.value)!;
+  const lego = pairedGap(r.cases, 'legolink:16', 'full', m.value);
+  const back = wonBack(r, m);
+  const ratio = sinks ? laterStartRatio(sinks, 'naive') : null;
+  return [
+    `${r.model} · ${r.data.replace(/^.*\//, '')}${r.complete ? '' : ` (partial: ${naive.n} of ${r.cases_planned ?? '?'} cases)`}`, naive.n, f3(naive.reference), `${gapText(naive)}: **${gapVerdict(naive)}**`,
+    !lego ? 'not run' : !Number.isFinite(lego.ratio) ? '– (full scored 0)' : `${f2(lego.ratio)} (${lego.ratio >= WITHIN ? 'within 5%' : 'not within 5%'})`,
+    back === null ? '–' : pct(back),
+    ratio === null ? '–' : `${ratio.toFixed(1)}× (${ratio >= SINK_RATIO ? 'yes' : 'no'})`,
+  ];
+}
+
 /** The answers to the issue's three questions, per run, then what they mean. */
 export function findingsSection(evals: { r: EvalResults }[], sinks: { r: SinkReport }[]): string {
   // A stopped (or still running) evaluation counts only the cases every algorithm answered.
@@ -119,42 +160,53 @@ export function findingsSection(evals: { r: EvalResults }[], sinks: { r: SinkRep
   if (!runs.length) return '';
   const sinkOf = (model: string) => sinks.find((s) => s.r.model === model)?.r;
   const lines: string[] = ['## What the accuracy tables show', ''];
-  lines.push(`Read off the tables above, per run, over the cases both algorithms answered. *naive vs full* is the mean accuracy of naive against full's, the difference with its 95% bootstrap interval over cases: naive **loses** accuracy only where the whole interval is below zero. *legolink:16 / full* is the ratio of the means; the target is at least ${WITHIN} (within 5% of full). *chunk-start sink* is the sinks report's start / ordinary-token ratio for chunks 2 and later under naive (– where the model has no sinks report).`, '');
-  const rows = runs.map(({ r }) => {
-    const naive = pairedGap(r.cases, 'naive', 'full')!;
-    const lego = pairedGap(r.cases, 'legolink:16', 'full');
-    const s = sinkOf(r.model);
-    const ratio = s ? laterStartRatio(s, 'naive') : null;
-    return [
-      `${r.model} · ${r.data.replace(/^.*\//, '')}${r.complete ? '' : ` (partial: ${naive.n} of ${r.cases_planned ?? '?'} cases)`}`, naive.n, f3(naive.reference), `${gapText(naive)}: **${gapVerdict(naive)}**`,
-      !lego ? 'not run' : !Number.isFinite(lego.ratio) ? '– (full scored 0)' : `${f2(lego.ratio)} (${lego.ratio >= WITHIN ? 'within 5%' : 'not within 5%'})`,
-      ratio === null ? '–' : `${ratio.toFixed(1)}× (${ratio >= SINK_RATIO ? 'yes' : 'no'})`,
-    ];
-  });
-  lines.push(mdTable(['run', 'cases', 'full', 'naive vs full', 'legolink:16 / full', 'chunk-start sink'], rows), '');
+  lines.push(`Read off the tables above, per run, over the cases both algorithms answered. *naive vs full* is the mean accuracy of naive against full's, the difference with its 95% bootstrap interval over cases: naive **loses** accuracy only where the whole interval is below zero. *legolink:16 / full* is the ratio of the means; the target is at least ${WITHIN} (within 5% of full). *won back* is the share of naive's loss that legolink:16 recovers, (legolink:16 − naive) / (full − naive), where naive loses. *chunk-start sink* is the sinks report's start / ordinary-token ratio for chunks 2 and later under naive (– where the model has no sinks report).`, '');
+  const head = ['run', 'cases', 'full', 'naive vs full', 'legolink:16 / full', 'won back', 'chunk-start sink'];
+  lines.push(mdTable(head, runs.map(({ r }) => findingsRow(r, F1, sinkOf(r.model)))), '');
+  const qa = runs.filter(({ r }) => hasRecall(r));
+  if (qa.length) {
+    lines.push('The same runs scored by *answer recall* (QA sets only): whether the reply holds the answer at all, however many other words come with it.', '');
+    lines.push(mdTable(head, qa.map(({ r }) => findingsRow(r, RECALL, sinkOf(r.model)))), '');
+  }
   const real = runs.filter(({ r }) => !isToy(r.model));
   for (const { r } of real) lines.push(realModelNote(r, sinkOf(r.model)), '');
   if (real.length) lines.push(whatWouldShowIt(real.map(({ r }) => r)), '');
   return lines.join('\n');
 }
 
+/** naive's verdict and legolink:16's against full under one scoring, in words. */
+function gapSentences(r: EvalResults, m: Scoring): string[] {
+  const naive = pairedGap(r.cases, 'naive', 'full', m.value)!;
+  const lego = pairedGap(r.cases, 'legolink:16', 'full', m.value);
+  const v = gapVerdict(naive);
+  const by = m === F1 ? '' : ` by ${m.name}`;
+  const lose = m === F1 ? ' accuracy' : by;
+  const out = [v === 'loses'
+    ? `Naive loses${lose}: ${gapText(naive)}.`
+    : `Naive does not measurably lose${lose}: ${gapText(naive)}; the interval includes no difference, so ${naive.n} cases cannot tell it apart from full.`];
+  if (lego) {
+    const back = wonBack(r, m);
+    out.push(lego.ratio >= WITHIN
+      ? `legolink:16 stays within 5% of full${by}: ${gapText(lego)}${v === 'loses' ? '' : '; but naive did not lose either, so there was nothing to win back and this run says nothing about LegoLink'}.`
+      : `legolink:16 does not stay within 5% of full${by}: ${gapText(lego)}${gapVerdict(lego) === 'loses' ? '' : ', although its interval also includes no difference'}${back === null ? '' : `; it wins back ${pct(back)} of naive's loss`}.`);
+  }
+  return out;
+}
+
 /** One paragraph per real (pretrained) model run: the three answers in words, with the figures they rest on. */
 function realModelNote(r: EvalResults, sinks: SinkReport | undefined): string {
   const naive = pairedGap(r.cases, 'naive', 'full')!;
-  const lego = pairedGap(r.cases, 'legolink:16', 'full');
   const prompt = pairedGap(r.cases, 'prompt', 'full');
-  const v = gapVerdict(naive);
   const out: string[] = [`**${r.model} on ${r.data.replace(/^.*\//, '')}** (${naive.n} cases${r.complete ? '' : `, the finished ones of a partial run of ${r.cases_planned ?? '?'}`}).`];
-  out.push(v === 'loses'
-    ? `Naive loses accuracy: ${gapText(naive)}.`
-    : `Naive does not measurably lose accuracy: ${gapText(naive)}; the interval includes no difference, so ${naive.n} cases cannot tell it apart from full.`);
-  if (lego) {
-    out.push(lego.ratio >= WITHIN
-      ? `legolink:16 stays within 5% of full: ${gapText(lego)}${v === 'loses' ? '' : '; but naive did not lose either, so there was nothing to win back and this run says nothing about LegoLink'}.`
-      : `legolink:16 does not stay within 5% of full: ${gapText(lego)}${gapVerdict(lego) === 'loses' ? '' : ', although its interval also includes no difference'}.`);
-  }
+  out.push(...gapSentences(r, F1));
   if (prompt) out.push(`The ordinary prompt scores ${f3(prompt.algorithm)} on the same cases.`);
-  if (full(r) < 0.5) out.push(`Full recompute itself answers few questions right (F1 ${f3(full(r))}), so each case moves a mean by up to ${f3(1 / naive.n)} and the agreement columns (how closely each algorithm reproduces full's own answer) say more than the accuracy column.`);
+  const recall = hasRecall(r) ? fullMean(r, RECALL) : null;
+  if (answersInSentences(r)) {
+    const p = pairedGap(r.cases, 'prompt', 'full', RECALL.value);
+    out.push(`Full's F1 (${f3(fullMean(r, F1))}) is low because the model answers in whole sentences: by answer recall full finds ${f3(recall!)} of the answers${p ? ` and the ordinary prompt ${f3(p.algorithm)}` : ''}, so this model answers these questions well.`, ...gapSentences(r, RECALL));
+  } else if (fullMean(r, F1) < 0.5) {
+    out.push(`Full recompute itself answers few questions right (F1 ${f3(fullMean(r, F1))}${recall === null ? '' : `, answer recall ${f3(recall)}`}), so each case moves a mean by up to ${f3(1 / naive.n)} and the agreement columns (how closely each algorithm reproduces full's own answer) say more than the accuracy column.`);
+  }
   const ratio = sinks ? laterStartRatio(sinks, 'naive') : null;
   out.push(ratio === null
     ? 'There is no sinks report for this model yet.'
@@ -162,27 +214,49 @@ function realModelNote(r: EvalResults, sinks: SinkReport | undefined): string {
   return out.join(' ');
 }
 
-const full = (r: EvalResults) => mean(r.cases.filter((c) => c.algorithm === 'full').map((c) => c.score));
+/** A run whose F1 says the model answers little while answer recall says it finds most answers: it names them inside sentences. */
+const answersInSentences = (r: EvalResults) => hasRecall(r) && fullMean(r, F1) < 0.5 && fullMean(r, RECALL) >= 0.5;
+
+/** full's mean over a run's cases under one scoring (NaN if none is scored so). */
+function fullMean(r: EvalResults, m: Scoring): number {
+  const xs = r.cases.filter((c) => c.algorithm === 'full').map(m.value).filter((x): x is number => x !== null);
+  return xs.length ? mean(xs) : NaN;
+}
+
+/** Which runs show naive losing, legolink:16 within 5%, and both, under one scoring. */
+function pattern(runs: EvalResults[], m: Scoring) {
+  const loses = runs.filter((r) => gapVerdict(pairedGap(r.cases, 'naive', 'full', m.value)!) === 'loses');
+  const within = runs.filter((r) => (pairedGap(r.cases, 'legolink:16', 'full', m.value)?.ratio ?? 0) >= WITHIN);
+  // Within 5% means something only where naive lost: elsewhere there was nothing to win back.
+  return { loses, within, recovers: loses.filter((r) => within.includes(r)) };
+}
 
 /** Why the gap is (or is not) clear on the models measured here, and what would show it: from the runs' own sizes. */
 function whatWouldShowIt(runs: EvalResults[]): string {
   const tokens = runs.flatMap((r) => r.cases.filter((c) => c.algorithm === 'full').map((c) => c.prompt_tokens));
   const name = (r: EvalResults) => `${r.model} on ${r.data.replace(/^.*\//, '')}`;
-  const loses = runs.filter((r) => gapVerdict(pairedGap(r.cases, 'naive', 'full')!) === 'loses');
-  const within = runs.filter((r) => (pairedGap(r.cases, 'legolink:16', 'full')?.ratio ?? 0) >= WITHIN);
   const all = (xs: EvalResults[]) => (xs.length === runs.length ? 'every real-model run above' : xs.length ? xs.map(name).join(', ') : 'no real-model run above');
-  // Within 5% means something only where naive lost: elsewhere there was nothing to win back.
-  const recovers = loses.filter((r) => within.includes(r));
-  const noLoss = runs.filter((r) => !loses.includes(r));
-  const head = `Naive's loss shows on ${all(loses)}; legolink:16 stays within 5% of full on ${all(within)}.`
-    + (loses.length ? ` Where naive loses, legolink:16 wins it back to within 5% on ${recovers.length === loses.length ? 'every such run' : recovers.length ? recovers.map(name).join(', ') : 'none of them'}.` : '')
+  const f = pattern(runs, F1);
+  const noLoss = runs.filter((r) => !f.loses.includes(r));
+  let head = `Naive's loss shows on ${all(f.loses)}; legolink:16 stays within 5% of full on ${all(f.within)}.`
+    + (f.loses.length ? ` Where naive loses, legolink:16 wins it back to within 5% on ${f.recovers.length === f.loses.length ? 'every such run' : f.recovers.length ? f.recovers.map(name).join(', ') : 'none of them'}.` : '')
     + (noLoss.length && noLoss.length < runs.length ? ` On ${noLoss.map(name).join(', ')} naive does not lose, so that run cannot show LegoLink winning accuracy back.` : '');
-  if (loses.length === runs.length && within.length === runs.length) return `${head} That is the papers' pattern.`;
+  // Answer recall, on the runs whose model answers well by it (full finds at least half the answers).
+  const well = runs.filter(answersInSentences);
+  if (well.length) {
+    const w = pattern(well, RECALL);
+    const back = w.loses.flatMap((r) => {
+      const x = wonBack(r, RECALL);
+      return x === null ? [] : [`${pct(x)} of naive's loss on ${name(r)}`];
+    });
+    head += ` Where the model answers well by answer recall (${well.map(name).join(', ')}), naive loses on ${w.loses.length === well.length ? 'every one' : w.loses.length ? w.loses.map(name).join(', ') : 'none'}, and legolink:16 wins it back to within 5% on ${w.recovers.length && w.recovers.length === w.loses.length ? 'every such run' : w.recovers.length ? w.recovers.map(name).join(', ') : 'none of them'}${back.length ? ` (it wins back ${back.join(', ')})` : ''}.`;
+    if (w.loses.length === well.length && w.recovers.length === well.length && f.loses.length === runs.length && f.recovers.length === runs.length) return `${head} That is the papers' pattern.`;
+  } else if (f.loses.length === runs.length && f.within.length === runs.length) return `${head} That is the papers' pattern.`;
   // A resumed evaluation's time is the sum of its runs.
   const span = (x: { started_at: string; finished_at: string | null }) => (x.finished_at ? (Date.parse(x.finished_at) - Date.parse(x.started_at)) / 60000 : NaN);
   const minutes = runs.map((r) => [...(r.resumed ?? []), r].reduce((t, x) => t + span(x), 0)).filter(Number.isFinite);
   const n = runs.map((r) => pairedGap(r.cases, 'naive', 'full')!.n);
   const took = minutes.length ? `; the runs took ${range(minutes.map(Math.round))} minutes on ${range(runs.map((r) => r.cpus))} CPU cores` : '';
-  const weak = runs.every((r) => full(r) < 0.5) ? ' and answer few of these questions even with full attention' : '';
+  const weak = well.length === 0 && runs.every((r) => fullMean(r, F1) < 0.5) ? ' and answer few of these questions even with full attention' : '';
   return `${head} Why the pattern is not clearer on the models within reach here: they are small (${[...new Set(runs.map((r) => r.model))].join(', ')}: a few hundred million parameters at most)${weak}, so a handful of cases moves every mean; the prompts are short (${range(tokens)} tokens), where the papers link thousands of tokens in many chunks; and the sets are small (${range(n)} cases${took}), which keeps the intervals wide. EPIC measures Mistral 7B Instruct, Llama 3.1 8B Instruct and Yi Coder 9B Chat; CacheBlend Mistral-7B, Yi-34B and Llama-70B. What would show it: a 1B-or-larger instruction model (Qwen2.5-1.5B-Instruct, Llama 3.2 1B Instruct, Gemma 3 1B IT: the Model section's catalogue) over thousands of tokens in many chunks and a few hundred cases, on a real GPU (issue 34).`;
 }

@@ -159,10 +159,13 @@ function partial(r: EvalResults): string {
   return `partial: ${done} of ${r.cases_planned} cases${r.command?.includes('--resume') ? ' (the same command continues it)' : ''}`;
 }
 
+/** Whether a run's cases are scored by F1 (QA), so their answer recall means something. */
+const hasRecall = (r: EvalResults) => r.results.some((x) => x.answer_recall != null);
+
 function evalSection(runs: { r: EvalResults; file: string }[], rel: string): string {
   const lines: string[] = [];
   lines.push('## Accuracy against TTFT (EPIC Figure 6)', '');
-  lines.push('`npm run eval` on the generated datasets (EPIC\'s synchronous workload: each case\'s chunks compiled before its requests are timed; greedy decoding). Accuracy is LongBench-style F1 or Rouge-L F in [0, 1]; *agree w/ full* is the F1 between each algorithm\'s answer and full recompute\'s answer on the same case, which shows how faithfully linking reproduces full attention whether or not the model knows the answer. TTFT is the API\'s breakdown total (lookup + load + recompute + first-token logits).', '');
+  lines.push('`npm run eval` on the generated datasets (EPIC\'s synchronous workload: each case\'s chunks compiled before its requests are timed; greedy decoding). Accuracy is LongBench-style F1 or Rouge-L F in [0, 1]; *answer recall* (QA sets) is the share of the reference answer\'s words that the reply contains, whether or not it says more: an instruction model that replies in a whole sentence ("The best day to visit Biobe is Wednesday.") scores recall 1 but F1 0.2 for every algorithm alike, so recall says how often the answer was found; *agree w/ full* is the F1 between each algorithm\'s answer and full recompute\'s answer on the same case, which shows how faithfully linking reproduces full attention whether or not the model knows the answer. TTFT is the API\'s breakdown total (lookup + load + recompute + first-token logits).', '');
   lines.push('Two references run beside the linking algorithms. **full** is EPIC\'s Full Recompute over the linked layout: every token of the linked prompt is computed again, and each chunk keeps the BOS it was compiled with (as in EPIC Fig. 4), so it shows what linking loses against full attention over the same tokens. **prompt** is the question asked as an ordinary prompt: one BOS, then the chunks\' own tokens and the question, nothing cached and every token computed, so it shows what the model answers without LegoKV; its TTFT is all compute (no lookup or load). *agree w/ prompt* is the F1 against prompt\'s answer, as *agree w/ full* is against full\'s; runs made before `prompt` existed have no prompt row.', '');
   if (runs.some(({ r }) => /stories/i.test(r.model))) {
     lines.push('stories260K is a 260K-parameter model trained on children\'s stories with a 512-token context: it cannot answer questions about documents, so its accuracy measures little, and the agreement column is the informative one for it.', '');
@@ -176,12 +179,13 @@ function evalSection(runs: { r: EvalResults; file: string }[], rel: string): str
     if (busy) lines.push(busy, '');
     if (mixed) lines.push(`This file was resumed on other hosts (${mixed}): its mean and median TTFTs mix them; *× full* (the median over cases of full's TTFT over the algorithm's, both measured on the same case in the same run) compares like with like.`, '');
     const withPrompt = r.algorithms.includes('prompt');
-    lines.push(mdTable(['algorithm', 'n', 'accuracy', 'agree w/ full', ...(withPrompt ? ['agree w/ prompt'] : []), 'TTFT mean (ms)', 'TTFT median', '× full', 'load', 'recompute', 'first token', 'recomputed', 'prompt tokens'], r.results.map((x) => [
-      x.algorithm, x.n, f3(x.accuracy), f3(x.agreement_with_full), ...(withPrompt ? [f3(x.agreement_with_prompt)] : []), f0(x.ttft_ms_mean), f0(x.ttft_ms_median), f2(x.speedup_vs_full_median), f1(x.breakdown_ms_mean.load),
+    const withRecall = hasRecall(r);
+    lines.push(mdTable(['algorithm', 'n', 'accuracy', ...(withRecall ? ['answer recall'] : []), 'agree w/ full', ...(withPrompt ? ['agree w/ prompt'] : []), 'TTFT mean (ms)', 'TTFT median', '× full', 'load', 'recompute', 'first token', 'recomputed', 'prompt tokens'], r.results.map((x) => [
+      x.algorithm, x.n, f3(x.accuracy), ...(withRecall ? [f3(x.answer_recall)] : []), f3(x.agreement_with_full), ...(withPrompt ? [f3(x.agreement_with_prompt)] : []), f0(x.ttft_ms_mean), f0(x.ttft_ms_median), f2(x.speedup_vs_full_median), f1(x.breakdown_ms_mean.load),
       f0(x.breakdown_ms_mean.recompute), f1(x.breakdown_ms_mean.first_token), pct(x.recompute_fraction), f0(x.prompt_tokens_mean),
     ])), '');
     if (r.errors?.length) lines.push(`${r.errors.length} requests failed and are left out: ${[...new Set(r.errors.map((e) => e.message))].slice(0, 3).join('; ')}`, '');
-    lines.push(`![accuracy against TTFT](${rel}/eval-${name}.svg) ![agreement with full recompute against TTFT](${rel}/eval-${name}-agreement.svg)`, '');
+    lines.push(`![accuracy against TTFT](${rel}/eval-${name}.svg)${withRecall ? ` ![answer recall against TTFT](${rel}/eval-${name}-recall.svg)` : ''} ![agreement with full recompute against TTFT](${rel}/eval-${name}-agreement.svg)`, '');
   }
   return lines.join('\n');
 }
@@ -223,6 +227,7 @@ export function buildResults(dir: string, outPath: string): { markdown: string; 
       const name = file.replace(/^eval-/, '').replace(/\.json$/, '');
       charts[`eval-${name}.svg`] = accuracyChart(r, 'accuracy');
       charts[`eval-${name}-agreement.svg`] = accuracyChart(r, 'agreement_with_full');
+      if (hasRecall(r)) charts[`eval-${name}-recall.svg`] = accuracyChart(r, 'answer_recall');
     }
     parts.push(evalSection(evals, rel));
   }

@@ -15,7 +15,7 @@ import { otherCores, sampleCpu, type CpuSample } from './host-cpu';
 import { parseAlgorithm, formatAlgorithm } from '../kvlink/algorithms';
 import type { EvalCase } from './dataset';
 import { variantFor, type EvalBackend, type VariantName } from './backend';
-import { qaF1, score } from './metrics';
+import { qaF1, recallScore, score } from './metrics';
 import { predictionForScoring } from './prompt';
 import { mean, median } from './stats';
 
@@ -53,6 +53,11 @@ export interface AlgorithmResult {
   params: Record<string, unknown>;
   n: number;
   accuracy: number;
+  /**
+   * Mean answer recall (metrics.ts: the share of the reference answer's tokens the reply contains), derived from
+   * the stored predictions, so files written before it existed have it too. Null where the cases are summaries.
+   */
+  answer_recall?: number | null;
   ttft_ms_mean: number;
   ttft_ms_median: number;
   recompute_fraction: number;
@@ -152,6 +157,11 @@ export function algorithmParams(spec: string): Record<string, unknown> {
   return params;
 }
 
+/** A case's answer recall, from its stored prediction scored as its metric scores it; null for summaries. */
+export function caseRecall(c: CaseResult): number | null {
+  return recallScore(c.metric, predictionForScoring(c.prediction, c.metric), c.answers);
+}
+
 export function aggregate(algorithms: string[], cases: CaseResult[]): AlgorithmResult[] {
   const fulls = cases.filter((c) => c.algorithm === 'full');
   const answersOf = (algorithm: string) => new Map(cases.filter((c) => c.algorithm === algorithm).map((c) => [c.id, c.prediction]));
@@ -163,6 +173,10 @@ export function aggregate(algorithms: string[], cases: CaseResult[]): AlgorithmR
     const f1 = rs.filter((r) => ref.has(r.id)).map((r) => qaF1(r.prediction, ref.get(r.id)!));
     return f1.length ? mean(f1) : null;
   };
+  const recallOf = (rs: CaseResult[]) => {
+    const xs = rs.map(caseRecall).filter((x): x is number => x !== null);
+    return xs.length ? mean(xs) : null;
+  };
   return algorithms.map((algorithm) => {
     const rs = cases.filter((c) => c.algorithm === algorithm);
     const speedups = rs.filter((r) => fullTtft.has(r.id) && r.ttft_ms > 0).map((r) => fullTtft.get(r.id)! / r.ttft_ms);
@@ -170,6 +184,7 @@ export function aggregate(algorithms: string[], cases: CaseResult[]): AlgorithmR
     return {
       algorithm, params: algorithmParams(algorithm), n: rs.length,
       accuracy: mean(rs.map((r) => r.score)),
+      answer_recall: recallOf(rs),
       ttft_ms_mean: mean(rs.map((r) => r.ttft_ms)),
       ttft_ms_median: median(rs.map((r) => r.ttft_ms)),
       recompute_fraction: mean(rs.map((r) => r.recompute_fraction)),

@@ -1,7 +1,7 @@
 /** LongBench-style F1 and Rouge-L F on values worked out by hand. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { lcsLength, normalizeAnswer, qaF1, rougeL, rougeTokens, score, tokenF1 } from '../../src/eval/metrics';
+import { answerRecall, lcsLength, normalizeAnswer, qaF1, recallScore, rougeL, rougeTokens, score, tokenF1, tokenRecall } from '../../src/eval/metrics';
 
 const close = (a: number, b: number, what = '') => assert.ok(Math.abs(a - b) < 1e-12, `${what}: ${a} != ${b}`);
 
@@ -44,4 +44,19 @@ test('score takes the best reference', () => {
   close(score('f1', 'a green teapot', ['blue teapot', 'green teapot']), 1, 'f1');
   close(score('f1', 'green', ['blue teapot', 'green teapot']), 2 / 3, 'f1 partial');
   close(score('rougeL', 'Tom will wait', ['Anna will be late', 'Tom will wait for Anna']), 2 * 1 * 0.6 / 1.6, 'rougeL');
+});
+
+test('answer recall: the share of the answer the reply holds, however long the reply (hand-checked)', () => {
+  // The reply names the answer inside a sentence of 9 normalised tokens: recall 1, F1 2·(1/9)/(1/9 + 1) = 0.2.
+  const reply = 'The best day to visit the town of Biobe is Wednesday.';
+  close(answerRecall(reply, 'Wednesday'), 1, 'found');
+  close(qaF1(reply, 'Wednesday'), 0.2, 'f1 of the same reply');
+  // Two of the answer's three tokens (articles dropped): green, teapot of "a small green teapot" → 2/3.
+  close(answerRecall('a green teapot', 'a small green teapot'), 2 / 3, 'part');
+  // Each answer token is matched at most as often as the reply has it.
+  close(tokenRecall(['red'], ['red', 'red']), 0.5, 'repeats');
+  assert.equal(answerRecall('', 'Wednesday'), 0);
+  assert.equal(answerRecall('Wednesday', ''), 0, 'an answer that normalises to nothing is never found');
+  close(recallScore('f1', 'it is the green teapot', ['blue box', 'green teapot'])!, 1, 'best reference');
+  assert.equal(recallScore('rougeL', 'Tom will wait', ['Tom will wait']), null, 'summaries have no answer to find');
 });

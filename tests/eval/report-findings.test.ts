@@ -6,12 +6,13 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { findingsSection, gapVerdict, laterStartRatio, pairedGap, sinksSection } from '../../src/eval/report-findings';
+import { byRecall, findingsSection, gapVerdict, laterStartRatio, pairedGap, sinksSection } from '../../src/eval/report-findings';
 import type { CaseResult, EvalResults } from '../../src/eval/runner';
 import type { SinkReport } from '../../src/eval/sinks';
 
-const row = (id: string, algorithm: string, score: number): CaseResult => ({
-  id, algorithm, metric: 'f1', score, prediction: '', answers: ['x'], ttft_ms: 1, ttft_wall_ms: 1,
+/** A case answered right (score 1, the reply is the answer) or wrong; `reply` overrides the reply. */
+const row = (id: string, algorithm: string, score: number, reply?: string): CaseResult => ({
+  id, algorithm, metric: 'f1', score, prediction: reply ?? (score ? 'x' : 'y'), answers: ['x'], ttft_ms: 1, ttft_wall_ms: 1,
   breakdown_ms: { lookup: 0, load: 0, recompute: 1, first_token: 0 }, recomputed: 1, prompt_tokens: 300, recompute_fraction: 1,
   new_tokens: 1, decode_tokens_per_s: 1, compile_ms: 1,
 });
@@ -74,8 +75,8 @@ test('laterStartRatio: chunks 2 and later, weighted by their cases; chunk 1 (the
 test('findingsSection and sinksSection: the verdicts follow the numbers', () => {
   // A real model where naive loses and legolink:16 is within 5%, with sinks; a toy model is tabled but not discussed.
   const shows = findingsSection([{ r: run('Real-1B', 5, 19) }, { r: run('qa-demo', 20, 20) }], [{ r: sinks('Real-1B', 15) }]);
-  assert.match(shows, /\| Real-1B · multidoc\.jsonl \| 40 \| 0\.500 \| 0\.125 vs 0\.500 \(-0\.375, 95% interval -\d\.\d{3} to -\d\.\d{3}; ratio 0\.25\): \*\*loses\*\* \| 0\.95 \(within 5%\) \| 15\.0× \(yes\) \|/);
-  assert.match(shows, /\| qa-demo · multidoc\.jsonl \| 40 \| 0\.500 \| .*\*\*no measurable difference\*\* \| 1\.00 \(within 5%\) \| – \|/);
+  assert.match(shows, /\| Real-1B · multidoc\.jsonl \| 40 \| 0\.500 \| 0\.125 vs 0\.500 \(-0\.375, 95% interval -\d\.\d{3} to -\d\.\d{3}; ratio 0\.25\): \*\*loses\*\* \| 0\.95 \(within 5%\) \| 93% \| 15\.0× \(yes\) \|/);
+  assert.match(shows, /\| qa-demo · multidoc\.jsonl \| 40 \| 0\.500 \| .*\*\*no measurable difference\*\* \| 1\.00 \(within 5%\) \| – \| – \|/);
   assert.match(shows, /\*\*Real-1B on multidoc\.jsonl\*\* \(40 cases\)\. Naive loses accuracy: .* legolink:16 stays within 5% of full: .* the sinks are at chunk starts\./);
   assert.doesNotMatch(shows, /\*\*qa-demo on/);
   assert.match(shows, /Naive's loss shows on every real-model run above; legolink:16 stays within 5% of full on every real-model run above\. Where naive loses, legolink:16 wins it back to within 5% on every such run\. That is the papers' pattern\./);
@@ -98,4 +99,32 @@ test('findingsSection and sinksSection: the verdicts follow the numbers', () => 
   const table = sinksSection([{ file: 'sinks-real.json', r: sinks('Real-1B', 15) }]);
   assert.match(table, /\| naive \| 2 \| 4 \| 0\.1500 \| 0\.200 \| 0\.0100 \| 15\.0 \|/);
   assert.match(table, /a chunk start draws \*\*15\.0×\*\* an ordinary token of its chunk \(sinks at chunk starts\)/);
+});
+
+test('findingsSection: a model that names its answers inside sentences is read by answer recall too', () => {
+  // 40 cases: full finds the answer in 30, naive in 10, legolink:16 in 25, always inside a sentence, so F1 stays low.
+  const say = (found: boolean) => (found ? 'the answer you asked for is x' : 'the answer you asked for is y');
+  const cases: CaseResult[] = [];
+  for (let i = 0; i < 40; i++) {
+    const id = `c${i}`;
+    for (const [al, n] of [['full', 30], ['naive', 10], ['legolink:16', 25]] as const) {
+      const found = i < n;
+      cases.push(row(id, al, found ? 2 / 7 : 0, say(found)));
+    }
+  }
+  const r = { ...run('Chat-135M', 0, 0), cases };
+  const g = pairedGap(r.cases, 'legolink:16', 'full', byRecall)!;
+  assert.equal(g.reference, 0.75);
+  assert.equal(g.algorithm, 0.625);
+  const md = findingsSection([{ r }], []);
+  // The F1 table, then the recall table: won back (0.625 - 0.25) / (0.75 - 0.25) = 75%.
+  assert.match(md, /The same runs scored by \*answer recall\*/);
+  assert.match(md, /\| Chat-135M · multidoc\.jsonl \| 40 \| 0\.750 \| 0\.250 vs 0\.750 \(-0\.500, .*\*\*loses\*\* \| 0\.83 \(not within 5%\) \| 75% \| – \|/);
+  assert.match(md, /Full's F1 \(0\.214\) is low because the model answers in whole sentences: by answer recall full finds 0\.750 of the answers, so this model answers these questions well\. Naive loses by answer recall: .* legolink:16 does not stay within 5% of full by answer recall: .*; it wins back 75% of naive's loss\./);
+  assert.match(md, /Where the model answers well by answer recall \(Chat-135M on multidoc\.jsonl\), naive loses on every one, and legolink:16 wins it back to within 5% on none of them \(it wins back 75% of naive's loss on Chat-135M on multidoc\.jsonl\)\./);
+  assert.doesNotMatch(md, /answer few of these questions/);
+  // A summary run (Rouge-L) gets no recall table.
+  const sums = { ...run('Sum-135M', 5, 19) };
+  sums.cases = sums.cases.map((c) => ({ ...c, metric: 'rougeL' as const }));
+  assert.doesNotMatch(findingsSection([{ r: sums }], []), /answer recall/);
 });

@@ -134,7 +134,7 @@ test('RESULTS.md: a file resumed on another CPU says its mean TTFTs mix hosts, a
   }));
   const { markdown } = buildResults(dir, join(dir, '..', 'RESULTS.md'));
   assert.match(markdown, /resumed on other hosts \(of its 2 runs, 1 with the CPU not recorded, 1 on CPU B\)/);
-  assert.match(markdown, /\| naive \| 2 \| 1\.000 \| 1\.000 \| 15 \| 15 \| 4\.00 \|/, 'rows recomputed from the cases, × full per case');
+  assert.match(markdown, /\| naive \| 2 \| 1\.000 \| 1\.000 \| 1\.000 \| 15 \| 15 \| 4\.00 \|/, 'rows recomputed from the cases, × full per case');
 });
 
 test('busy-host note: one figure per case, the busy ones counted; nothing for files without it', () => {
@@ -183,7 +183,7 @@ test('RESULTS.md: the peers section comes from peers.json, with the ratios and w
 test('RESULTS.md: the two references are explained; a run with prompt shows its row, agreement with it and its chart point', () => {
   const dir = mkdtempSync(join(tmpdir(), 'legokv-results-'));
   const c = (id: string, algorithm: string, prediction: string, ttft: number, load: number): CaseResult => ({
-    id, algorithm, metric: 'f1', score: 1, prediction, answers: ['x'], ttft_ms: ttft, ttft_wall_ms: ttft, breakdown_ms: { lookup: 0, load, recompute: ttft - load - 1, first_token: 1 },
+    id, algorithm, metric: 'f1', score: 1, prediction, answers: ['the fox'], ttft_ms: ttft, ttft_wall_ms: ttft, breakdown_ms: { lookup: 0, load, recompute: ttft - load - 1, first_token: 1 },
     recomputed: 10, prompt_tokens: 100, recompute_fraction: 0.1, new_tokens: 1, decode_tokens_per_s: 10, compile_ms: 5,
   });
   const run = (algorithms: string[], cases: CaseResult[]) => JSON.stringify({
@@ -196,10 +196,19 @@ test('RESULTS.md: the two references are explained; a run with prompt shows its 
   assert.match(markdown, /\*\*full\*\* is EPIC's Full Recompute over the linked layout/);
   assert.match(markdown, /\*\*prompt\*\* is the question asked as an ordinary prompt: one BOS/);
   const [newer, older] = [markdown.indexOf('### d.jsonl'), markdown.lastIndexOf('### d.jsonl')].map((i) => markdown.slice(i, markdown.indexOf('![', i)));
-  assert.match(newer, /\| algorithm \| n \| accuracy \| agree w\/ full \| agree w\/ prompt \| TTFT mean \(ms\) \|/);
-  assert.match(newer, /\| prompt \| 1 \| 1\.000 \| 1\.000 \| 1\.000 \| 38 \| 38 \| 1\.05 \| 0\.0 \|/);
-  assert.match(newer, /\| naive \| 1 \| 1\.000 \| 0\.667 \| 0\.667 \| 10 \|/);
-  assert.match(older, /\| algorithm \| n \| accuracy \| agree w\/ full \| TTFT mean \(ms\) \|/, 'a file without prompt: no such column');
+  // Answer recall, from the stored predictions: 'red fox' holds the answer 'the fox' (articles dropped), 'red' does not.
+  assert.match(newer, /\| algorithm \| n \| accuracy \| answer recall \| agree w\/ full \| agree w\/ prompt \| TTFT mean \(ms\) \|/);
+  assert.match(newer, /\| prompt \| 1 \| 1\.000 \| 1\.000 \| 1\.000 \| 1\.000 \| 38 \| 38 \| 1\.05 \| 0\.0 \|/);
+  assert.match(newer, /\| naive \| 1 \| 1\.000 \| 0\.000 \| 0\.667 \| 0\.667 \| 10 \|/);
+  assert.match(older, /\| algorithm \| n \| accuracy \| answer recall \| agree w\/ full \| TTFT mean \(ms\) \|/, 'a file without prompt: no such column');
+  assert.match(charts['eval-new-recall.svg'], /Answer recall vs TTFT/);
+  // A summary set (Rouge-L) has no answer to find: no recall column and no recall chart.
+  writeFileSync(join(dir, 'eval-sum.json'), run(['full', 'naive'], [c('a', 'full', 'red fox', 40, 0), c('a', 'naive', 'red', 10, 2)].map((x) => ({ ...x, metric: 'rougeL' as const }))));
+  const sum = buildResults(dir, join(dir, '..', 'RESULTS.md'));
+  assert.equal(sum.charts['eval-sum-recall.svg'], undefined);
+  assert.ok(sum.charts['eval-sum.svg']);
+  assert.match(sum.markdown, /\| algorithm \| n \| accuracy \| agree w\/ full \| TTFT mean \(ms\) \|/, 'the Rouge-L run: no answer recall column');
+
   assert.doesNotMatch(older, /\| prompt \|/);
   assert.match(charts['eval-new.svg'], />prompt<\/text>/);
   assert.doesNotMatch(charts['eval-old.svg'], />prompt<\/text>/);
