@@ -2,17 +2,102 @@
 // (TX of them: decode has one), as matmul.wgsl, for real GPUs. A matrix-vector
 // product reads every weight once and does little else, so this kernel is
 // built to stream w at memory bandwidth: a workgroup of 256 invocations owns
-// 8 output columns n; the 32 invocations of a column walk its K/4 vec4s with
-// a stride of 32, so neighbours read neighbouring memory, each keeping TX
-// partial sums; the 32 partials of each (t, n) are summed in workgroup memory.
+// COLS output columns n; the lanes of a column walk its K/4 vec4s with a
+// stride of their count, so neighbours read neighbouring memory, each keeping
+// TX partial sums (partials below), which are then summed:
+//  - by default, 32 lanes a column (COLS = 8) and the sums in workgroup memory;
+//  - with SG (adapters with `subgroups`), a subgroup a column: each subgroup
+//    claims the workgroup's columns one at a time from a counter in workgroup
+//    memory and sums with subgroupAdd, so no barrier and no workgroup array.
+//    It assumes nothing of how invocations map to subgroups or of their size:
+//    a lane's rank and the lane count come from subgroupExclusiveAdd and
+//    subgroupAdd of 1, and a column is subgroup-uniform by construction
+//    (subgroupBroadcastFirst). The engine sets COLS = 256 / the adapter's
+//    smallest subgroup size (8 to 64), so every subgroup has a column.
 // Packed quantized weights (W_Q): a lane takes 32-weight sub-blocks instead of
 // vec4s (quant.wgsl's dq32), so scales are decoded once per 32 weights.
 // NORM and GLU read x through a prologue (gemv_x.wgsl): decode's RMSNorm and GLU
 // launches folded into the GEMV that consumes their output.
+#if SG
+enable subgroups;
+// A column's loop ends where its subgroup's claim runs out: uniform within the subgroup, which is all
+// subgroupAdd needs, though the analysis (which reasons per workgroup) cannot see it.
+diagnostic(off, subgroup_uniformity);
+#endif
 #include "matmul_io"
 #include "gemv_x"
 
 const TX: u32 = {{TX}}u;
+
+// The partial sums of the lane that takes vec4s (or, W_Q, 32-weight sub-blocks) first, first + step, ...
+// of the column whose weights start at vec4 wrow: acc[t] for row t of x, ss[t] its sum of squares (NORM).
+fn partials(wrow: u32, first: u32, step: u32, acc: ptr<function, array<f32, TX>>, ss: ptr<function, array<f32, TX>>) {
+#if W_Q
+  var wv: array<vec4<f32>, 8>;
+  for (var sb = first; sb < p.K4 / 8u; sb += step) {
+    dq32(wrow / 8u + sb, p.sbase, &wv);
+    for (var t = 0u; t < TX; t++) {
+      var a = 0.0;
+      for (var j = 0u; j < 8u; j++) {
+        let xv = load_x(t, sb * 8u + j);
+        (*ss)[t] += sq(xv);
+        a += dot(xv * gain(sb * 8u + j), wv[j]);
+      }
+      (*acc)[t] += a;
+    }
+  }
+#else
+  for (var k = first; k < p.K4; k += step) {
+    let wv = load_w(wrow + k) * gain(k);
+    for (var t = 0u; t < TX; t++) {
+      let xv = load_x(t, k);
+      (*ss)[t] += sq(xv);
+      (*acc)[t] += dot(xv, wv);
+    }
+  }
+#endif
+}
+
+// Row t's finished sum s for column n, through the bias/residual epilogue or into its column range.
+fn store_sum(t: u32, n: u32, s: f32) {
+#if Y_RANGE
+  store_range(t, n, s);
+#else
+  y[t * p.N + n] = epilogue(t, n, s);
+#endif
+}
+
+#if SG
+const COLS: u32 = {{COLS}}u;
+var<workgroup> next_col: atomic<u32>;
+
+@compute @workgroup_size(256, 1, 1)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  let lanes = subgroupAdd(1u);
+  let rank = subgroupExclusiveAdd(1u);
+  let col0 = (wid.x + wid.y * nwg.x) * COLS;
+  loop {
+    var c = 0u;
+    if (subgroupElect()) { c = atomicAdd(&next_col, 1u); }
+    c = subgroupBroadcastFirst(c);
+    let n = col0 + c;
+    if (c >= COLS || n >= p.N) { break; }
+    // Zeroed explicitly: each column this subgroup claims starts its sums afresh (SwiftShader kept an
+    // uninitialised declaration's values from the previous iteration).
+    var acc = array<f32, TX>();
+    var ss = array<f32, TX>();
+    partials(n * p.K4, rank, lanes, &acc, &ss);
+    var sums = array<f32, TX>();
+    for (var t = 0u; t < TX; t++) {
+      sums[t] = subgroupAdd(acc[t]);
+#if NORM
+      sums[t] *= rms_scale(subgroupAdd(ss[t]));
+#endif
+    }
+    for (var t = rank; t < TX; t += lanes) { store_sum(t, n, sums[t]); }
+  }
+}
+#else
 var<workgroup> part: array<f32, {{PARTS}}>;
 #if NORM
 // The lanes' sums of squares, reduced like part.
@@ -25,34 +110,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let lane = li % 32u;
   let n = (wid.x + wid.y * nwg.x) * 8u + col;
   // Columns past N (the last workgroup) load a valid row and store nothing; no early return before the barrier.
-  let wrow = min(n, p.N - 1u) * p.K4;
   var acc: array<f32, TX>;
   var ss: array<f32, TX>;
-#if W_Q
-  // Packed blocks: a lane takes whole 32-weight sub-blocks (8 vec4s), decoding their scales once.
-  var wv: array<vec4<f32>, 8>;
-  for (var sb = lane; sb < p.K4 / 8u; sb += 32u) {
-    dq32(wrow / 8u + sb, p.sbase, &wv);
-    for (var t = 0u; t < TX; t++) {
-      var a = 0.0;
-      for (var j = 0u; j < 8u; j++) {
-        let xv = load_x(t, sb * 8u + j);
-        ss[t] += sq(xv);
-        a += dot(xv * gain(sb * 8u + j), wv[j]);
-      }
-      acc[t] += a;
-    }
-  }
-#else
-  for (var k = lane; k < p.K4; k += 32u) {
-    let wv = load_w(wrow + k) * gain(k);
-    for (var t = 0u; t < TX; t++) {
-      let xv = load_x(t, k);
-      ss[t] += sq(xv);
-      acc[t] += dot(xv, wv);
-    }
-  }
-#endif
+  partials(min(n, p.N - 1u) * p.K4, lane, 32u, &acc, &ss);
   for (var t = 0u; t < TX; t++) { part[t * 256u + li] = acc[t]; }
 #if NORM
   for (var t = 0u; t < TX; t++) { sq_part[t * 256u + li] = ss[t]; }
@@ -67,10 +127,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     for (var i = 0u; i < 32u; i++) { s2 += sq_part[lane * 256u + col * 32u + i]; }
     s *= rms_scale(s2);
 #endif
-#if Y_RANGE
-    store_range(lane, n, s);
-#else
-    y[lane * p.N + n] = epilogue(lane, n, s);
-#endif
+    store_sum(lane, n, s);
   }
 }
+#endif

@@ -2,15 +2,18 @@
  * Decode timed two ways side by side on one model and cache, for the GPU kit's engine stage, so each lent GPU says
  * which way pays there: with the fused launches (Ops.fuse: RMSNorm and GLU folded into the GEMVs after them) and
  * without; and with decode's attention in attention_decode.wgsl ('keys', the GPU default) and in attention.wgsl
- * ('rows'). Each way reports its wall and GPU time a step and its dispatches a step.
+ * ('rows'); and, on devices with subgroups, with its GEMVs in gemv_sg (the default there) and in gemv. Each way
+ * reports its wall and GPU time a step and its dispatches a step.
  */
-import type { AttentionVariant, Engine } from '../engine';
+import type { AttentionVariant, Engine, GemvVariant } from '../engine';
 import { benchTokens } from './prefill';
 
 export interface DecodeWay {
   /** What the way sets (fused launches or not; the attention kernel). */
   fused: boolean;
   attention: AttentionVariant | 'default';
+  /** The GEMV kernel, where the way sets it (absent in files written before it could be chosen). */
+  gemv?: GemvVariant | 'default';
   /** Whether this is the way the engine decodes on this adapter by default. */
   chosen: boolean;
   steps: number;
@@ -23,17 +26,18 @@ export interface DecodeWay {
 /** The fused/unfused comparison's rows (their attention is the default). */
 export type FuseTiming = DecodeWay;
 
-type Way = { fused: boolean; attention?: AttentionVariant; chosen: boolean; steps: number };
+type Way = { fused: boolean; attention?: AttentionVariant; gemv?: GemvVariant; chosen: boolean; steps: number };
 
 /**
  * After a `context`-token prefill, one step each way to build its pipelines, then each way's timed steps, the
  * engine's own way first; the engine's settings are restored after.
  */
 async function timeWays(e: Engine, context: number, ways: Way[]): Promise<DecodeWay[]> {
-  const saved = { fuse: e.ops.fuse, attention: e.ops.attentionVariant };
+  const saved = { fuse: e.ops.fuse, attention: e.ops.attentionVariant, gemv: e.ops.gemvVariant };
   const set = (w: Way) => {
     e.ops.fuse = w.fused;
     e.ops.attentionVariant = w.attention;
+    e.ops.gemvVariant = w.gemv;
   };
   const total = context + ways.length + ways.reduce((s, w) => s + w.steps + Math.min(8, w.steps), 0);
   const tokens = benchTokens(total, e.config.vocabSize, 1);
@@ -60,12 +64,13 @@ async function timeWays(e: Engine, context: number, ways: Way[]): Promise<Decode
         for (let i = 0; i < probe; i++) await e.decode(cache, tokens[at++]);
         gpu = ((await d.stopGpuTimer()) ?? NaN) / probe;
       }
-      out.push({ fused: w.fused, attention: w.attention ?? 'default', chosen: w.chosen, steps: w.steps, decode_tokens_per_s: 1000 / wall, decode_wall_ms: wall, decode_gpu_ms: gpu, dispatches_per_step: dispatches });
+      out.push({ fused: w.fused, attention: w.attention ?? 'default', gemv: w.gemv ?? 'default', chosen: w.chosen, steps: w.steps, decode_tokens_per_s: 1000 / wall, decode_wall_ms: wall, decode_gpu_ms: gpu, dispatches_per_step: dispatches });
     }
     return out;
   } finally {
     e.ops.fuse = saved.fuse;
     e.ops.attentionVariant = saved.attention;
+    e.ops.gemvVariant = saved.gemv;
     cache.destroy();
   }
 }
@@ -86,10 +91,22 @@ export function decodeAttentionWays(e: Engine, context: number, steps: number): 
   return timeWays(e, context, kernels.map((attention) => ({ fused: e.ops.fuses(1), attention, chosen: attention === picked, steps })));
 }
 
+/**
+ * Decode with its GEMVs in each kernel (gemv_sg, the default where the device has subgroups, and gemv), the
+ * engine's fusion and attention kept; nothing on a device without subgroups, where gemv is the only one. On the
+ * 'cpu' profile unfused decode multiplies with the register kernel, so only fused decode's GEMVs change there.
+ */
+export function decodeGemvWays(e: Engine, context: number, steps: number): Promise<DecodeWay[]> {
+  if (!e.ops.subgroupMin) return Promise.resolve([]);
+  const picked = e.ops.pickGemv();
+  const kernels: GemvVariant[] = [picked, picked === 'gemv_sg' ? 'gemv' : 'gemv_sg'];
+  return timeWays(e, context, kernels.map((gemv) => ({ fused: e.ops.fuses(1), gemv, chosen: gemv === picked, steps })));
+}
+
 /** One line for logs. */
 export function formatFuse(rows: DecodeWay[]): string {
   const way = (r: DecodeWay) =>
-    `${r.fused ? 'fused' : 'unfused'}${r.attention === 'default' ? '' : `, attention ${r.attention}`}${r.chosen ? ' (chosen)' : ''} ${r.decode_tokens_per_s.toFixed(1)} tok/s, ` +
+    `${r.fused ? 'fused' : 'unfused'}${r.attention === 'default' ? '' : `, attention ${r.attention}`}${!r.gemv || r.gemv === 'default' ? '' : `, ${r.gemv}`}${r.chosen ? ' (chosen)' : ''} ${r.decode_tokens_per_s.toFixed(1)} tok/s, ` +
     `${r.decode_wall_ms.toFixed(2)} ms wall${r.decode_gpu_ms !== undefined ? `, ${r.decode_gpu_ms.toFixed(2)} ms GPU` : ''}, ${r.dispatches_per_step} dispatches a step`;
   return `decode ${rows.map(way).join('; ')}`;
 }

@@ -41,7 +41,7 @@ import { timeMatmuls } from './matmul';
 import { timeAttention, type AttentionCase } from './attention';
 import { uploadBandwidth } from './upload';
 import { formatProfile, profileDecode } from './profile';
-import { decodeAttentionWays, decodeBothWays, formatFuse } from './fuse';
+import { decodeAttentionWays, decodeBothWays, decodeGemvWays, formatFuse } from './fuse';
 import { GpuTier } from '../kvstore/gpu-tier';
 
 const { values: a } = parseArgs({
@@ -387,8 +387,10 @@ async function profileInto(rows: Record<string, unknown>[], e: Engine, context: 
   log(`${tag} ${formatFuse(fuse)}`);
   const attention = await decodeAttentionWays(e, cpu ? Math.min(context, 64) : context, cpu ? 1 : Number(a['decode-steps']));
   log(`${tag} ${formatFuse(attention)}`);
+  const gemv = await decodeGemvWays(e, cpu ? Math.min(context, 64) : context, cpu ? 1 : Number(a['decode-steps']));
+  if (gemv.length) log(`${tag} ${formatFuse(gemv)}`);
   const p = await profileDecode(e, context);
-  rows.push({ ...row, profile: p ?? 'no timestamp queries', fuse, attention });
+  rows.push({ ...row, profile: p ?? 'no timestamp queries', fuse, attention, gemv });
   if (!p) return;
   for (const l of formatProfile(p)) log(`${tag} ${l}`);
 }

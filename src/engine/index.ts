@@ -11,7 +11,7 @@ export type { LayerRows, GpuLayerRows } from './model/kv-io';
 export type { ScoresRequest, ScoresResult } from './model/forward';
 export { OutOfGpuMemoryError } from './model/gpu-model';
 export { describeSplit, paramCount, planGpuMemory, splitMatrices, weightDtypeFor, type AdapterLimits, type GpuPlan } from './model/gpu-plan';
-export type { AttentionVariant, MatmulVariant, StoreDType } from './ops';
+export type { AttentionVariant, GemvVariant, MatmulVariant, StoreDType } from './ops';
 
 // GPU context and kernels.
 export { createGpuContext, describeAdapter, NoWebGPUError, type AdapterSummary, type GpuContext } from './gpu/device';

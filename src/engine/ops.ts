@@ -24,9 +24,14 @@ const f = (v: number) => ({ f32: v });
  * workgroup-memory tiles), 'tiled128' (matmul_tiled128.wgsl, 128x128 tiles
  * for products large enough to fill the GPU with them) and 'gemv'
  * (gemv.wgsl, up to 4 rows of x: decode's matrix-vector products, streaming
- * the weights at memory bandwidth).
+ * the weights at memory bandwidth), and 'gemv_sg', the same kernel summing
+ * with subgroup operations, on devices with the `subgroups` feature.
  */
-export type MatmulVariant = 'reg' | 'tiled' | 'tiled128' | 'gemv';
+export type MatmulVariant = 'reg' | 'tiled' | 'tiled128' | 'gemv' | 'gemv_sg';
+export type GemvVariant = 'gemv' | 'gemv_sg';
+const isGemv = (v: MatmulVariant | undefined): v is GemvVariant => v === 'gemv' || v === 'gemv_sg';
+/** gemv_sg's columns a workgroup: one per subgroup of the device's smallest size (256 invocations), 8 to 64. */
+export const gemvSgColumns = (subgroupMin: number) => Math.max(8, Math.min(64, Math.floor(256 / subgroupMin)));
 /** Which family of matmul kernels an adapter gets (Engine picks it from the adapter's profile). */
 export type MatmulProfile = 'cpu' | 'gpu';
 /** 128x128 tiles only pay once a product has this many of them (an H100 has 132 multiprocessors). */
@@ -138,6 +143,13 @@ export class Ops {
   fuse?: boolean;
   /** The attention kernel every call that names none gets, instead of pickAttention's choice (the GPU kit times decode both ways). */
   attentionVariant?: AttentionVariant;
+  /** The GEMV kernel every product of at most 4 rows gets on the 'gpu' profile, instead of pickGemv's (the GPU kit times decode with each). */
+  gemvVariant?: GemvVariant;
+  /**
+   * The device's smallest subgroup size where it has the `subgroups` feature (createGpuContext enables it where
+   * the adapter offers it), else null: gemv_sg needs it.
+   */
+  readonly subgroupMin: number | null;
 
   constructor(
     readonly lib: KernelLibrary,
@@ -145,6 +157,9 @@ export class Ops {
   ) {
     this.temps = new Scratch(lib.device, () => d.flush());
     this.maxBinding = lib.device.limits.maxStorageBufferBindingSize;
+    const info = (lib.device as GPUDevice & { adapterInfo?: GPUAdapterInfo }).adapterInfo;
+    // A device without adapterInfo (older browsers) gets 32, the common size on GPUs; gemv_sg is right at any size.
+    this.subgroupMin = lib.device.features.has('subgroups') ? (info?.subgroupMinSize ?? 32) : null;
   }
 
   /** The adapter's largest storage binding, read once (attention's slice partials must fit in one). */
@@ -157,7 +172,15 @@ export class Ops {
 
   /** The variants that can compute a [T, K]·[K, N] product (bench:engine and the GPU kit time each). */
   matmulVariants(T = 64): MatmulVariant[] {
-    return T <= 4 ? ['reg', 'gemv'] : T < 16 ? ['reg'] : ['reg', 'tiled', 'tiled128'];
+    return T <= 4 ? ['reg', 'gemv', ...(this.subgroupMin ? ['gemv_sg' as const] : [])] : T < 16 ? ['reg'] : ['reg', 'tiled', 'tiled128'];
+  }
+
+  /**
+   * The GEMV kernel for decode's products: gemv_sg where the device has subgroups (its sums need no workgroup
+   * memory or barrier), else gemv. Not yet timed on a GPU: the kit's matmul and profile stages time both.
+   */
+  pickGemv(): GemvVariant {
+    return this.gemvVariant ?? (this.subgroupMin ? 'gemv_sg' : 'gemv');
   }
 
   /**
@@ -169,7 +192,7 @@ export class Ops {
    */
   pickMatmul(T: number, N: number, K = Infinity): MatmulVariant {
     if (this.matmulProfile === 'cpu') return 'reg';
-    if (T <= 4) return 'gemv';
+    if (T <= 4) return this.pickGemv();
     // Small row counts would leave most of a 64-row tile idle.
     if (T < 16) return 'reg';
     const tiles = Math.ceil(T / 128) * Math.ceil(N / 128);
@@ -179,9 +202,9 @@ export class Ops {
   matmul(a: MatmulArgs) {
     if (a.K % 4 !== 0) throw new Error(`matmul needs K % 4 == 0, got K=${a.K}`);
     // An explicit tiled variant on fewer than 16 rows falls back to the register kernel: a 64-row tile would idle.
-    if (a.pre && (a.variant ?? 'gemv') !== 'gemv') throw new Error(`matmul: only gemv reads x through a prologue, not ${a.variant}`);
-    const variant = a.pre ? 'gemv' : a.variant === undefined ? this.pickMatmul(a.T, a.N, a.K) : a.variant !== 'gemv' && a.T < 16 ? 'reg' : a.variant;
-    if (variant === 'gemv') return this.gemv(a);
+    if (a.pre && a.variant !== undefined && !isGemv(a.variant)) throw new Error(`matmul: only gemv reads x through a prologue, not ${a.variant}`);
+    const variant = a.variant === undefined ? (a.pre ? this.pickGemv() : this.pickMatmul(a.T, a.N, a.K)) : !isGemv(a.variant) && a.T < 16 ? 'reg' : a.variant;
+    if (isGemv(variant)) return this.gemv(a, variant === 'gemv_sg');
     if (variant !== 'reg') return this.matmulTiled(a, variant === 'tiled128' ? 128 : 64);
     const TM = a.T >= 4 ? 4 : 1;
     const pipe = this.lib.pipeline('matmul', { TM, ...wDefines(a.wDtype), BIAS: !!a.bias, RESIDUAL: !!a.residual, Y_RANGE: yRange(a) });
@@ -199,15 +222,17 @@ export class Ops {
     this.d.run(pipe, matmulParams(a), matmulBindings(a), [Math.ceil(a.N / tile), Math.ceil(a.T / tile), 1]);
   }
 
-  private gemv(a: MatmulArgs) {
+  private gemv(a: MatmulArgs, sg: boolean) {
     if (a.T > 4) throw new Error(`gemv takes at most 4 rows of x, got T=${a.T}`);
+    if (sg && !this.subgroupMin) throw new Error('gemv_sg needs a device with the subgroups feature');
     const glu = a.pre && 'glu' in a.pre ? a.pre.glu : null;
+    const cols = sg ? gemvSgColumns(this.subgroupMin!) : 8;
     const pipe = this.lib.pipeline('gemv', {
-      TX: a.T, PARTS: 256 * a.T, ...wDefines(a.wDtype), BIAS: !!a.bias, RESIDUAL: !!a.residual, Y_RANGE: yRange(a),
+      TX: a.T, PARTS: 256 * a.T, SG: sg, COLS: cols, ...wDefines(a.wDtype), BIAS: !!a.bias, RESIDUAL: !!a.residual, Y_RANGE: yRange(a),
       NORM: !!a.pre && 'norm' in a.pre, GLU: !!glu, GELU_TANH: glu === 'gelu_tanh',
     });
-    // One workgroup per 8 output columns.
-    this.d.run1d(pipe, matmulParams(a), matmulBindings(a), Math.ceil(a.N / 8) * 64);
+    // One workgroup (of 256) per `cols` output columns.
+    this.d.run1d(pipe, matmulParams(a), matmulBindings(a), Math.ceil(a.N / cols) * 64);
   }
 
   rmsnorm(a: RmsNormArgs) {

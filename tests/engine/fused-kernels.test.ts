@@ -14,7 +14,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as ref from '../../src/engine/reference';
-import type { WeightDType, WeightMatrix, XPrologue } from '../../src/engine/ops';
+import type { GemvVariant, WeightDType, WeightMatrix, XPrologue } from '../../src/engine/ops';
 import { dequantizeF32 } from '../../src/engine/formats/gguf-quants';
 import { noiseBlocks, QUANT, QUANT_TYPES, repackForGpu } from '../../src/engine/quant';
 import { floatsToHalves, roundToHalf } from '../../src/engine/f16';
@@ -22,6 +22,12 @@ import { splitRows } from '../../src/engine/model/gpu-plan';
 import { assertClose, harness, rand, type Harness, relErr } from '../helpers/gpu';
 
 const RT = 4e-6;
+
+/** Both GEMV kernels where the device has subgroups (SwiftShader does); gemv alone where it has none. */
+const gemvs = (h: Harness, t: { diagnostic(m: string): void }): GemvVariant[] => {
+  if (!h.ops.subgroupMin) t.diagnostic('this device has no subgroups: gemv_sg is not run');
+  return h.ops.subgroupMin ? ['gemv', 'gemv_sg'] : ['gemv'];
+};
 
 /** A random [rows, cols] matrix stored as `dtype`: its GPU buffer and the f32 values the kernel computes with. */
 function weights(h: Harness, dtype: WeightDType, rows: number, cols: number, seed: number) {
@@ -51,14 +57,14 @@ for (const dtype of DTYPES) {
       const w = weights(h, dtype, N, K, 43);
       const bias = rand(N, 44);
       const y = h.empty(T * N * 4);
-      for (const plusOne of [false, true]) {
+      for (const variant of gemvs(h, t)) for (const plusOne of [false, true]) {
         const eps = plusOne ? 1e-6 : 1e-5;
         const pre: XPrologue = { norm: h.upload(g), eps, plusOne };
-        h.ops.matmul({ x: h.upload(x), w: w.buffer, wDtype: dtype, y, T, N, K, bias: h.upload(bias), pre });
+        h.ops.matmul({ x: h.upload(x), w: w.buffer, wDtype: dtype, y, T, N, K, bias: h.upload(bias), pre, variant });
         const got = await h.readF32(y, T * N);
         const want = ref.matmul(ref.rmsnorm(x, g, T, K, eps, plusOne), w.values, T, N, K, bias);
-        t.diagnostic(`T=${T} N=${N} K=${K} plusOne=${plusOne}: |Δ| / max|ref| ${relErr(got, want).toExponential(2)}`);
-        assertClose(got, want, 0, RT, `T=${T} N=${N} K=${K} plusOne=${plusOne}`);
+        t.diagnostic(`${variant} T=${T} N=${N} K=${K} plusOne=${plusOne}: |Δ| / max|ref| ${relErr(got, want).toExponential(2)}`);
+        assertClose(got, want, 0, RT, `${variant} T=${T} N=${N} K=${K} plusOne=${plusOne}`);
       }
     }
   });
@@ -72,19 +78,19 @@ for (const dtype of DTYPES) {
       const w = weights(h, dtype, N, K, 46);
       const res = rand(T * N, 47);
       const y = h.empty(T * N * 4);
-      for (const act of ['silu', 'gelu_tanh'] as const) {
-        h.ops.matmul({ x: h.upload(gu), w: w.buffer, wDtype: dtype, y, T, N, K, residual: h.upload(res), pre: { glu: act } });
+      for (const variant of gemvs(h, t)) for (const act of ['silu', 'gelu_tanh'] as const) {
+        h.ops.matmul({ x: h.upload(gu), w: w.buffer, wDtype: dtype, y, T, N, K, residual: h.upload(res), pre: { glu: act }, variant });
         const got = await h.readF32(y, T * N);
         const want = ref.matmul(ref.glu(gu, T, K, act), w.values, T, N, K, undefined, res);
-        t.diagnostic(`T=${T} N=${N} K=${K} ${act}: |Δ| / max|ref| ${relErr(got, want).toExponential(2)}`);
-        assertClose(got, want, 0, RT, `T=${T} N=${N} K=${K} ${act}`);
+        t.diagnostic(`${variant} T=${T} N=${N} K=${K} ${act}: |Δ| / max|ref| ${relErr(got, want).toExponential(2)}`);
+        assertClose(got, want, 0, RT, `${variant} T=${T} N=${N} K=${K} ${act}`);
       }
     }
   });
 }
 
 // A matrix in row parts (Y_RANGE): each part's launch computes the norm, or the GLU, itself.
-test('gemv prologues on a matrix in row parts, with bias and residual', async () => {
+test('gemv prologues on a matrix in row parts, with bias and residual', async (t) => {
   const h = await harness();
   const T = 2, N = 40, K = 68;
   const w = rand(N * K, 51);
@@ -93,10 +99,12 @@ test('gemv prologues on a matrix in row parts, with bias and residual', async ()
   assert.ok(m.parts.length >= 4, `${m.parts.length} parts`);
   const x = rand(T * K, 52, 2), gu = rand(T * 2 * K, 53, 3), g = rand(K, 54), bias = rand(N, 55), res = rand(T * N, 56);
   const y = h.empty(T * N * 4);
-  h.ops.matmulParts({ x: h.upload(x), w: m, y, T, K, bias: h.upload(bias), pre: { norm: h.upload(g), eps: 1e-6, plusOne: true } });
-  assertClose(await h.readF32(y, T * N), ref.matmul(ref.rmsnorm(x, g, T, K, 1e-6, true), w, T, N, K, bias), 0, RT, 'norm');
-  h.ops.matmulParts({ x: h.upload(gu), w: m, y, T, K, residual: h.upload(res), pre: { glu: 'gelu_tanh' } });
-  assertClose(await h.readF32(y, T * N), ref.matmul(ref.glu(gu, T, K, 'gelu_tanh'), w, T, N, K, undefined, res), 0, RT, 'glu');
+  for (const variant of gemvs(h, t)) {
+    h.ops.matmulParts({ x: h.upload(x), w: m, y, T, K, bias: h.upload(bias), pre: { norm: h.upload(g), eps: 1e-6, plusOne: true }, variant });
+    assertClose(await h.readF32(y, T * N), ref.matmul(ref.rmsnorm(x, g, T, K, 1e-6, true), w, T, N, K, bias), 0, RT, `${variant} norm`);
+    h.ops.matmulParts({ x: h.upload(gu), w: m, y, T, K, residual: h.upload(res), pre: { glu: 'gelu_tanh' }, variant });
+    assertClose(await h.readF32(y, T * N), ref.matmul(ref.glu(gu, T, K, 'gelu_tanh'), w, T, N, K, undefined, res), 0, RT, `${variant} glu`);
+  }
 });
 
 test('a prologue with a matmul variant other than gemv is refused', async () => {

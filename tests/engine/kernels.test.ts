@@ -24,6 +24,8 @@ const RT = 2e-5;
 const TILED_RT = 2e-6;
 /** attention_decode's bound, relative like RT: about 10x its worst error on SwiftShader (4.6e-7 of the largest output). */
 const KEYS_RT = 5e-6;
+/** gemv_sg's bound, relative like RT: about 10x its worst error on SwiftShader (2.7e-7 of the largest output; gemv's is 2.2e-7). */
+const GEMV_SG_RT = 3e-6;
 
 const MATMUL_SHAPES: [number, number, number, MatmulVariant][] = [
   [1, 36, 64, 'reg'], [5, 172, 64, 'reg'], [9, 10, 172, 'reg'],
@@ -33,13 +35,28 @@ const MATMUL_SHAPES: [number, number, number, MatmulVariant][] = [
   [130, 140, 36, 'tiled128'], [128, 128, 64, 'tiled128'], [20, 70, 172, 'tiled128'],
   // gemv: 1 to 4 rows of x, N not a multiple of the workgroup's 8 columns, K shorter and longer than 32 vec4s.
   [1, 37, 68, 'gemv'], [3, 200, 172, 'gemv'], [4, 9, 1032, 'gemv'], [2, 8, 4, 'gemv'],
+  // gemv_sg (SwiftShader's subgroups of 4: 64 columns a workgroup): N short of and past one workgroup, K under
+  // one vec4 a lane, not a multiple of the lanes, and long.
+  [1, 37, 68, 'gemv_sg'], [3, 200, 172, 'gemv_sg'], [4, 9, 1032, 'gemv_sg'], [2, 8, 4, 'gemv_sg'], [1, 130, 24, 'gemv_sg'],
 ];
-const KERNEL_FILE: Record<MatmulVariant, string> = { reg: 'matmul', tiled: 'matmul_tiled', tiled128: 'matmul_tiled128', gemv: 'gemv' };
+const KERNEL_FILE: Record<MatmulVariant, string> = { reg: 'matmul', tiled: 'matmul_tiled', tiled128: 'matmul_tiled128', gemv: 'gemv', gemv_sg: 'gemv (subgroups)' };
+
+/**
+ * gemv_sg runs only on a device with `subgroups` (SwiftShader has them, size 4; llvmpipe's GL path does not): on
+ * one without, the call must be refused with a clear message, and that refusal is what the test checks.
+ */
+function refusedWithoutSubgroups(h: Harness, variant: MatmulVariant): boolean {
+  if (variant !== 'gemv_sg' || h.ops.subgroupMin) return false;
+  const b = h.empty(64);
+  assert.throws(() => h.ops.matmul({ x: b, w: b, wDtype: 'f32', y: b, T: 1, N: 4, K: 4, variant }), /subgroups feature/);
+  return true;
+}
 
 for (const wDtype of ['f32', 'f16'] as const) {
   for (const [T, N, K, variant] of MATMUL_SHAPES) {
     test(`${KERNEL_FILE[variant]} ${wDtype} T=${T} N=${N} K=${K}, with bias and residual`, async () => {
       const h = await harness();
+      if (refusedWithoutSubgroups(h, variant)) return;
       const x = rand(T * K, 1);
       let w = rand(N * K, 2);
       if (wDtype === 'f16') w = roundToHalf(w);
@@ -48,9 +65,10 @@ for (const wDtype of ['f32', 'f16'] as const) {
       const y = h.empty(T * N * 4);
       const wbuf = h.upload(wDtype === 'f16' ? floatsToHalves(w) : w);
       h.ops.matmul({ x: h.upload(x), w: wbuf, wDtype, y, T, N, K, variant });
-      assertClose(await h.readF32(y, T * N), ref.matmul(x, w, T, N, K), 0, RT, 'plain');
+      const rt = variant === 'gemv_sg' ? GEMV_SG_RT : RT;
+      assertClose(await h.readF32(y, T * N), ref.matmul(x, w, T, N, K), 0, rt, 'plain');
       h.ops.matmul({ x: h.upload(x), w: wbuf, wDtype, y, T, N, K, variant, bias: h.upload(bias), residual: h.upload(res) });
-      assertClose(await h.readF32(y, T * N), ref.matmul(x, w, T, N, K, bias, res), 0, RT, 'bias+residual');
+      assertClose(await h.readF32(y, T * N), ref.matmul(x, w, T, N, K, bias, res), 0, rt, 'bias+residual');
     });
   }
 }
@@ -77,9 +95,10 @@ const maxAbsDiff = (a: ArrayLike<number>, b: ArrayLike<number>) => {
 // A matrix larger than one buffer is stored in row parts; matmulParts runs one matmul per part, each writing its
 // columns of the output (ldy, y0). A tiny limit splits small shapes, ragged parts included.
 for (const wDtype of ['f32', 'f16'] as const) {
-  for (const [T, N, K, variant] of [[5, 172, 64, 'reg'], [1, 36, 64, 'reg'], [70, 130, 36, 'tiled'], [130, 140, 36, 'tiled128'], [3, 200, 68, 'gemv']] as const) {
+  for (const [T, N, K, variant] of [[5, 172, 64, 'reg'], [1, 36, 64, 'reg'], [70, 130, 36, 'tiled'], [130, 140, 36, 'tiled128'], [3, 200, 68, 'gemv'], [3, 200, 68, 'gemv_sg']] as const) {
     test(`matmul split in row parts: ${variant} ${wDtype} T=${T} N=${N} K=${K}, with bias and residual`, async (t) => {
       const h = await harness();
+      if (refusedWithoutSubgroups(h, variant)) return;
       const x = rand(T * K, 21);
       let w = rand(N * K, 22);
       if (wDtype === 'f16') w = roundToHalf(w);

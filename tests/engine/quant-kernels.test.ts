@@ -57,12 +57,15 @@ const SHAPES: [number, number, number, MatmulVariant][] = [
   [1, 9, 256, 'reg'], [5, 36, 512, 'reg'],
   [70, 40, 256, 'tiled'], [130, 140, 256, 'tiled128'],
   [1, 37, 512, 'gemv'], [4, 9, 1280, 'gemv'],
+  // gemv_sg (where the device has subgroups; kernels.test.ts checks the refusal where it has none).
+  [1, 37, 512, 'gemv_sg'], [4, 9, 1280, 'gemv_sg'], [2, 70, 256, 'gemv_sg'],
 ];
 
 for (const q of QUANT_TYPES) {
-  test(`matmul, matmul_tiled, matmul_tiled128 and gemv on ${q} weights, with bias and residual`, async (t) => {
+  test(`matmul, matmul_tiled, matmul_tiled128, gemv and gemv_sg on ${q} weights, with bias and residual`, async (t) => {
     const h = await harness();
     for (const [T, N, K, variant] of SHAPES) {
+      if (variant === 'gemv_sg' && !h.ops.subgroupMin) continue;
       const x = rand(T * K, 11);
       const w = quantMatrix(h, q, N, K, 12);
       const bias = rand(N, 13), res = rand(T * N, 14);

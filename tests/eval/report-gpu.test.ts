@@ -31,6 +31,10 @@ test('the GPU section shows writeBuffer beside the copy rate, and the link from 
           { fused: true, attention: 'keys', chosen: true, steps: 8, decode_tokens_per_s: 250, decode_wall_ms: 4, decode_gpu_ms: 3.25, dispatches_per_step: 130 },
           { fused: true, attention: 'rows', chosen: false, steps: 8, decode_tokens_per_s: 200, decode_wall_ms: 5, dispatches_per_step: 130 },
         ],
+        gemv: [
+          { fused: true, attention: 'default', gemv: 'gemv_sg', chosen: true, steps: 8, decode_tokens_per_s: 260, decode_wall_ms: 3.85, dispatches_per_step: 130 },
+          { fused: true, attention: 'default', gemv: 'gemv', chosen: false, steps: 8, decode_tokens_per_s: 240, decode_wall_ms: 4.17, dispatches_per_step: 130 },
+        ],
       }],
     },
     torch: null,
@@ -45,5 +49,7 @@ test('the GPU section shows writeBuffer beside the copy rate, and the link from 
   // Decode each way (the profile itself missing: no timestamp queries).
   assert.match(md, /\| llama-3\.2-1b \| f16 \| fused, attention keys \| 250\.0 \| 4\.00 \| 3\.25 \| 130 \| yes \|/);
   assert.match(md, /\| llama-3\.2-1b \| f16 \| fused, attention rows \| 200\.0 \| 5\.00 \| – \| 130 \| {2}\|/);
+  assert.match(md, /\| llama-3\.2-1b \| f16 \| fused, gemv_sg \| 260\.0 \| 3\.85 \| – \| 130 \| yes \|/);
+  assert.match(md, /\| llama-3\.2-1b \| f16 \| fused, gemv \| 240\.0 \| 4\.17 \| – \| 130 \| {2}\|/);
   assert.doesNotMatch(md, /One decode step kernel by kernel/);
 });

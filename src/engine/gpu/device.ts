@@ -10,6 +10,8 @@ export interface AdapterSummary {
   isFallback: boolean;
   hasF16: boolean;
   hasTimestamps: boolean;
+  /** Whether the adapter offers `subgroups` (the engine then enables it, for gemv_sg). */
+  hasSubgroups: boolean;
   maxStorageBufferBindingSize: number;
   maxBufferSize: number;
 }
@@ -50,6 +52,7 @@ export function describeAdapter(adapter: GPUAdapter): AdapterSummary {
     isFallback: isFallback || /swiftshader|llvmpipe|lavapipe/i.test(description),
     hasF16: adapter.features.has('shader-f16'),
     hasTimestamps: adapter.features.has('timestamp-query'),
+    hasSubgroups: adapter.features.has('subgroups'),
     maxStorageBufferBindingSize: adapter.limits.maxStorageBufferBindingSize,
     maxBufferSize: adapter.limits.maxBufferSize,
   };
@@ -82,6 +85,7 @@ export async function createGpuContext(gpu: GPU | undefined, opts: { featureLeve
   };
   const requiredFeatures: GPUFeatureName[] = [];
   if (summary.hasTimestamps) requiredFeatures.push('timestamp-query');
+  if (summary.hasSubgroups) requiredFeatures.push('subgroups' as GPUFeatureName);
   const device = await adapter.requestDevice({ requiredLimits, requiredFeatures });
   const lost = device.lost.then((info) => `${info.reason ?? 'unknown'}: ${info.message}`);
   return { device, adapter: summary, profile: summary.isFallback ? 'cpu' : 'gpu', lost, adapterFeatures: [...adapter.features].sort() };
