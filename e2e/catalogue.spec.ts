@@ -65,9 +65,9 @@ test('a catalogue entry loads in one click (progress, cache, chat template, fram
     const entries = page.getByTestId('catalogue-entry');
     await expect(entries).toHaveCount(6);
     const smol = entries.filter({ hasText: 'HuggingFaceTB/SmolLM2-360M-Instruct' });
-    // From its config.json: 361,821,120 weights, f16 on the GPU, 32 layers x 2 x 5 KV heads x 64 x 4 bytes of KV a token.
+    // From its config.json: 361,821,120 weights, f16 on the GPU, 32 layers x 2 x 5 KV heads x 64 x 2 bytes (f16) of KV a token.
     await expect(smol).toContainText('362M');
-    await expect(smol.getByTestId('catalogue-memory')).toHaveText('690.2 MiB of f16 weights + 80.0 MiB KV per 1K tokens');
+    await expect(smol.getByTestId('catalogue-memory')).toHaveText('690.2 MiB of f16 weights + 40.0 MiB of f16 KV per 1K tokens');
     await expect(smol.getByTestId('catalogue-fit')).toHaveText('fits'); // SwiftShader binds 1 GiB: nothing is split
     await expect(entries.filter({ hasText: 'unsloth/gemma-3-1b-it' })).toContainText('google/gemma-3-1b-it is gated');
 

@@ -27,14 +27,14 @@ const a = parseCommand({
     'dump-logits': { type: 'string', arg: 'file.json', help: 'write every prompt row\'s logits' },
     positions: { type: 'numbers', min: 0, help: 'a position id per prompt token' },
     dtype: { type: 'string', choices: ['f32', 'f16'], help: 'weight storage (default: f32 for small models, f16 above 50M weights)' },
-    'kv-dtype': { type: 'string', default: 'f32', choices: ['f32', 'f16'], help: 'KV cache storage' },
+    'kv-dtype': { type: 'string', choices: ['f32', 'f16'], help: 'KV cache storage (default as the app: f32 for small models, f16 above 50M weights)' },
     chat: { type: 'boolean', help: 'wrap the prompt in the model\'s chat template' },
   },
 });
 // Without --dtype, the engine's rule: f32 for small models, packed f16 above 50M weights.
 const dtype = a.dtype as 'f32' | 'f16' | undefined;
 const t0 = performance.now();
-const s = await openModel(a.model, { tokenizer: a.tokenizer, weightDtype: dtype, kvDtype: a['kv-dtype'] as 'f32' | 'f16' });
+const s = await openModel(a.model, { tokenizer: a.tokenizer, weightDtype: dtype, kvDtype: a['kv-dtype'] as 'f32' | 'f16' | undefined });
 const t1 = performance.now();
 const { engine, model } = s;
 // Matrices larger than one buffer may be (a large vocabulary on a 128 MiB binding limit) are stored in parts.

@@ -25,7 +25,7 @@ import type { ModelConfig } from './model/config';
 import { validateConfig } from './model/config';
 import { ForwardPass, type ScoresRequest, type ScoresResult } from './model/forward';
 import { GpuModel, OutOfGpuMemoryError, packedTensors } from './model/gpu-model';
-import { planGpuMemory, weightDtypeFor, type AdapterLimits, type GpuPlan } from './model/gpu-plan';
+import { kvDtypeFor, planGpuMemory, weightDtypeFor, type AdapterLimits, type GpuPlan } from './model/gpu-plan';
 import { KVCache } from './model/kv-cache';
 import { readRows, RowWriter, writeRows, type LayerRows, type RowBlock } from './model/kv-io';
 import { Scratch } from './model/scratch';
@@ -34,7 +34,9 @@ import { Ops, type StoreDType } from './ops';
 import type { QuantType } from './quant';
 
 export interface LoadOptions {
+  /** Default: by the engine's rule, f32 up to 50M weights and packed f16 above (weightDtypeFor). */
   weightDtype?: StoreDType;
+  /** How the cache, and so every chunk compiled and linked, keeps keys and values; default by the same rule (kvDtypeFor). */
   kvDtype?: StoreDType;
   /**
    * Lay weights out as if one buffer could hold at most this many bytes (below the adapter's limits): matrices
@@ -122,8 +124,8 @@ export class Engine {
    * What `config` would need on this device, and whether it fits; allocates nothing. The precision defaults to
    * the one `load` picks: f32 (exact) for small models, packed f16 above 50M weights.
    */
-  plan(config: ModelConfig, weightDtype: StoreDType = weightDtypeFor(config), bufferLimit?: number, packed?: ReadonlyMap<string, QuantType>): GpuPlan {
-    return planGpuMemory(config, weightDtype, this.limits(bufferLimit), packed);
+  plan(config: ModelConfig, weightDtype: StoreDType = weightDtypeFor(config), bufferLimit?: number, packed?: ReadonlyMap<string, QuantType>, kvDtype: StoreDType = kvDtypeFor(config)): GpuPlan {
+    return planGpuMemory(config, weightDtype, this.limits(bufferLimit), packed, kvDtype);
   }
 
   /** The device's buffer limits, lowered to `bufferLimit` where given. */
@@ -142,12 +144,13 @@ export class Engine {
   async load(config: ModelConfig, weights: HostWeights, options: LoadOptions = {}): Promise<GpuModel> {
     validateConfig(config);
     const opts = { ...options, dequantize: options.dequantize ?? this.gpu.profile === 'cpu' };
-    const plan = this.plan(config, opts.weightDtype, opts.bufferLimit, packedTensors(weights, opts));
+    const kvDtype = opts.kvDtype ?? kvDtypeFor(config);
+    const plan = this.plan(config, opts.weightDtype, opts.bufferLimit, packedTensors(weights, opts), kvDtype);
     if (plan.problems.length) throw new OutOfGpuMemoryError(plan.problems.join(' '), plan.problems);
     this.model?.destroy();
     this.model = null;
-    this.model = await GpuModel.upload(this.gpu.device, config, weights, plan.weightDtype, this.limits(opts.bufferLimit), opts);
-    this.kvDtype = opts.kvDtype ?? 'f32';
+    this.model = await GpuModel.upload(this.gpu.device, config, weights, plan.weightDtype, this.limits(opts.bufferLimit), { ...opts, kvDtype });
+    this.kvDtype = kvDtype;
     return this.model;
   }
 

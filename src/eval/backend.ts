@@ -37,6 +37,8 @@ export interface EvalBackend {
   readonly adapter: string;
   readonly model: string;
   readonly hasChatTemplate: boolean;
+  /** How the engine keeps keys and values (by the app's rule unless asked otherwise). */
+  readonly kvDtype: 'f32' | 'f16';
   prepare(c: EvalCase, variants: ReadonlySet<VariantName>): Promise<PreparedCase>;
   /** Makes sure the case's caches sit in the store's fastest tier (an untimed cheap link per variant). */
   preload(p: PreparedCase): Promise<void>;

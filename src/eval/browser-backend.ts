@@ -112,6 +112,7 @@ export class BrowserBackend implements EvalBackend {
     readonly adapter: string,
     readonly model: string,
     readonly hasChatTemplate: boolean,
+    readonly kvDtype: 'f32' | 'f16',
   ) {}
 
   static async open(model: string, o: BrowserBackendOptions = {}): Promise<BrowserBackend> {
@@ -143,7 +144,7 @@ export class BrowserBackend implements EvalBackend {
       const adapter = await pageCall(page, 'init');
       // Unless asked, the worker picks the precision by the engine's rule, as the Node backend does: the same numbers.
       const info = await pageCall(page, 'load', modelRef(basename(path), files, origin), o.weightDtype);
-      return new BrowserBackend(server, context, profile, page, adapter, basename(path), info.hasChatTemplate);
+      return new BrowserBackend(server, context, profile, page, adapter, basename(path), info.hasChatTemplate, info.kvDtype);
     } catch (e) {
       await context?.close().catch(() => {});
       await server?.close().catch(() => {});

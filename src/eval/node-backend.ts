@@ -49,6 +49,10 @@ export class NodeBackend implements EvalBackend {
     return this.s.gpu.adapter.description;
   }
 
+  get kvDtype() {
+    return this.s.engine.kvDtype;
+  }
+
   get hasChatTemplate() {
     return !!this.s.model.tokenizer.applyChatTemplate;
   }

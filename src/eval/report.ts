@@ -173,7 +173,7 @@ function evalSection(runs: { r: EvalResults; file: string }[], rel: string): str
   for (const { r, file } of runs) {
     const name = file.replace(/^eval-/, '').replace(/\.json$/, '');
     lines.push(`### ${r.data.replace(/^.*\//, '')} · ${r.model}`, '');
-    lines.push(`\`${r.command ?? `npm run eval -- --model ${r.model} --data ${r.data}`}\` · adapter **${r.adapter}** · model **${r.model}** · ${r.backend} backend · max ${r.max_new_tokens} new tokens · ${r.started_at.slice(0, 10)} · host load ${host(r)}${r.complete ? '' : ` · **${partial(r)}**`}`, '');
+    lines.push(`\`${r.command ?? `npm run eval -- --model ${r.model} --data ${r.data}`}\` · adapter **${r.adapter}** · model **${r.model}** · ${r.backend} backend · max ${r.max_new_tokens} new tokens · KV ${r.kv_dtype ?? 'f32'} · ${r.started_at.slice(0, 10)} · host load ${host(r)}${r.complete ? '' : ` · **${partial(r)}**`}`, '');
     const mixed = mixedHosts(r);
     const busy = busyHostNote(perCaseOtherCpu(r), 'case', '*× full*, measured side by side within each case, holds');
     if (busy) lines.push(busy, '');

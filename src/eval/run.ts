@@ -43,7 +43,7 @@ export const EVAL_COMMAND = {
     backend: { type: 'string', default: 'node', choices: ['node', 'browser'], help: 'node: the ContextCache API on Node\'s webgpu; browser: the app\'s worker in headless Chromium' },
     limit: { type: 'integer', min: 1, help: 'run the first N cases only' },
     dtype: { type: 'string', choices: ['f32', 'f16'], help: 'weight storage (default: f32 for small models, f16 above 50M weights)' },
-    'kv-dtype': { type: 'string', choices: ['f32', 'f16'], help: 'KV cache storage (node backend)' },
+    'kv-dtype': { type: 'string', choices: ['f32', 'f16'], help: 'KV cache storage (node backend; default as the app: f32 for small models, f16 above 50M weights)' },
     tokenizer: { type: 'string', arg: 'file', check: existing, help: 'a tokenizer file for a llama2.c model (node backend)' },
     'no-warmup': { type: 'boolean', help: 'skip the untimed warm-up answer' },
     resume: { type: 'boolean', help: 'continue the stopped run saved in --out' },

@@ -96,6 +96,8 @@ export interface EvalResults {
   model_sha256?: string;
   algorithms: string[];
   max_new_tokens: number;
+  /** How the engine kept keys and values; absent in files written before it was recorded, which all ran with f32. */
+  kv_dtype?: 'f32' | 'f16';
   started_at: string;
   finished_at: string | null;
   /** False when the run was stopped (Ctrl-C) or is still going. */
@@ -214,8 +216,9 @@ export function answeredByAll(algorithms: readonly string[], cases: readonly Cas
 }
 
 /** Why `prev` cannot be resumed by a run with these settings, or null when it can. */
-export function resumeMismatch(prev: EvalResults, next: Pick<EvalResults, 'adapter' | 'model' | 'model_sha256' | 'data' | 'backend' | 'algorithms' | 'max_new_tokens'>): string | null {
+export function resumeMismatch(prev: EvalResults, next: Pick<EvalResults, 'adapter' | 'model' | 'model_sha256' | 'data' | 'backend' | 'algorithms' | 'max_new_tokens' | 'kv_dtype'>): string | null {
   if (prev.kind !== 'eval') return 'it is not an evaluation results file';
+  if ((prev.kv_dtype ?? 'f32') !== (next.kv_dtype ?? 'f32')) return `its keys and values were kept as ${prev.kv_dtype ?? 'f32'}, this run's as ${next.kv_dtype ?? 'f32'} (--kv-dtype)`;
   for (const k of ['model_sha256', 'model', 'data', 'backend', 'adapter', 'max_new_tokens'] as const) {
     if (prev[k] !== next[k]) return `its ${k} is ${JSON.stringify(prev[k] ?? null)}, this run's is ${JSON.stringify(next[k] ?? null)}`;
   }
@@ -229,7 +232,7 @@ export async function runEval(o: RunOptions): Promise<EvalResults> {
   const res: EvalResults = {
     kind: 'eval', ...(o.command ? { command: o.command } : {}), adapter: o.backend.adapter, model: o.backend.model, data: o.data, backend: o.backend.name,
     ...(o.modelSha256 ? { model_sha256: o.modelSha256 } : {}), algorithms,
-    max_new_tokens: o.maxNewTokens, started_at: new Date().toISOString(), finished_at: null, complete: false, cases_planned: o.cases.length,
+    max_new_tokens: o.maxNewTokens, kv_dtype: o.backend.kvDtype, started_at: new Date().toISOString(), finished_at: null, complete: false, cases_planned: o.cases.length,
     ...runHost(), loadavg_end: null, results: aggregate(algorithms, []), cases: [], errors: [],
   };
   let finished = new Set<string>();

@@ -49,7 +49,7 @@ export function ModelCatalogue({ endpoint }: { endpoint: string | undefined }) {
                 <td>{billions(z.params)}</td>
                 <td>{formatBytes(z.downloadBytes)}{cached.has(e.repo) ? ' (cached)' : ''}</td>
                 <td data-testid="catalogue-memory">
-                  {formatBytes(z.weightBytes)} of {z.weightDtype} weights + {formatBytes(z.kvBytesPerToken * 1024)} KV per 1K tokens
+                  {formatBytes(z.weightBytes)} of {z.weightDtype} weights + {formatBytes(z.kvBytesPerToken * 1024)} of {z.kvDtype} KV per 1K tokens
                 </td>
                 <td data-testid="catalogue-fit">{fitText(e, s.adapter)}</td>
                 <td className="small">

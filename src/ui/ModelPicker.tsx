@@ -133,7 +133,7 @@ export function ModelPicker() {
         <p data-testid="model-ready" className="muted">
           {s.model.id} ({s.model.source}): {s.model.arch}, {s.model.layers} layers, {(s.model.params / 1e6).toFixed(2)}M params,{' '}
           {(s.model.gpuBytes / 2 ** 20).toFixed(1)} MiB of {s.model.weightDtype} weights on the GPU, plus{' '}
-          {((s.model.kvBytesPerToken * 1024) / 2 ** 20).toFixed(1)} MiB of KV cache per 1K context tokens;{' '}
+          {((s.model.kvBytesPerToken * 1024) / 2 ** 20).toFixed(1)} MiB of {s.model.kvDtype} KV cache per 1K context tokens;{' '}
           {s.model.chatTemplate ? `chat template: ${s.model.chatTemplate}` : 'no chat template'}
         </p>
       )}

@@ -13,13 +13,12 @@ export const MAX_DOCUMENT_CHARS = DEFAULT_MAX_DOCUMENT_CHARS;
 export const MAX_FILE_BYTES = 64 * 2 ** 20;
 /** Tokens per character when none was measured: about four characters per token in English text. */
 export const DEFAULT_TOKENS_PER_CHAR = 0.25;
-/** Bytes per stored KV value (the studio's caches are f32). */
-export const KV_VALUE_BYTES = 4;
-
 export interface LimitModel {
   id: string;
   layers: number;
-  /** layers × KV heads × head dim × 2 (K and V) × 4 bytes (f32). */
+  /** How the app keeps this model's keys and values: f32 (4 bytes a value) or f16 (2). */
+  kvDtype: 'f32' | 'f16';
+  /** layers × KV heads × head dim × 2 (K and V) × the bytes of a value. */
   kvBytesPerToken: number;
 }
 
@@ -43,8 +42,9 @@ function storage(b: number): string {
 
 /** What one token's KV cache takes, written out from the model's shape. */
 export function kvPerTokenInWords(m: LimitModel): string {
-  const perLayer = m.kvBytesPerToken / (m.layers * 2 * KV_VALUE_BYTES);
-  return `${m.layers} layers × ${n(perLayer)} values (KV heads × head dim) × 2 (K and V) × ${KV_VALUE_BYTES} bytes = ${storage(m.kvBytesPerToken)} per token`;
+  const bytes = m.kvDtype === 'f16' ? 2 : 4;
+  const perLayer = m.kvBytesPerToken / (m.layers * 2 * bytes);
+  return `${m.layers} layers × ${n(perLayer)} values (KV heads × head dim) × 2 (K and V) × ${bytes} bytes (${m.kvDtype}) = ${storage(m.kvBytesPerToken)} per token`;
 }
 
 /**

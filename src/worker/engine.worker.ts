@@ -70,7 +70,8 @@ async function load(ref: ModelSource, requested: 'f32' | 'f16' | undefined, sign
   const weightDtype = gm.dtype;
   model = m;
   // Packed quantized matrices compute (slightly) different keys and values than the same file dequantized to f16.
-  modelKey = `${resolved.name}|${weightDtype}${Object.keys(gm.matrixBytes).some(isQuant) ? '|packed' : ''}`;
+  // Keys and values kept as f16 are other bytes than f32 ones: chunks compiled either way are never mixed.
+  modelKey = `${resolved.name}|${weightDtype}${Object.keys(gm.matrixBytes).some(isQuant) ? '|packed' : ''}${engine!.kvDtype === 'f16' ? '|kv-f16' : ''}`;
   // Files from disk stay readable; a Hub model comes back from the cache (or the network) after a lost device.
   modelRef = { ref: resolved.cacheKey && ref.kind === 'files' ? { kind: 'cached', key: resolved.cacheKey } : ref, weightDtype };
   const c = m.config;
@@ -79,7 +80,7 @@ async function load(ref: ModelSource, requested: 'f32' | 'f16' | undefined, sign
   const chatTemplate = !m.tokenizer.applyChatTemplate ? null : format === 'chatml' ? 'ChatML' : format === 'gemma' ? 'Gemma' : 'its own';
   return {
     id: resolved.name, source: resolved.source, arch: c.arch, params: plan.params, layers: c.nLayers, heads: c.nHeads, hidden: c.hidden,
-    vocab: c.vocabSize, gpuBytes: gm.bytes, weightDtype, kvBytesPerToken: plan.kvBytesPerToken, hasChatTemplate: !!chatTemplate,
+    vocab: c.vocabSize, gpuBytes: gm.bytes, weightDtype, kvDtype: plan.kvDtype, kvBytesPerToken: plan.kvBytesPerToken, hasChatTemplate: !!chatTemplate,
     chatTemplate, cacheKey: modelKey,
   };
 }

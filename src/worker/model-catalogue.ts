@@ -7,7 +7,7 @@
  * like a typed id: progress, Cancel, the OPFS cache and the worker's check of
  * the config against the adapter before any weight is downloaded.
  */
-import { hfConfigToModelConfig, paramCount, planGpuMemory, splitMatrices, weightDtypeFor, type AdapterLimits, type GpuPlan, type ModelConfig } from '../engine';
+import { hfConfigToModelConfig, kvDtypeFor, paramCount, planGpuMemory, splitMatrices, weightDtypeFor, type AdapterLimits, type GpuPlan, type ModelConfig } from '../engine';
 
 /** How questions are put to an entry's model (the page's PromptProfile, without sample documents). */
 export interface PromptProfile {
@@ -78,14 +78,16 @@ export interface EntrySize {
   /** What the app stores weights in on the GPU (f16 above 50M weights). */
   weightDtype: GpuPlan['weightDtype'];
   weightBytes: number;
+  /** How the app keeps keys and values (f16 above 50M weights, kvDtypeFor), and their bytes a token. */
+  kvDtype: GpuPlan['kvDtype'];
   kvBytesPerToken: number;
 }
 
 /** Sizes from the config alone (the buffer limits do not change the totals, only how matrices are split). */
 export function entrySize(e: CatalogueEntry): EntrySize {
   const c = entryConfig(e);
-  const plan = planGpuMemory(c, weightDtypeFor(c), { maxStorageBufferBindingSize: Number.MAX_SAFE_INTEGER, maxBufferSize: Number.MAX_SAFE_INTEGER });
-  return { params: paramCount(c), downloadBytes: paramCount(c) * 2, weightDtype: plan.weightDtype, weightBytes: plan.weightBytes, kvBytesPerToken: plan.kvBytesPerToken };
+  const plan = planGpuMemory(c, weightDtypeFor(c), { maxStorageBufferBindingSize: Number.MAX_SAFE_INTEGER, maxBufferSize: Number.MAX_SAFE_INTEGER }, undefined, kvDtypeFor(c));
+  return { params: paramCount(c), downloadBytes: paramCount(c) * 2, weightDtype: plan.weightDtype, weightBytes: plan.weightBytes, kvDtype: plan.kvDtype, kvBytesPerToken: plan.kvBytesPerToken };
 }
 
 /** Fits (with the matrices stored in several buffers, and in how many), or refused with the plan's reasons. */

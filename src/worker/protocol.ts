@@ -94,6 +94,8 @@ export interface ModelInfo {
   /** Precision the weights are stored in on the GPU. */
   weightDtype: 'f32' | 'f16';
   /** GPU memory the KV cache takes per context token (f32 keys and values, every layer). */
+  /** How keys and values are kept (GPU cache, browser storage, links): f16 above 50M weights (kvDtypeFor). */
+  kvDtype: 'f32' | 'f16';
   kvBytesPerToken: number;
   hasChatTemplate: boolean;
   /** The chat template questions are wrapped in: `ChatML`, `Gemma`, `its own` (a Hugging Face template), or null. */

@@ -138,3 +138,48 @@ test('a link of more chunks than the GPU tier holds: held chunks are not evicted
   assert.equal(small.answers[0], small.answers[1]);
   s.close();
 });
+
+test('keys and values kept as f16 (the app\'s choice above 50M weights): half the stored bytes, and one answer whether the rows come from the GPU tier, the RAM tier or a stored blob', async () => {
+  const docs = ['Lily had a red ball. She liked to play with it in the park.', 'Tom had a big dog. The dog was named Max.'];
+  const stored: Record<string, { bytes: number; dtype: string }[]> = {};
+  const answers: Record<string, string[]> = {};
+  for (const kvDtype of ['f32', 'f16'] as const) {
+    const s = await openModel(STORIES, { kvDtype });
+    try {
+      const blobs = new MemoryBlobBackend(), index = new MemoryIndexBackend();
+      const open = async () => {
+        const store = new KVStore({ blobs, index });
+        await store.open();
+        return { store, lego: new ContextCache(s.engine, { id: `stories260K|kv-${kvDtype}`, config: s.model.config, tokenizer: s.model.tokenizer, tokenizerId: 'tok512' }, store) };
+      };
+      const first = await open();
+      const ids = await first.lego.compileContext(docs);
+      stored[kvDtype] = (await first.store.list()).map((e) => ({ bytes: e.bytes, dtype: e.dtype }));
+      const messages = [{ role: 'user' as const, content: [{ type: 'cache' as const, id: ids[1] }, { type: 'cache' as const, id: ids[0] }, { type: 'text' as const, text: ' One day, Lily' }] }];
+      const ask = async (lego: ContextCache) => {
+        const out: string[] = [];
+        for (const algorithm of ['naive', 'legolink:4', 'cacheblend:0.15']) out.push((await collect(lego.chatCompletion({ messages, algorithm, maxTokens: 12 }))).done.text);
+        return out;
+      };
+      // Fresh from the compile (the GPU tier); a second cache over the same store (its RAM tier); a store opened
+      // again over the same backends (the stored blobs, decoded: f16 rows stay halves until the GPU widens them).
+      const fromGpu = await ask(first.lego);
+      const ram = new ContextCache(s.engine, { id: `stories260K|kv-${kvDtype}`, config: s.model.config, tokenizer: s.model.tokenizer, tokenizerId: 'tok512' }, first.store);
+      const fromRam = await ask(ram);
+      const reopened = await open();
+      const fromBlob = await ask(reopened.lego);
+      assert.equal((await reopened.store.stats()).hits >= 2, true, 'the reopened store served the chunks');
+      assert.deepEqual(fromRam, fromGpu, `${kvDtype}: the RAM tier's rows answer as the compile's`);
+      assert.deepEqual(fromBlob, fromGpu, `${kvDtype}: the stored blobs answer as the compile's`);
+      assert.ok(fromGpu.every((t) => t.length > 0));
+      answers[kvDtype] = fromGpu;
+    } finally {
+      s.close();
+    }
+  }
+  assert.deepEqual(stored.f32.map((e) => e.dtype), ['f32', 'f32']);
+  assert.deepEqual(stored.f16.map((e) => e.dtype), ['f16', 'f16']);
+  const total = (kv: string) => stored[kv].reduce((t, e) => t + e.bytes, 0);
+  // Two bytes a value instead of four; the blob's header and checksums are the rest.
+  assert.ok(total('f16') < 0.52 * total('f32') && total('f16') > 0.45 * total('f32'), `${total('f16')} against ${total('f32')} bytes`);
+});

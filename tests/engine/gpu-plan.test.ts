@@ -13,7 +13,8 @@ import { join } from 'node:path';
 import { createNodeGpu, loadKernelSources } from '../../src/node/gpu';
 import { Engine } from '../../src/engine/engine';
 import { GpuModel, OutOfGpuMemoryError } from '../../src/engine/model/gpu-model';
-import { paramCount, planGpuMemory, splitRows, weightDtypeFor } from '../../src/engine/model/gpu-plan';
+import { kvDtypeFor, paramCount, planGpuMemory, splitRows, weightDtypeFor } from '../../src/engine/model/gpu-plan';
+import { KVCache } from '../../src/engine/model/kv-cache';
 import { loadHfFolder } from '../../src/engine/formats/hf';
 import { loadModelFiles } from '../../src/engine/formats/load';
 import { nodeFolderFiles, nodeModelFiles } from '../../src/node/files';
@@ -56,6 +57,12 @@ test('the plan counts every weight and lists every buffer GpuModel.upload alloca
           assert.equal(plan.weightBytes, gm.bytes, `${c.name} ${dtype}: bytes`);
           assert.deepEqual(plan.problems, []);
           assert.equal(plan.kvBytesPerToken, c.nLayers * 2 * c.nKvHeads * c.headDim * 4);
+          // Keys and values kept as f16 (the app's choice above 50M weights) take what the cache allocates for them.
+          for (const kv of ['f32', 'f16'] as const) {
+            const cache = new KVCache(gpu.device, c.nLayers, c.nKvHeads * c.headDim, kv, 8);
+            assert.equal(planGpuMemory(c, dtype, limits, undefined, kv).kvBytesPerToken, cache.bytes / 8, `${c.name} ${kv} KV`);
+            cache.destroy();
+          }
           assert.ok(plan.buffers.every((b) => b.bytes <= plan.bufferLimit));
           const split = plan.buffers.some((b) => b.label === 'embed[0]');
           assert.equal(split, limits !== gpu.device.limits, `${c.name} ${dtype}: the embedding is split only under the small limit`);
@@ -64,6 +71,7 @@ test('the plan counts every weight and lists every buffer GpuModel.upload alloca
         }
       }
       assert.equal(weightDtypeFor(c), 'f32', `${c.name} is small`);
+      assert.equal(kvDtypeFor(c), 'f32', `${c.name}: its keys and values stay f32`);
     }
     assert.deepEqual([...seen].sort(), ['bias', 'norms', 'split', 'untied'], 'the fixtures cover every optional tensor');
   } finally {
@@ -126,6 +134,7 @@ test('Gemma 3 270M on a 128 MiB binding limit (llvmpipe, compatibility mode): it
   assert.ok(gemma.tiedEmbeddings && gemma.qkNorm && gemma.postNorms);
   const llvmpipe = { maxStorageBufferBindingSize: 128 << 20, maxBufferSize: 2 ** 31 };
   assert.equal(weightDtypeFor(gemma), 'f16');
+  assert.equal(kvDtypeFor(gemma), 'f16', 'and its keys and values f16');
   const plan = planGpuMemory(gemma, 'f16', llvmpipe);
   assert.deepEqual(plan.problems, []);
   assert.deepEqual(plan.buffers.filter((b) => b.label.startsWith('embed')), [

@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawn } from 'node:child_process';
 import { NodeBackend } from '../../src/eval/node-backend';
-import { runEval, ResumeMismatchError, type EvalResults, type RunOptions } from '../../src/eval/runner';
+import { resumeMismatch, runEval, ResumeMismatchError, type EvalResults, type RunOptions } from '../../src/eval/runner';
 import { modelDigest } from '../../src/eval/env';
 import { generateMultiDoc } from '../../src/eval/generators/multidoc';
 import { toJsonl } from '../../src/eval/dataset';
@@ -143,7 +143,13 @@ test('a stopped run resumes: finished cases kept, the partly answered one run ag
   const changes: [string, Partial<RunOptions>][] = [
     ['model bytes', { modelSha256: 'abd' }], ['algorithms', { algorithms: ['naive', 'legolink:2'] }],
     ['data', { data: join(dir, 'other.jsonl') }], ['max new tokens', { maxNewTokens: 5 }],
+    ['keys and values as f16', { backend: { ...b, kvDtype: 'f16' } as EvalBackend }],
   ];
+  assert.equal(res.kv_dtype, 'f32', 'how the engine kept keys and values is recorded');
+  // A file from before kv_dtype was recorded ran with f32: it resumes under f32, not under f16.
+  const { kv_dtype: _, ...older } = res;
+  assert.equal(resumeMismatch(older, { ...older, kv_dtype: 'f32' }), null);
+  assert.match(resumeMismatch(older, { ...older, kv_dtype: 'f16' })!, /kept as f32, this run's as f16/);
   for (const [what, o] of changes) {
     await assert.rejects(runEval({ backend: b, cases, data, algorithms, maxNewTokens: 4, warmup: false, modelSha256: 'abc', resume: res, ...o }),
       (e: unknown) => e instanceof ResumeMismatchError, what);
@@ -172,7 +178,7 @@ test('modelDigest: one changed byte or file name changes it', () => {
 function sleepyBackend(ms: number): EvalBackend {
   const ttft = { lookupMs: 0, loadMs: 0, recomputeMs: ms, firstTokenMs: 0, totalMs: ms, gpuMs: null, overlapMs: null, pipelined: false };
   return {
-    name: 'sleepy', adapter: 'none', model: 'none', hasChatTemplate: false,
+    name: 'sleepy', adapter: 'none', model: 'none', hasChatTemplate: false, kvDtype: 'f32',
     prepare: async (c) => ({ case: c, ids: {}, compileMs: 0 }),
     preload: async () => {},
     answer: async () => {

@@ -50,7 +50,8 @@ test('every entry: its config gives the published parameter count, and the sizes
     assert.ok(s.weightBytes > 2 * s.params && s.weightBytes < 2 * s.params * 1.001, `${e.repo}: ${s.weightBytes}`);
     const c = e.config as Record<string, number>;
     const kvHeads = c.num_key_value_heads, headDim = c.head_dim ?? c.hidden_size / c.num_attention_heads;
-    assert.equal(s.kvBytesPerToken, c.num_hidden_layers * 2 * kvHeads * headDim * 4, `${e.repo}: f32 K and V per token`);
+    assert.equal(s.kvDtype, 'f16', `${e.repo}: above 50M weights the app keeps f16 keys and values`);
+    assert.equal(s.kvBytesPerToken, c.num_hidden_layers * 2 * kvHeads * headDim * 2, `${e.repo}: f16 K and V per token`);
     assert.ok(e.chatTemplate && e.licence && e.source && e.prompt.framing.includes('{question}'));
   }
   // Gated originals are not listed; their public copies say whose weights they are.

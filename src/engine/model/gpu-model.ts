@@ -22,6 +22,8 @@ import { isQuant, QUANT, repackForGpu, type QuantType } from '../quant';
 export interface UploadOptions {
   /** Dequantize quantized tensors to the model's dtype instead of keeping them packed (default false). */
   dequantize?: boolean;
+  /** How the engine will keep keys and values (the plan's KV bytes a token; default f32). */
+  kvDtype?: StoreDType;
 }
 
 /** The packed type of every quantized tensor that stays packed, by canonical name (what the plan takes). */
@@ -81,7 +83,7 @@ export class GpuModel {
       throw new Error('GpuModel.upload: the limits to plan by exceed the device\'s');
     }
     // Every buffer is checked against the adapter's limits before the first is created.
-    const plan = planGpuMemory(config, dtype, limits, packedTensors(w, opts));
+    const plan = planGpuMemory(config, dtype, limits, packedTensors(w, opts), opts.kvDtype);
     if (plan.problems.length) throw new OutOfGpuMemoryError(plan.problems.join(' '), plan.problems);
     const m = new GpuModel(device, config, dtype, plan);
     m.dequantize = !!opts.dequantize;

@@ -37,7 +37,8 @@ export interface GpuPlan {
   largest: PlannedBuffer;
   /** The most bytes one buffer may hold (bufferLimit): what larger matrices were split by. */
   bufferLimit: number;
-  /** f32 keys and values of every layer, per context token. */
+  /** How keys and values are kept (cache, store, links), and their bytes for every layer, per context token. */
+  kvDtype: StoreDType;
   kvBytesPerToken: number;
   /** One sentence per limit the model breaks; empty when it fits. */
   problems: string[];
@@ -114,6 +115,16 @@ export function weightDtypeFor(c: ModelConfig): StoreDType {
   return paramCount(c) > 50e6 ? 'f16' : 'f32';
 }
 
+/**
+ * The keys and values the app keeps for `c` (cache, store and links alike), by the same rule as its weights:
+ * f32 for the small models (exact, and what their tests pin), f16 above 50M weights, as llama.cpp and the
+ * papers' systems keep them: half the GPU memory a context takes, half the browser storage a chunk takes and
+ * half the bytes a link loads.
+ */
+export function kvDtypeFor(c: ModelConfig): StoreDType {
+  return weightDtypeFor(c);
+}
+
 /** Bytes of `rows` rows of `cols` weights stored as `d` (unpadded). */
 export function storedBytes(d: WeightDType, rows: number, cols: number): number {
   return d === 'f32' ? rows * cols * 4 : d === 'f16' ? rows * cols * 2 : 4 * gpuWords(d, (rows * cols) / QUANT[d].block);
@@ -161,7 +172,7 @@ export function matrixParts(label: string, tensors: { rows: number; dtype: Weigh
  * @param quant the packed type of each quantized tensor that stays packed, by canonical name (`embed`,
  *   `layers.0.wq`, ...); every other matrix is stored as `dtype`.
  */
-export function planGpuMemory(c: ModelConfig, dtype: StoreDType, limits: AdapterLimits, quant: ReadonlyMap<string, QuantType> = new Map()): GpuPlan {
+export function planGpuMemory(c: ModelConfig, dtype: StoreDType, limits: AdapterLimits, quant: ReadonlyMap<string, QuantType> = new Map(), kvDtype: StoreDType = 'f32'): GpuPlan {
   const H = c.hidden, Q = c.nHeads * c.headDim, KV = c.nKvHeads * c.headDim, I = c.intermediate;
   const limit = bufferLimit(limits);
   const buffers: PlannedBuffer[] = [];
@@ -208,6 +219,6 @@ export function planGpuMemory(c: ModelConfig, dtype: StoreDType, limits: Adapter
   return {
     weightDtype: dtype, params: paramCount(c), buffers, largest, problems, bufferLimit: limit,
     weightBytes: buffers.reduce((a, b) => a + b.bytes, 0),
-    kvBytesPerToken: c.nLayers * 2 * KV * 4,
+    kvDtype, kvBytesPerToken: c.nLayers * 2 * KV * (kvDtype === 'f16' ? 2 : 4),
   };
 }
