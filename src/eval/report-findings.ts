@@ -126,10 +126,10 @@ const RECALL: Scoring = { name: 'answer recall', value: byRecall };
 /** Runs scored by answer recall: those whose cases are QA (F1) cases. */
 const hasRecall = (r: EvalResults) => r.cases.some((c) => byRecall(c) !== null);
 
-/** The share of naive's loss that legolink:16 wins back, (lego − naive) / (full − naive), where naive lost. */
-function wonBack(r: EvalResults, m: Scoring): number | null {
+/** The share of naive's loss that `algorithm` wins back, (it − naive) / (full − naive), where naive lost. */
+function wonBack(r: EvalResults, m: Scoring, algorithm = 'legolink:16'): number | null {
   const naive = pairedGap(r.cases, 'naive', 'full', m.value);
-  const lego = pairedGap(r.cases, 'legolink:16', 'full', m.value);
+  const lego = pairedGap(r.cases, algorithm, 'full', m.value);
   if (!naive || !lego || gapVerdict(naive) !== 'loses') return null;
   return (lego.algorithm - naive.algorithm) / (naive.reference - naive.algorithm);
 }
@@ -207,6 +207,8 @@ function realModelNote(r: EvalResults, sinks: SinkReport | undefined): string {
   } else if (fullMean(r, F1) < 0.5) {
     out.push(`Full recompute itself answers few questions right (F1 ${f3(fullMean(r, F1))}${recall === null ? '' : `, answer recall ${f3(recall)}`}), so each case moves a mean by up to ${f3(1 / naive.n)} and the agreement columns (how closely each algorithm reproduces full's own answer) say more than the accuracy column.`);
   }
+  const sweep = kSweep(r, answersInSentences(r) ? RECALL : F1);
+  if (sweep) out.push(sweep);
   const ratio = sinks ? laterStartRatio(sinks, 'naive') : null;
   out.push(ratio === null
     ? 'There is no sinks report for this model yet.'
@@ -216,6 +218,22 @@ function realModelNote(r: EvalResults, sinks: SinkReport | undefined): string {
 
 /** A run whose F1 says the model answers little while answer recall says it finds most answers: it names them inside sentences. */
 const answersInSentences = (r: EvalResults) => hasRecall(r) && fullMean(r, F1) < 0.5 && fullMean(r, RECALL) >= 0.5;
+
+/** Where a run has LegoLink at several k: each k's score, the prompt share it recomputes and what it wins back. */
+function kSweep(r: EvalResults, m: Scoring): string | null {
+  const ks = r.algorithms.flatMap((a) => {
+    const k = /^legolink:(\d+)$/.exec(a);
+    return k ? [{ a, k: Number(k[1]) }] : [];
+  }).sort((x, y) => x.k - y.k);
+  if (ks.length < 2) return null;
+  const parts = ks.map(({ a }) => {
+    const g = pairedGap(r.cases, a, 'full', m.value);
+    const share = mean(r.cases.filter((c) => c.algorithm === a).map((c) => c.recompute_fraction));
+    const back = wonBack(r, m, a);
+    return g ? `${a} ${f3(g.algorithm)} (${pct(share)} of the prompt recomputed${back === null ? '' : `, ${pct(back)} of naive's loss won back`})` : `${a} not scored`;
+  });
+  return `LegoLink by k (the first k tokens of every chunk recomputed), scored by ${m.name} against full's ${f3(fullMean(r, m))}: ${parts.join('; ')}.`;
+}
 
 /** full's mean over a run's cases under one scoring (NaN if none is scored so). */
 function fullMean(r: EvalResults, m: Scoring): number {

@@ -123,6 +123,15 @@ test('findingsSection: a model that names its answers inside sentences is read b
   assert.match(md, /Full's F1 \(0\.214\) is low because the model answers in whole sentences: by answer recall full finds 0\.750 of the answers, so this model answers these questions well\. Naive loses by answer recall: .* legolink:16 does not stay within 5% of full by answer recall: .*; it wins back 75% of naive's loss\./);
   assert.match(md, /Where the model answers well by answer recall \(Chat-135M on multidoc\.jsonl\), naive loses on every one, and legolink:16 wins it back to within 5% on none of them \(it wins back 75% of naive's loss on Chat-135M on multidoc\.jsonl\)\./);
   assert.doesNotMatch(md, /answer few of these questions/);
+  // LegoLink at several k: each k's recall, the share it recomputes and what it wins back, in order of k.
+  const sweep = { ...r, algorithms: [...r.algorithms, 'legolink:64', 'legolink:32'], cases: [...r.cases] };
+  for (let i = 0; i < 40; i++) {
+    for (const [al, n, share] of [['legolink:32', 28, 0.4], ['legolink:64', 30, 0.6]] as const) {
+      sweep.cases.push({ ...row(`c${i}`, al, i < n ? 2 / 7 : 0, say(i < n)), recompute_fraction: share });
+    }
+  }
+  assert.match(findingsSection([{ r: sweep }], []), /LegoLink by k \(the first k tokens of every chunk recomputed\), scored by answer recall against full's 0\.750: legolink:16 0\.625 \(100% of the prompt recomputed, 75% of naive's loss won back\); legolink:32 0\.700 \(40% of the prompt recomputed, 90% of naive's loss won back\); legolink:64 0\.750 \(60% of the prompt recomputed, 100% of naive's loss won back\)\./);
+  assert.doesNotMatch(md, /LegoLink by k/, 'one k: no sweep');
   // A summary run (Rouge-L) gets no recall table.
   const sums = { ...run('Sum-135M', 5, 19) };
   sums.cases = sums.cases.map((c) => ({ ...c, metric: 'rougeL' as const }));
