@@ -34,19 +34,25 @@ export function normalizeAnswer(s: string): string {
   return noArticles.split(/\s+/).filter(Boolean).join(' ');
 }
 
-/** Token-overlap F1 of two token lists. */
-export function tokenF1(pred: readonly string[], ref: readonly string[]): number {
-  if (pred.length === 0 || ref.length === 0) return 0;
+/** Tokens the two lists share, each counted as often as it occurs in both. */
+function sharedTokens(a: readonly string[], b: readonly string[]): number {
   const counts = new Map<string, number>();
-  for (const t of ref) counts.set(t, (counts.get(t) ?? 0) + 1);
+  for (const t of b) counts.set(t, (counts.get(t) ?? 0) + 1);
   let same = 0;
-  for (const t of pred) {
+  for (const t of a) {
     const n = counts.get(t) ?? 0;
     if (n > 0) {
       same++;
       counts.set(t, n - 1);
     }
   }
+  return same;
+}
+
+/** Token-overlap F1 of two token lists. */
+export function tokenF1(pred: readonly string[], ref: readonly string[]): number {
+  if (pred.length === 0 || ref.length === 0) return 0;
+  const same = sharedTokens(pred, ref);
   if (same === 0) return 0;
   const p = same / pred.length;
   const r = same / ref.length;
@@ -55,18 +61,7 @@ export function tokenF1(pred: readonly string[], ref: readonly string[]): number
 
 /** Share of `ref`'s tokens found in `pred` (each counted as often as it occurs in both). */
 export function tokenRecall(pred: readonly string[], ref: readonly string[]): number {
-  if (ref.length === 0) return 0;
-  const counts = new Map<string, number>();
-  for (const t of pred) counts.set(t, (counts.get(t) ?? 0) + 1);
-  let same = 0;
-  for (const t of ref) {
-    const n = counts.get(t) ?? 0;
-    if (n > 0) {
-      same++;
-      counts.set(t, n - 1);
-    }
-  }
-  return same / ref.length;
+  return ref.length === 0 ? 0 : sharedTokens(pred, ref) / ref.length;
 }
 
 const answerTokens = (s: string) => normalizeAnswer(s).split(' ').filter(Boolean);
