@@ -28,6 +28,7 @@ import { GpuTier } from '../kvstore/gpu-tier';
 import { LoadingController } from '../kvlink/controller';
 import { compileVariantOf, formatAlgorithm, parseAlgorithm, type LinkAlgorithm } from '../kvlink/algorithms';
 import { link, type TtftBreakdown } from '../kvlink/link';
+import { layerValues } from '../types/kv';
 import { textOnlyChunk, type LinkLayout } from '../kvlink/layout';
 import { decodeTokens, TextStream } from '../generate/generate';
 import { buildParts, chunkMessages, moduleSchemaPositions, type ChatMessage } from './messages';
@@ -196,7 +197,7 @@ export class ContextCache implements ContextCacheApi {
     const chunk = await compileChunk(this.ctx(), tokens, variant);
     await this.store.put(
       {
-        id: chunk.id, modelId: this.model.id, dtype: this.engine.kvDtype, kvDim: chunk.layers[0].k.length / chunk.tokens.length,
+        id: chunk.id, modelId: this.model.id, dtype: this.engine.kvDtype, kvDim: layerValues(chunk.layers[0]) / chunk.tokens.length,
         variant: this.variantName(variant),
         meta: { source: tokens, variant, positions: chunk.positions, storedTokens: chunk.tokens, preview: text?.slice(0, 200) },
       },

@@ -36,7 +36,7 @@ import { Engine } from '../engine';
 import { SHAPE_NAMES, shapeConfig, syntheticWeights } from './shapes';
 import { isQuant, type QuantType } from '../engine';
 import { benchPrefillDecode, prefillFlops } from './prefill';
-import { asHalves, benchTtft, compileBenchChunks, ttftRatios } from './ttft';
+import { asF32, asHalves, benchTtft, compileBenchChunks, ttftRatios } from './ttft';
 import { timeMatmuls } from './matmul';
 import { timeAttention, type AttentionCase } from './attention';
 import { uploadBandwidth } from './upload';
@@ -286,12 +286,15 @@ async function main() {
           }
           const chunks = Math.max(1, Math.round(context / chunkTokens));
           const tc = performance.now();
-          const compiled = await compileBenchChunks(e, context, chunks);
+          // The host tier uploads f32 rows, the host-f16 tier halves, whatever the engine keeps; the GPU tier holds
+          // what the app's would: halves where the engine keeps f16 keys and values (e.kvDtype), else f32.
+          const compiled = asF32(await compileBenchChunks(e, context, chunks));
           const compileMs = performance.now() - tc;
+          const resident = e.kvDtype === 'f16' ? asHalves(compiled) : compiled;
           const algorithms = a.algorithms!.split(',');
           const r = await benchTtft(e, compiled, { algorithms, log: (l) => log(`[${adapter}] ${shape} ${context} ${l}`) });
           const ratios = ttftRatios(r);
-          rows.push({ adapter, model: shape, context, chunks, chunk_tokens: chunkTokens, tier: 'host', submit_each_layer: e.submitEachLayer, compile_ms: compileMs, results: r, ratios });
+          rows.push({ adapter, model: shape, context, chunks, chunk_tokens: chunkTokens, tier: 'host', kv_dtype: e.kvDtype, submit_each_layer: e.submitEachLayer, compile_ms: compileMs, results: r, ratios });
           log(`[${adapter}] ${shape} ${context}: ${Object.entries(ratios).map(([k, v]) => `TTFT(${k.replace('/', ')/TTFT(')}) = ${v.toFixed(1)}`).join(', ')}`);
           const full = r.find((x) => x.algorithm === 'full');
           if (full) fullMsAt = [context, full.totalMs];
@@ -315,10 +318,9 @@ async function main() {
           // Full recompute reads no cached row, so its host-tier time stands for both.
           const tier = new GpuTier(gpu.device, Infinity);
           try {
-            const resident = compiled.map((c) => tier.put(c));
-            const g = await benchTtft(e, resident, { algorithms: algorithms.filter((x) => x !== 'full'), log: (l) => log(`[${adapter}] ${shape} ${context} GPU tier ${l}`) });
+            const g = await benchTtft(e, resident.map((c) => tier.put(c)), { algorithms: algorithms.filter((x) => x !== 'full'), log: (l) => log(`[${adapter}] ${shape} ${context} GPU tier ${l}`) });
             const gr = ttftRatios(full ? [full, ...g] : g);
-            rows.push({ adapter, model: shape, context, chunks, chunk_tokens: chunkTokens, tier: 'gpu', results: g, ratios: gr });
+            rows.push({ adapter, model: shape, context, chunks, chunk_tokens: chunkTokens, tier: 'gpu', gpu_rows: e.kvDtype, results: g, ratios: gr });
             log(`[${adapter}] ${shape} ${context} GPU tier: ${Object.entries(gr).map(([k, v]) => `TTFT(${k.replace('/', ')/TTFT(')}) = ${v.toFixed(1)}`).join(', ')}`);
           } finally {
             tier.clear();

@@ -59,7 +59,12 @@ export async function benchTtft(e: Engine, compiled: CompiledChunk[], opts: Omit
 /** TTFT(other) / TTFT(legolink:16) for the rows that have both. */
 /** The same chunks with their rows kept as halves, as KVStore's f16 blobs hand them over (LayerRows.halves). */
 export function asHalves(compiled: CompiledChunk[]): CompiledChunk[] {
-  return compiled.map((c) => ({ ...c, layers: c.layers.map((r) => halfRows(floatsToHalves(r.k), floatsToHalves(r.v))) }));
+  return compiled.map((c) => ({ ...c, layers: c.layers.map((r) => (r.halves ? r : halfRows(floatsToHalves(r.k), floatsToHalves(r.v)))) }));
+}
+
+/** The same chunks with f32 rows (an engine keeping f16 keys and values compiles halves; these are widened once, here). */
+export function asF32(compiled: CompiledChunk[]): CompiledChunk[] {
+  return compiled.map((c) => ({ ...c, layers: c.layers.map((r) => ({ k: r.k, v: r.v })) }));
 }
 
 export function ttftRatios(rows: TtftRow[]): Record<string, number> {

@@ -13,7 +13,7 @@ import { mdTable } from './markdown';
 type KernelRow = { variant?: string; rowsPerThread?: number; keysPerTile?: number; splits?: number | string; T: number; K?: number; N?: number; n?: number; H?: number; HD?: number; ms: number; gflops: number; weightGBps?: number; chosen: boolean; clock?: string };
 type EngineRow = PrefillRow & { adapter: string; model: string; weight_bytes: number; weight_dtype: string; weights?: string; profile?: DecodeProfile | string; fuse?: DecodeWay[]; attention?: DecodeWay[]; gemv?: DecodeWay[]; skipped?: string; error?: string };
 type TorchRow = { model: string; tokens: number; tokens_per_s: number; gflops: number; decode_tokens_per_s?: number; skipped?: string; error?: string };
-type LinkRow = { model: string; context: number; chunks: number; chunk_tokens: number; tier?: 'host' | 'host-f16' | 'gpu'; submit_each_layer?: boolean; results?: TtftRow[]; ratios?: Record<string, number>; skipped?: string; error?: string };
+type LinkRow = { model: string; context: number; chunks: number; chunk_tokens: number; tier?: 'host' | 'host-f16' | 'gpu'; kv_dtype?: 'f32' | 'f16'; gpu_rows?: 'f32' | 'f16'; submit_each_layer?: boolean; results?: TtftRow[]; ratios?: Record<string, number>; skipped?: string; error?: string };
 export interface GpuRun {
   command: string;
   kit: {
@@ -116,9 +116,9 @@ export function gpuSection(runs: { file: string; r: GpuRun }[]): string {
         lines.push(`- TTFT at ${l.context} tokens, ${l.model}: ${l.skipped ?? l.error}`, '');
         continue;
       }
-      const where = (l.tier === 'gpu' ? 'resident on the GPU, as KVStore\'s GPU tier keeps hot chunks; full recompute reads no cached row, so its time is the host run\'s'
+      const where = (l.tier === 'gpu' ? `resident on the GPU${l.gpu_rows === 'f16' ? ' as halves' : ''}, as KVStore\'s GPU tier keeps hot chunks; full recompute reads no cached row, so its time is the host run\'s`
         : l.tier === 'host-f16' ? 'kept in host memory as halves, as KVStore\'s f16 blobs hold them, uploaded at link time and widened on the GPU; full recompute\'s time is the host run\'s'
-        : 'kept in host memory, uploaded at link time') +
+        : `kept in host memory${l.kv_dtype ? ' as f32' : ''}, uploaded at link time${l.kv_dtype ? `; the linked cache keeps ${l.kv_dtype} keys and values` : ''}`) +
         (l.submit_each_layer === undefined ? '' : l.submit_each_layer ? '; work submitted after each layer' : '; each pass submitted whole');
       lines.push(`TTFT at ${l.context} tokens in ${l.chunks} chunks of ${l.chunk_tokens}, ${l.model} (ms; chunks compiled ahead and ${where}):`, '');
       lines.push(table(['algorithm', 'TTFT', 'load', 'recompute', 'first token', 'GPU busy', 'recomputed rows', '× legolink:16'], l.results.map((x) => [

@@ -24,7 +24,7 @@
  * RoPE), f32 or IEEE half (two halves per u32, as `pack2x16float` packs them),
  * each array zero-padded to a multiple of 4 bytes.
  */
-import type { LayerRows } from '../types/kv';
+import { layerValues, type LayerRows } from '../types/kv';
 import { f32ArrayToF16, halfRows } from '../engine';
 import { crc32 } from './crc32';
 import { CorruptBlobError, type KvDtype } from './types';
@@ -57,16 +57,18 @@ export function payloadBytes(layers: number, tokens: number, kvDim: number, dtyp
   return layers * 2 * arrayBytes(tokens, kvDim, dtype);
 }
 
-/** The blob of one chunk cache. `layers[l].k` / `.v` are `[tokens, kvDim]` f32. */
+/** The blob of one chunk cache. `layers[l].k` / `.v` are `[tokens, kvDim]` f32; an f16 blob copies rows kept as halves as they are. */
 export function encodeBlob(meta: { id: string; modelId: string; kvDim: number }, layers: LayerRows[], dtype: KvDtype): Uint8Array {
   const { kvDim } = meta;
   if (dtype !== 'f32' && dtype !== 'f16') throw new Error(`encodeBlob: dtype must be f32 or f16, not ${dtype}`);
   if (!Number.isInteger(kvDim) || kvDim < 1) throw new Error(`encodeBlob: bad kvDim ${kvDim}`);
   if (layers.length < 1) throw new Error('encodeBlob: no layers');
-  const n = layers[0].k.length;
+  const n = layerValues(layers[0]);
   if (n % kvDim) throw new Error(`encodeBlob: ${n} values are not whole rows of ${kvDim}`);
   const tokens = n / kvDim;
-  layers.forEach(({ k, v }, l) => {
+  // Halves are copied only into an f16 blob; an f32 blob of such rows widens them.
+  const rows = layers.map((l) => (dtype === 'f16' && l.halves ? l.halves : { k: l.k, v: l.v }));
+  rows.forEach(({ k, v }, l) => {
     if (k.length !== n || v.length !== n) throw new Error(`encodeBlob: layer ${l} has ${k.length}/${v.length} values, expected ${n}`);
   });
   const te = new TextEncoder();
@@ -79,12 +81,10 @@ export function encodeBlob(meta: { id: string; modelId: string; kvDim: number },
   const out = new Uint8Array(H + payload);
   const dv = new DataView(out.buffer);
   let off = H;
-  for (const { k, v } of layers) {
+  for (const { k, v } of rows) {
     for (const a of [k, v]) {
-      if (dtype === 'f32') out.set(new Uint8Array(a.buffer, a.byteOffset, a.byteLength), off);
-      else {
-        f32ArrayToF16(a, new Uint16Array(out.buffer, off, n));
-      }
+      if (dtype === 'f32' || a instanceof Uint16Array) out.set(new Uint8Array(a.buffer, a.byteOffset, a.byteLength), off);
+      else f32ArrayToF16(a, new Uint16Array(out.buffer, off, n));
       off += arr;
     }
   }

@@ -31,7 +31,8 @@ export interface OpenReport {
   droppedEntries: string[];
 }
 
-export const rowBytes = (r: IndexRecord) => r.layers * 2 * r.tokens * r.kvDim * 4;
+/** What an entry's RAM copy takes: f16 entries are kept as halves (LayerRows.halves), which nothing widens on the host. */
+export const rowBytes = (r: IndexRecord) => r.layers * 2 * r.tokens * r.kvDim * (r.dtype === 'f16' ? 2 : 4);
 const isRecord = (r: IndexRecord | undefined, key: string): r is IndexRecord =>
   !!r && r.format === 1 && r.id === key && typeof r.file === 'string' && r.layers > 0 && r.kvDim > 0 && r.bytes > 0;
 

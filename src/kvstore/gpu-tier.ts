@@ -59,15 +59,19 @@ export class GpuTier {
   /** Uploads a chunk's rows; returns the chunk with its GPU copy, or the chunk alone when it cannot fit. */
   put(chunk: CompiledChunk): CompiledChunk {
     this.delete(chunk.id);
-    const bytes = chunk.layers.reduce((n, l) => n + l.k.byteLength + l.v.byteLength, 0);
+    // Rows kept as f16 (LayerRows.halves) stay halves on the GPU: half the bytes, and never widened on the host.
+    const half = chunk.layers.every((l) => l.halves);
+    const arrays = chunk.layers.map((l) => (half ? l.halves! : { k: l.k, v: l.v }));
+    const bytes = arrays.reduce((n, l) => n + l.k.byteLength + l.v.byteLength, 0);
     if (bytes > this.budget) return chunk;
     while (this.bytes + bytes > this.budget) if (!this.evictOldest()) return chunk;
-    const upload = (a: Float32Array) => {
-      const b = this.device.createBuffer({ size: Math.max(16, a.byteLength), usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST });
+    const upload = (a: Float32Array | Uint16Array) => {
+      // A row is kvDim values and kvDim is a multiple of 4, so halves fill whole 4-byte words.
+      const b = this.device.createBuffer({ size: Math.max(16, Math.ceil(a.byteLength / 4) * 4), usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST });
       this.device.queue.writeBuffer(b, 0, a.buffer, a.byteOffset, a.byteLength);
       return b;
     };
-    const gpu = chunk.layers.map((l) => ({ k: upload(l.k), v: upload(l.v) }));
+    const gpu = arrays.map((l) => ({ k: upload(l.k), v: upload(l.v), ...(half ? { f16: true } : {}) }));
     const withGpu = { ...chunk, gpu };
     this.entries.set(chunk.id, { chunk: withGpu, bytes, lastUsed: ++this.clock });
     this.bytes += bytes;

@@ -19,7 +19,7 @@
  * and puts, `touch` entries it served itself, and `pin` entries it is using so
  * that neither tier evicts them.
  */
-import type { LayerRows } from '../types/kv';
+import { layerValues, type LayerRows } from '../types/kv';
 import { decodeBlob, encodeBlob } from './blob';
 import { writeBlobAtomically } from './commit';
 import { rowBytes, StoreCore, type Budgets, type OpenReport } from './core';
@@ -122,7 +122,7 @@ export class KVStore extends StoreCore {
       const t = this.tick();
       const rec: IndexRecord = {
         format: 1, file, id, modelId: meta.modelId, dtype: meta.dtype, layers: layers.length,
-        tokens: layers[0].k.length / meta.kvDim, kvDim: meta.kvDim, bytes: bytes.length, createdAt: t, lastUsedAt: t,
+        tokens: layerValues(layers[0]) / meta.kvDim, kvDim: meta.kvDim, bytes: bytes.length, createdAt: t, lastUsedAt: t,
         hits: 0, variant: meta.variant ?? '', meta: structuredClone(meta.meta ?? {}),
       };
       // The commit point. If it fails the blob stays: whether the record landed is unknown, and open() removes

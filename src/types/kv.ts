@@ -17,10 +17,19 @@ export interface LayerRows {
   halves?: { k: Uint16Array; v: Uint16Array };
 }
 
-/** A chunk's rows already on the GPU (KVStore's GPU tier): per layer, pre-RoPE keys and values, f32 [rows, kvDim]. */
+/**
+ * A chunk's rows already on the GPU (KVStore's GPU tier): per layer, pre-RoPE keys and values [rows, kvDim], f32,
+ * or IEEE halves (two to a u32) where the rows were kept as f16, widened on the GPU as they are linked.
+ */
 export interface GpuLayerRows {
   k: GPUBuffer;
   v: GPUBuffer;
+  f16?: boolean;
+}
+
+/** How many values a layer's keys hold, without widening rows kept as halves. */
+export function layerValues(l: LayerRows): number {
+  return (l.halves?.k ?? l.k).length;
 }
 
 /**

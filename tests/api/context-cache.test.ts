@@ -143,6 +143,7 @@ test('keys and values kept as f16 (the app\'s choice above 50M weights): half th
   const docs = ['Lily had a red ball. She liked to play with it in the park.', 'Tom had a big dog. The dog was named Max.'];
   const stored: Record<string, { bytes: number; dtype: string }[]> = {};
   const answers: Record<string, string[]> = {};
+  const held: Record<string, { gpu: number; ram: number }> = {};
   for (const kvDtype of ['f32', 'f16'] as const) {
     const s = await openModel(STORIES, { kvDtype });
     try {
@@ -164,6 +165,7 @@ test('keys and values kept as f16 (the app\'s choice above 50M weights): half th
       // Fresh from the compile (the GPU tier); a second cache over the same store (its RAM tier); a store opened
       // again over the same backends (the stored blobs, decoded: f16 rows stay halves until the GPU widens them).
       const fromGpu = await ask(first.lego);
+      held[kvDtype] = { gpu: first.lego.gpuTier.stats().bytes, ram: (await first.store.stats()).ram.bytes };
       const ram = new ContextCache(s.engine, { id: `stories260K|kv-${kvDtype}`, config: s.model.config, tokenizer: s.model.tokenizer, tokenizerId: 'tok512' }, first.store);
       const fromRam = await ask(ram);
       const reopened = await open();
@@ -179,6 +181,9 @@ test('keys and values kept as f16 (the app\'s choice above 50M weights): half th
   }
   assert.deepEqual(stored.f32.map((e) => e.dtype), ['f32', 'f32']);
   assert.deepEqual(stored.f16.map((e) => e.dtype), ['f16', 'f16']);
+  // The GPU tier and the RAM tier hold the halves themselves: exactly half of what f32 rows take.
+  assert.equal(held.f16.gpu * 2, held.f32.gpu, JSON.stringify(held));
+  assert.equal(held.f16.ram * 2, held.f32.ram, JSON.stringify(held));
   const total = (kv: string) => stored[kv].reduce((t, e) => t + e.bytes, 0);
   // Two bytes a value instead of four; the blob's header and checksums are the rest.
   assert.ok(total('f16') < 0.52 * total('f32') && total('f16') > 0.45 * total('f32'), `${total('f16')} against ${total('f32')} bytes`);

@@ -91,14 +91,15 @@ for (const which of ['stories', 'gemma', 'llama3'] as const) {
 }
 
 // Rows read from an f16 store arrive as halves (LayerRows.halves) and go up as such, widened on the GPU. Written in
-// blocks of every kind at once (f32 host rows, halves, halves again, GPU buffers), each layer equals the same rows
-// written from f32; the halves' k and v are never read on the host.
+// blocks of every kind at once (f32 host rows, halves, halves again, GPU buffers of f32, GPU buffers of halves as the
+// GPU tier keeps f16 rows), each layer equals the same rows written from f32; the halves' k and v are never read on
+// the host.
 test('gemma: rows kept as halves are uploaded as halves and land exactly where f32 rows do', async () => {
   const e = await engineFor('gemma');
   const V = e.config.vocabSize;
   const L = e.config.nLayers;
   const kvDim = e.model!.kvDim;
-  const blocks = [seq(5, 3, V), seq(7, 4, V), seq(3, 5, V), seq(6, 6, V)];
+  const blocks = [seq(5, 3, V), seq(7, 4, V), seq(3, 5, V), seq(6, 6, V), seq(4, 7, V)];
   const rowsOf = async (tokens: number[]) => {
     const c = e.newCache();
     const res = await e.prefill(c, tokens, undefined, { logits: 'none', capturePreRopeK: true });
@@ -112,18 +113,17 @@ test('gemma: rows kept as halves are uploaded as halves and land exactly where f
     get k(): Float32Array { throw new Error('read k of rows kept as halves'); },
     get v(): Float32Array { throw new Error('read v of rows kept as halves'); },
   });
-  const gpuRows = (r: { k: Float32Array; v: Float32Array }) => {
-    const up = (x: Float32Array) => {
-      const b = e.gpu.device.createBuffer({ size: x.byteLength, usage: GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST | GPUBufferUsage.STORAGE });
-      e.gpu.device.queue.writeBuffer(b, 0, x.buffer as ArrayBuffer, x.byteOffset, x.byteLength);
-      return b;
-    };
-    return { k: up(r.k), v: up(r.v) };
+  const up = (x: Float32Array | Uint16Array) => {
+    const b = e.gpu.device.createBuffer({ size: x.byteLength, usage: GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST | GPUBufferUsage.STORAGE });
+    e.gpu.device.queue.writeBuffer(b, 0, x.buffer as ArrayBuffer, x.byteOffset, x.byteLength);
+    return b;
   };
-  // Block 0 as f32, 1 and 2 as halves (one run), 3 on the GPU.
+  const gpuRows = (r: { k: Float32Array; v: Float32Array }) => ({ k: up(r.k), v: up(r.v) });
+  const gpuHalves = (r: { k: Float32Array; v: Float32Array }) => ({ k: up(floatsToHalves(r.k)), v: up(floatsToHalves(r.v)), f16: true });
+  // Block 0 as f32, 1 and 2 as halves (one run), 3 on the GPU as f32, 4 on the GPU as halves (a second run).
   const mixed = (b: number, l: number) => {
     const r = f32[b][l];
-    return b === 0 ? r : b === 3 ? gpuRows(r) : untouched(floatsToHalves(r.k), floatsToHalves(r.v));
+    return b === 0 ? r : b === 3 ? gpuRows(r) : b === 4 ? gpuHalves(r) : untouched(floatsToHalves(r.k), floatsToHalves(r.v));
   };
   // Blocks at cache rows 2.. with a gap row between them, at positions 100 + 3 * row.
   const layout: { start: number; positions: number[] }[] = [];

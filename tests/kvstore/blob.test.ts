@@ -54,6 +54,20 @@ test('f16 round trip equals rounding to half; odd sizes are padded; unicode ids'
   assert.equal(payloadBytes(4, 10, 8, 'f16') * 2, payloadBytes(4, 10, 8, 'f32'));
 });
 
+test('rows kept as halves go into an f16 blob as they are, never widened on the host, and into an f32 one widened', () => {
+  const layers = fakeLayers(2, 5, 16, 9);
+  const halves = layers.map((l) => ({ k: floatsToHalves(l.k), v: floatsToHalves(l.v) }));
+  const untouched = halves.map((h) => ({
+    halves: h,
+    get k(): Float32Array { throw new Error('read k of rows kept as halves'); },
+    get v(): Float32Array { throw new Error('read v of rows kept as halves'); },
+  }));
+  // The same bytes as encoding the f32 rows they round from.
+  assert.deepEqual(encodeBlob(meta, untouched, 'f16'), encodeBlob(meta, layers, 'f16'));
+  const rounded = layers.map((l) => ({ k: roundToHalf(l.k), v: roundToHalf(l.v) }));
+  assert.deepEqual(encodeBlob(meta, halves.map((h, i) => ({ halves: h, ...rounded[i] })), 'f32'), encodeBlob(meta, rounded, 'f32'));
+});
+
 test('every single-byte change, truncation or extension is detected', () => {
   const blob = encodeBlob(meta, fakeLayers(2, 2, 16, 3), 'f16');
   for (let i = 0; i < blob.length; i++) {

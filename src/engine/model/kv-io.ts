@@ -89,22 +89,34 @@ export class RowWriter {
       const at = this.offsets[i] * rowBytes;
       // Halves first: reading k of rows kept as halves would widen them on the host.
       const h = 'halves' in src ? src.halves : undefined;
+      // A run of blocks whose halves sit in k16/v16, to widen into kb/vb.
+      const halvesAt = () => {
+        k16 ??= this.scratch.get('io.k16', this.T * kvDim * 2);
+        v16 ??= this.scratch.get('io.v16', this.T * kvDim * 2);
+        const last = runs[runs.length - 1];
+        if (last && last[0] + last[1] === this.offsets[i]) last[1] += n;
+        else runs.push([this.offsets[i], n]);
+        return { k16, v16 };
+      };
       if (!h && 'mapAsync' in src.k) {
+        const g = src as GpuLayerRows;
         const enc = this.ops.d.commandEncoder();
-        enc.copyBufferToBuffer(src.k, 0, kb, at, n * rowBytes);
-        enc.copyBufferToBuffer(src.v as GPUBuffer, 0, vb, at, n * rowBytes);
+        if (g.f16) {
+          const s = halvesAt();
+          enc.copyBufferToBuffer(g.k, 0, s.k16, at / 2, n * rowBytes / 2);
+          enc.copyBufferToBuffer(g.v, 0, s.v16, at / 2, n * rowBytes / 2);
+        } else {
+          enc.copyBufferToBuffer(g.k, 0, kb, at, n * rowBytes);
+          enc.copyBufferToBuffer(g.v, 0, vb, at, n * rowBytes);
+        }
         return;
       }
       const rows = src as LayerRows;
       if (h) {
         if (h.k.length !== n * kvDim || h.v.length !== n * kvDim) throw new Error(`writeRows: layer ${l} of block ${i} has the wrong size`);
-        k16 ??= this.scratch.get('io.k16', this.T * kvDim * 2);
-        v16 ??= this.scratch.get('io.v16', this.T * kvDim * 2);
-        queue.writeBuffer(k16, at / 2, h.k.buffer, h.k.byteOffset, h.k.byteLength);
-        queue.writeBuffer(v16, at / 2, h.v.buffer, h.v.byteOffset, h.v.byteLength);
-        const last = runs[runs.length - 1];
-        if (last && last[0] + last[1] === this.offsets[i]) last[1] += n;
-        else runs.push([this.offsets[i], n]);
+        const s = halvesAt();
+        queue.writeBuffer(s.k16, at / 2, h.k.buffer, h.k.byteOffset, h.k.byteLength);
+        queue.writeBuffer(s.v16, at / 2, h.v.buffer, h.v.byteOffset, h.v.byteLength);
         return;
       }
       if (rows.k.length !== n * kvDim || rows.v.length !== n * kvDim) throw new Error(`writeRows: layer ${l} of block ${i} has the wrong size`);
