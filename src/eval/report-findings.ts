@@ -219,12 +219,34 @@ function realModelNote(r: EvalResults, sinks: SinkReport | undefined): string {
 /** A run whose F1 says the model answers little while answer recall says it finds most answers: it names them inside sentences. */
 const answersInSentences = (r: EvalResults) => hasRecall(r) && fullMean(r, F1) < 0.5 && fullMean(r, RECALL) >= 0.5;
 
-/** Where a run has LegoLink at several k: each k's score, the prompt share it recomputes and what it wins back. */
-function kSweep(r: EvalResults, m: Scoring): string | null {
-  const ks = r.algorithms.flatMap((a) => {
+/** A run's LegoLink algorithms at their k, in order of k. */
+function legolinks(r: EvalResults): { a: string; k: number }[] {
+  return r.algorithms.flatMap((a) => {
     const k = /^legolink:(\d+)$/.exec(a);
     return k ? [{ a, k: Number(k[1]) }] : [];
   }).sort((x, y) => x.k - y.k);
+}
+
+/**
+ * Where a run sweeps k and naive lost: whether recomputing more of each chunk's start kept winning accuracy back.
+ * When the largest k wins back no more than the one before it (within 5 points), the loss left is not at chunk
+ * starts, which is what LegoLink recomputes.
+ */
+function sweepFinding(r: EvalResults, m: Scoring, name: string): string | null {
+  const ks = legolinks(r);
+  const back = ks.map(({ a }) => wonBack(r, m, a));
+  if (ks.length < 3 || back.some((x) => x === null)) return null;
+  const share = ks.map(({ a }) => mean(r.cases.filter((c) => c.algorithm === a).map((c) => c.recompute_fraction)));
+  const [prev, last] = back.slice(-2) as number[];
+  const figures = `k = ${ks.map((x) => x.k).join(', ')} win back ${back.map((x) => pct(x!)).join(', ')} of naive's loss by ${m.name} while recomputing ${share.map(pct).join(', ')} of the prompt`;
+  return last <= prev + 0.05
+    ? `On ${name}, recomputing more of each chunk's start stops paying: ${figures}. The loss left there is not at the chunk starts LegoLink recomputes but in the chunks' other rows.`
+    : `On ${name}, ${figures}.`;
+}
+
+/** Where a run has LegoLink at several k: each k's score, the prompt share it recomputes and what it wins back. */
+function kSweep(r: EvalResults, m: Scoring): string | null {
+  const ks = legolinks(r);
   if (ks.length < 2) return null;
   const parts = ks.map(({ a }) => {
     const g = pairedGap(r.cases, a, 'full', m.value);
@@ -268,6 +290,8 @@ function whatWouldShowIt(runs: EvalResults[]): string {
       return x === null ? [] : [`${pct(x)} of naive's loss on ${name(r)}`];
     });
     head += ` Where the model answers well by answer recall (${well.map(name).join(', ')}), naive loses on ${w.loses.length === well.length ? 'every one' : w.loses.length ? w.loses.map(name).join(', ') : 'none'}, and legolink:16 wins it back to within 5% on ${w.recovers.length && w.recovers.length === w.loses.length ? 'every such run' : w.recovers.length ? w.recovers.map(name).join(', ') : 'none of them'}${back.length ? ` (it wins back ${back.join(', ')})` : ''}.`;
+    const sweeps = well.flatMap((r) => sweepFinding(r, RECALL, name(r)) ?? []);
+    if (sweeps.length) head += ` ${sweeps.join(' ')}`;
     if (w.loses.length === well.length && w.recovers.length === well.length && f.loses.length === runs.length && f.recovers.length === runs.length) return `${head} That is the papers' pattern.`;
   } else if (f.loses.length === runs.length && f.within.length === runs.length) return `${head} That is the papers' pattern.`;
   // A resumed evaluation's time is the sum of its runs.

@@ -132,6 +132,12 @@ test('findingsSection: a model that names its answers inside sentences is read b
   }
   assert.match(findingsSection([{ r: sweep }], []), /LegoLink by k \(the first k tokens of every chunk recomputed\), scored by answer recall against full's 0\.750: legolink:16 0\.625 \(100% of the prompt recomputed, 75% of naive's loss won back\); legolink:32 0\.700 \(40% of the prompt recomputed, 90% of naive's loss won back\); legolink:64 0\.750 \(60% of the prompt recomputed, 100% of naive's loss won back\)\./);
   assert.doesNotMatch(md, /LegoLink by k/, 'one k: no sweep');
+  // Three k: the largest wins back all of the loss (100% against 90%), so more of each start kept paying.
+  assert.match(findingsSection([{ r: sweep }], []), /On Chat-135M on multidoc\.jsonl, k = 16, 32, 64 win back 75%, 90%, 100% of naive's loss by answer recall while recomputing 100%, 40%, 60% of the prompt\./);
+  // When the largest k wins back no more than the one before, the summary says the loss left is not at chunk starts.
+  const flat = { ...sweep, cases: sweep.cases.map((c) => (c.algorithm === 'legolink:64' ? { ...c, prediction: say(Number(c.id.slice(1)) < 28), score: Number(c.id.slice(1)) < 28 ? 2 / 7 : 0 } : c)) };
+  assert.match(findingsSection([{ r: flat }], []), /recomputing more of each chunk's start stops paying: k = 16, 32, 64 win back 75%, 90%, 90% .*The loss left there is not at the chunk starts LegoLink recomputes/);
+  assert.doesNotMatch(findingsSection([{ r: sweep }], []), /stops paying/);
   // A summary run (Rouge-L) gets no recall table.
   const sums = { ...run('Sum-135M', 5, 19) };
   sums.cases = sums.cases.map((c) => ({ ...c, metric: 'rougeL' as const }));
