@@ -1,7 +1,8 @@
 /**
  * The first page in real headless Chromium on WebGPU (SwiftShader): the
  * bundled stories260K loads in the worker and a greedy completion typed into
- * the page equals llama2.c's own output.
+ * the page equals llama2.c's own output, also with decode fused as on a GPU
+ * (the subgroup GEMV compiled by Chromium itself).
  */
 import { test, expect, chromium } from '@playwright/test';
 import { readFileSync } from 'node:fs';
@@ -25,6 +26,25 @@ test('bundled model streams a greedy completion equal to llama2.c', async ({ pag
   const expected = Buffer.from(c.stdout, 'latin1').toString('utf8').slice(c.prompt.length).replace(/\n$/, '');
   expect(shown).toBe(expected);
   await page.screenshot({ path: 'test-results/screens/generate.png', fullPage: true });
+});
+
+// Decode as a GPU runs it (RMSNorm and GLU folded into the GEMVs), in Chromium's own WGSL compiler: with the
+// adapter's subgroups the GEMVs are gemv_sg, whose subgroup operations only a browser test compiles the way users' do.
+test('fused decode with the subgroup GEMV (what GPUs run) streams the same greedy completion as llama2.c', async ({ page }) => {
+  await page.goto('/?debug&model=stories260K');
+  await expect(page.getByTestId('model-ready')).toBeVisible();
+  await expect(page.getByTestId('adapter')).toContainText('subgroups yes');
+  const kernels = await page.evaluate(() => (globalThis as unknown as { legokv: { setFuse(on: boolean | null): Promise<{ fused: boolean; gemv: string; subgroupMin: number | null }> } }).legokv.setFuse(true));
+  expect(kernels.fused).toBe(true);
+  expect(kernels.gemv).toBe('gemv_sg');
+  expect(kernels.subgroupMin).toBeGreaterThanOrEqual(4);
+  const c = fixture.cases.find((x: { prompt: string; steps: number }) => x.prompt === 'The little dog');
+  await page.getByLabel('Prompt').fill(c.prompt);
+  await page.getByLabel('Steps').fill(String(c.steps));
+  await page.getByRole('button', { name: 'Generate' }).click();
+  await expect(page.getByTestId('stats')).toBeVisible();
+  const expected = Buffer.from(c.stdout, 'latin1').toString('utf8').slice(c.prompt.length).replace(/\n$/, '');
+  expect(await page.getByTestId('output').textContent()).toBe(expected);
 });
 
 test('without WebGPU the page says so and how to enable it', async () => {

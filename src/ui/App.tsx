@@ -48,7 +48,7 @@ export function App() {
 
   // Two lines from the start (the second blank until the adapter is known), so the header does not grow.
   const adapterLine = s.adapter
-    ? [`Adapter: ${s.adapter.description}${s.adapter.isFallback ? ' (fallback, CPU)' : ''} · f16 ${s.adapter.hasF16 ? 'yes' : 'no'}`,
+    ? [`Adapter: ${s.adapter.description}${s.adapter.isFallback ? ' (fallback, CPU)' : ''} · f16 ${s.adapter.hasF16 ? 'yes' : 'no'} · subgroups ${s.adapter.hasSubgroups ? 'yes' : 'no'}`,
       `largest buffer ${mib(s.adapter.maxBufferSize)} · largest binding ${mib(s.adapter.maxStorageBufferBindingSize)}`]
     : ['Starting WebGPU…', '\u00a0'];
 

@@ -44,11 +44,13 @@ export async function startEngine(): Promise<void> {
   }
   client = new EngineClient();
   remote = new RemoteContextCache(client);
-  // ?debug exposes a device-loss switch and a slow-motion decode, so recovery and Stop can be shown and tested.
+  // ?debug exposes a device-loss switch, a slow-motion decode and the fused decode a GPU runs, so recovery, Stop and
+  // the GPU's GEMV kernels can be shown and tested on any adapter.
   if (new URLSearchParams(location.search).has('debug')) {
     const c = client;
     (globalThis as unknown as { legokv: object }).legokv = {
       simulateDeviceLoss: () => c.simulateDeviceLoss(), setDecodeDelay: (ms: number) => c.setDecodeDelay(ms),
+      setFuse: (fuse: boolean | null) => c.setFuse(fuse),
     };
   }
   client.onDeviceLost = (message) => {

@@ -88,6 +88,11 @@ export class EngineClient {
     return this.call('set-decode-delay', { ms }).result;
   }
 
+  /** Forces decode's fused launches (GEMVs with prologues, as on GPUs) on or off; null gives the choice back. */
+  setFuse(fuse: boolean | null) {
+    return this.call('set-fuse', { fuse }).result;
+  }
+
   listCached() {
     return this.call('list-cached', null).result;
   }

@@ -154,6 +154,12 @@ const handlers: Handlers = {
     decodeDelayMs = Math.max(0, Math.min(10_000, ms));
     return null;
   },
+  'set-fuse': async ({ fuse }) => {
+    await init();
+    const ops = engine!.ops;
+    ops.fuse = fuse ?? undefined;
+    return { fused: ops.fuses(1), gemv: ops.pickGemv(), subgroupMin: ops.subgroupMin };
+  },
   'list-cached': async () => listCachedModels(await opfsRoot()),
   'delete-cached': async ({ key }) => deleteCachedModel(await opfsRoot(), key),
   generate: (req, c) => generate(req, c.signal, (text) => c.emit({ text })),

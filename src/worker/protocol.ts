@@ -146,6 +146,11 @@ export interface Calls {
   'simulate-device-loss': Call<null, null>;
   /** Waits `ms` after every decoded token of a studio answer: slow motion, to watch (and test) streaming and Stop. */
   'set-decode-delay': Call<{ ms: number }, null>;
+  /**
+   * Forces decode's fused launches on or off (null: the adapter's profile decides), so a test can run the GEMV
+   * kernels a GPU would; answers which GEMV kernel decode now uses and the device's smallest subgroup size.
+   */
+  'set-fuse': Call<{ fuse: boolean | null }, { fused: boolean; gemv: 'gemv' | 'gemv_sg'; subgroupMin: number | null }>;
   'list-cached': Call<null, CachedModel[]>;
   'delete-cached': Call<{ key: string }, boolean>;
   generate: Call<GenerateRequest, GenerateResult, { text: string }>;
