@@ -8,6 +8,7 @@ import { test, expect, chromium } from '@playwright/test';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromiumPath } from '../scripts/gpu-env.mjs';
+import { setKernels } from './helpers';
 
 const fixture = JSON.parse(readFileSync(join(import.meta.dirname, '../tests/fixtures/llama2c/stories260K-greedy.json'), 'utf8'));
 
@@ -34,7 +35,7 @@ test('fused decode with the subgroup GEMV (what GPUs run) streams the same greed
   await page.goto('/?debug&model=stories260K');
   await expect(page.getByTestId('model-ready')).toBeVisible();
   await expect(page.getByTestId('adapter')).toContainText('subgroups yes');
-  const kernels = await page.evaluate(() => (globalThis as unknown as { legokv: { setFuse(on: boolean | null): Promise<{ fused: boolean; gemv: string; subgroupMin: number | null }> } }).legokv.setFuse(true));
+  const kernels = await setKernels(page, null, true);
   expect(kernels.fused).toBe(true);
   expect(kernels.gemv).toBe('gemv_sg');
   expect(kernels.subgroupMin).toBeGreaterThanOrEqual(4);

@@ -10,3 +10,14 @@ export function canvasColours(page: Page, index: number) {
     return seen.size;
   });
 }
+
+/** What the engine runs after `setKernels` (the worker's KernelChoice). */
+export interface KernelChoice { profile: 'cpu' | 'gpu'; fused: boolean; gemv: string; subgroupMin: number | null }
+
+/** Forces the GPU or CPU kernel profile and decode's fused launches in the page's worker (needs ?debug). */
+export function setKernels(page: Page, profile: 'cpu' | 'gpu' | null, fuse: boolean | null = null): Promise<KernelChoice> {
+  return page.evaluate(
+    ([p, f]) => (globalThis as unknown as { legokv: { setKernels(p: 'cpu' | 'gpu' | null, f: boolean | null): Promise<KernelChoice> } }).legokv.setKernels(p, f),
+    [profile, fuse] as const,
+  );
+}

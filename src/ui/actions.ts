@@ -44,13 +44,13 @@ export async function startEngine(): Promise<void> {
   }
   client = new EngineClient();
   remote = new RemoteContextCache(client);
-  // ?debug exposes a device-loss switch, a slow-motion decode and the fused decode a GPU runs, so recovery, Stop and
-  // the GPU's GEMV kernels can be shown and tested on any adapter.
+  // ?debug exposes a device-loss switch, a slow-motion decode and the kernels a GPU runs, so recovery, Stop and the
+  // GPU profile's kernels can be shown and tested on any adapter.
   if (new URLSearchParams(location.search).has('debug')) {
     const c = client;
     (globalThis as unknown as { legokv: object }).legokv = {
       simulateDeviceLoss: () => c.simulateDeviceLoss(), setDecodeDelay: (ms: number) => c.setDecodeDelay(ms),
-      setFuse: (fuse: boolean | null) => c.setFuse(fuse),
+      setKernels: (profile: 'cpu' | 'gpu' | null, fuse: boolean | null = null) => c.setKernels(profile, fuse),
     };
   }
   client.onDeviceLost = (message) => {

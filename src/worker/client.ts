@@ -88,9 +88,9 @@ export class EngineClient {
     return this.call('set-decode-delay', { ms }).result;
   }
 
-  /** Forces decode's fused launches (GEMVs with prologues, as on GPUs) on or off; null gives the choice back. */
-  setFuse(fuse: boolean | null) {
-    return this.call('set-fuse', { fuse }).result;
+  /** Forces the kernel profile and decode's fused launches (as on GPUs) on any adapter; null gives the choice back. */
+  setKernels(profile: 'cpu' | 'gpu' | null, fuse: boolean | null = null) {
+    return this.call('set-kernels', { profile, fuse }).result;
   }
 
   listCached() {

@@ -154,11 +154,13 @@ const handlers: Handlers = {
     decodeDelayMs = Math.max(0, Math.min(10_000, ms));
     return null;
   },
-  'set-fuse': async ({ fuse }) => {
+  'set-kernels': async ({ profile, fuse }) => {
     await init();
-    const ops = engine!.ops;
-    ops.fuse = fuse ?? undefined;
-    return { fused: ops.fuses(1), gemv: ops.pickGemv(), subgroupMin: ops.subgroupMin };
+    const e = engine!;
+    e.ops.matmulProfile = profile ?? gpu!.profile;
+    e.submitEachLayer = e.ops.matmulProfile === 'gpu';
+    e.ops.fuse = fuse ?? undefined;
+    return { profile: e.ops.matmulProfile, fused: e.ops.fuses(1), gemv: e.ops.pickGemv(), subgroupMin: e.ops.subgroupMin };
   },
   'list-cached': async () => listCachedModels(await opfsRoot()),
   'delete-cached': async ({ key }) => deleteCachedModel(await opfsRoot(), key),

@@ -138,6 +138,14 @@ interface Call<A, R, E = never> {
 export type WireCompileOptions = Omit<CompileOptions, 'onProgress' | 'signal'>;
 export type WireCompletionRequest = Omit<CompletionRequest, 'signal'>;
 
+/** The kernels the engine picks after 'set-kernels'. */
+export interface KernelChoice {
+  profile: 'cpu' | 'gpu';
+  fused: boolean;
+  gemv: 'gemv' | 'gemv_sg';
+  subgroupMin: number | null;
+}
+
 export interface Calls {
   init: Call<null, InitResult>;
   /** The weights' precision is the worker's choice by size unless given. */
@@ -147,10 +155,11 @@ export interface Calls {
   /** Waits `ms` after every decoded token of a studio answer: slow motion, to watch (and test) streaming and Stop. */
   'set-decode-delay': Call<{ ms: number }, null>;
   /**
-   * Forces decode's fused launches on or off (null: the adapter's profile decides), so a test can run the GEMV
-   * kernels a GPU would; answers which GEMV kernel decode now uses and the device's smallest subgroup size.
+   * Forces the kernel profile ('gpu': shared-memory tiles, attention_tiled and attention_decode, gemv or gemv_sg,
+   * fused decode) and decode's fused launches (null: the adapter decides), so the kernels a GPU runs can be run
+   * and tested on any adapter; answers what decode then uses and the device's smallest subgroup size.
    */
-  'set-fuse': Call<{ fuse: boolean | null }, { fused: boolean; gemv: 'gemv' | 'gemv_sg'; subgroupMin: number | null }>;
+  'set-kernels': Call<{ profile: 'cpu' | 'gpu' | null; fuse: boolean | null }, KernelChoice>;
   'list-cached': Call<null, CachedModel[]>;
   'delete-cached': Call<{ key: string }, boolean>;
   generate: Call<GenerateRequest, GenerateResult, { text: string }>;

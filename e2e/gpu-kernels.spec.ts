@@ -1,0 +1,44 @@
+/**
+ * The kernels a real GPU runs, compiled by Chromium's own WGSL compiler (which users' browsers use, and the Node
+ * parity tests do not) and run on its adapter: with the GPU profile forced (?debug), qa-demo compiles its sample
+ * documents and answers with full recompute and legolink:16 exactly as the CPU profile's kernels answer. The GPU
+ * profile runs shared-memory matmul tiles, attention_tiled from 32 query rows, attention_decode below, the
+ * workgroup RMSNorm, and fused decode through gemv_sg (the adapter has subgroups).
+ */
+import { expect, test } from '@playwright/test';
+import { setKernels } from './helpers';
+
+test('the GPU profile\'s kernels in Chromium compile chunks and answer as the CPU profile\'s do', async ({ page }) => {
+  test.setTimeout(300_000);
+  await page.goto('/?debug');
+  await expect(page.getByTestId('model-ready')).toContainText('qa-demo (bundled)');
+  await page.getByRole('button', { name: 'Add sample documents for qa-demo' }).click();
+  await expect(page.getByTestId('composer-item')).toHaveCount(5);
+  await page.getByLabel('Answer tokens').fill('8');
+  // Compiled once, with the CPU profile's kernels; full recompute and LegoLink's rows then prefill with each
+  // profile's (over 32 rows: the tiled matmul and attention_tiled on the GPU profile).
+  await page.getByRole('button', { name: 'Compile all chunks' }).click();
+  await expect(page.getByTestId('compile-progress')).toContainText('Compiled 5 of 5 chunks');
+  const answers: Record<string, string[]> = { full: [], 'legolink:16': [] };
+  for (const profile of ['cpu', 'gpu'] as const) {
+    const k = await setKernels(page, profile);
+    expect(k.profile).toBe(profile);
+    expect(k.fused).toBe(profile === 'gpu');
+    if (profile === 'gpu') expect(k.gemv).toBe('gemv_sg');
+    for (const [algo, spec] of [['full', 'full'], ['legolink', 'legolink:16']] as const) {
+      const cards = page.getByTestId('answer-card').filter({ has: page.getByRole('heading', { name: spec, exact: true }) });
+      const before = await cards.count();
+      await page.getByLabel('Linking algorithm').selectOption(algo);
+      await page.getByRole('button', { name: `Ask (${spec})` }).click();
+      await expect(cards).toHaveCount(before + 1);
+      for (let i = 0; i <= before; i++) await expect(cards.nth(i)).toContainText('done');
+      answers[spec] = await cards.getByTestId('answer-text').allTextContents();
+    }
+  }
+  for (const [spec, texts] of Object.entries(answers)) {
+    expect(texts).toHaveLength(2);
+    expect(texts[0].length, spec).toBeGreaterThan(0);
+    expect(texts[1], `${spec}: the GPU profile's answer`).toBe(texts[0]);
+  }
+  await setKernels(page, null);
+});
