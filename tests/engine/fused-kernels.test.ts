@@ -14,7 +14,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as ref from '../../src/engine/reference';
-import type { GemvVariant, WeightDType, WeightMatrix, XPrologue } from '../../src/engine/ops';
+import { gemvSgColumns, type GemvVariant, type WeightDType, type WeightMatrix, type XPrologue } from '../../src/engine/ops';
 import { dequantizeF32 } from '../../src/engine/formats/gguf-quants';
 import { noiseBlocks, QUANT, QUANT_TYPES, repackForGpu } from '../../src/engine/quant';
 import { floatsToHalves, roundToHalf } from '../../src/engine/f16';
@@ -131,4 +131,27 @@ test('Ops.fuses: the GPU profile fuses passes of up to 4 rows, CPU adapters only
   } finally {
     [ops.matmulProfile, ops.fuse] = saved;
   }
+});
+
+test('the GEMV kernel: gemv_sg where the device has subgroups (overridable), its columns a workgroup from the subgroup size', async () => {
+  const h = await harness();
+  const { ops } = h;
+  const saved = [ops.matmulProfile, ops.gemvVariant] as const;
+  try {
+    ops.matmulProfile = 'gpu';
+    ops.gemvVariant = undefined;
+    // With subgroups (SwiftShader's are 4 wide, an H100's 32) decode's products go to gemv_sg, else to gemv;
+    // prefill's to the tiles either way.
+    const gemv = ops.subgroupMin ? 'gemv_sg' : 'gemv';
+    assert.deepEqual([1, 4, 16].map((T) => ops.pickMatmul(T, 64, 64)), [gemv, gemv, 'tiled']);
+    assert.deepEqual(ops.matmulVariants(1), ops.subgroupMin ? ['reg', 'gemv', 'gemv_sg'] : ['reg', 'gemv']);
+    ops.gemvVariant = 'gemv';
+    assert.equal(ops.pickMatmul(1, 64, 64), 'gemv');
+    ops.matmulProfile = 'cpu';
+    assert.equal(ops.pickMatmul(1, 64, 64), 'reg', 'CPU adapters keep the register kernel');
+  } finally {
+    [ops.matmulProfile, ops.gemvVariant] = saved;
+  }
+  // One subgroup a column: 256 invocations over the smallest subgroup size, 8 to 64 columns.
+  assert.deepEqual([4, 8, 16, 32, 64, 128].map(gemvSgColumns), [64, 32, 16, 8, 8, 8]);
 });
