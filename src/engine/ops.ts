@@ -3,6 +3,7 @@
  * Every op has a plain TypeScript twin in reference.ts with the same
  * argument names; tests/engine/kernels.test.ts holds them to each other.
  * Sizes are in elements; buffers are f32 unless a dtype says packed f16.
+ * The launchers' arguments and the variant names are in ops-args.ts.
  */
 import type { Dispatcher, Param } from './gpu/dispatcher';
 import type { KernelLibrary } from './gpu/kernels';
@@ -10,117 +11,27 @@ import { Scratch } from './model/scratch';
 import { checkQuantShape, isQuant, QUANT, scaleBase, type QuantType } from './quant';
 import { attentionSplits, keysSplits, tiledSplits } from './attention-plan';
 
-export { attentionSplits, keyBounds, keysSplits, tiledSplits } from './attention-plan';
+import type {
+  AttentionArgs, AttentionVariant, EmbedArgs, GemvVariant, GluArgs, MatmulArgs, MatmulProfile, MatmulVariant, RmsNormArgs, RopeArgs,
+  ScatterArgs, ScoresArgs, StoreDType, UnpackArgs, WeightDType, WeightMatrix, XPrologue,
+} from './ops-args';
 
-export type StoreDType = 'f32' | 'f16';
-/** How a weight matrix is stored: f32, packed f16, or packed ggml blocks (quant.ts, kernels/quant.wgsl). */
-export type WeightDType = StoreDType | QuantType;
+export { attentionSplits, keyBounds, keysSplits, tiledSplits } from './attention-plan';
+export type {
+  AttentionArgs, AttentionVariant, EmbedArgs, GemvVariant, GluArgs, MatmulArgs, MatmulProfile, MatmulVariant, RmsNormArgs, RopeArgs,
+  ScatterArgs, ScoresArgs, StoreDType, UnpackArgs, WeightDType, WeightMatrix, XPrologue,
+} from './ops-args';
+
 const u = (v: number) => ({ u32: v });
 const f = (v: number) => ({ f32: v });
 
-/**
- * Matmul kernels: 'reg' (matmul.wgsl, register tiles, no barriers; what CPU
- * adapters want), and for real GPUs 'tiled' (matmul_tiled.wgsl, 64x64
- * workgroup-memory tiles), 'tiled128' (matmul_tiled128.wgsl, 128x128 tiles
- * for products large enough to fill the GPU with them) and 'gemv'
- * (gemv.wgsl, up to 4 rows of x: decode's matrix-vector products, streaming
- * the weights at memory bandwidth), and 'gemv_sg', the same kernel summing
- * with subgroup operations, on devices with the `subgroups` feature.
- */
-export type MatmulVariant = 'reg' | 'tiled' | 'tiled128' | 'gemv' | 'gemv_sg';
-export type GemvVariant = 'gemv' | 'gemv_sg';
 const isGemv = (v: MatmulVariant | undefined): v is GemvVariant => v === 'gemv' || v === 'gemv_sg';
 /** gemv_sg's columns a workgroup: one per subgroup of the device's smallest size (256 invocations), 8 to 64. */
 export const gemvSgColumns = (subgroupMin: number) => Math.max(8, Math.min(64, Math.floor(256 / subgroupMin)));
-/** Which family of matmul kernels an adapter gets (Engine picks it from the adapter's profile). */
-export type MatmulProfile = 'cpu' | 'gpu';
 /** 128x128 tiles only pay once a product has this many of them (an H100 has 132 multiprocessors). */
 const TILES128_MIN = 256;
-export interface MatmulArgs {
-  x: GPUBuffer; w: GPUBuffer; wDtype: WeightDType; y: GPUBuffer;
-  T: number; N: number; K: number; bias?: GPUBuffer; residual?: GPUBuffer; variant?: MatmulVariant;
-  /**
-   * y's row stride (default N) and the first of the N columns this call writes (default 0): a matrix stored in
-   * row parts runs once per part into its own columns. Bias and residual are indexed like y.
-   */
-  ldy?: number; y0?: number;
-  /** What the kernel does to x as it reads it (gemv only, which a call with it gets): see XPrologue. */
-  pre?: XPrologue;
-}
-
-/**
- * A launch folded into the GEMV that consumes its output (kernels/gemv_x.wgsl), for decode on real GPUs, which
- * is launch-bound: RMSNorm of x's rows (weight `norm`, as RmsNormArgs), or the GLU of a gate/up projection
- * (x is then [T, 2K]: gate, then up). See Ops.fuses.
- */
-export type XPrologue = { norm: GPUBuffer; eps: number; plusOne: boolean } | { glu: GluArgs['act'] };
-
-/**
- * A weight matrix [rows, cols] (canonical [out, in]) on the GPU: one buffer when it fits the adapter's binding
- * limit, otherwise row ranges [row0, row0 + rows) in buffers of their own (rows are never split). See
- * splitRows in model/gpu-plan.ts.
- */
-export interface WeightMatrix {
-  rows: number;
-  cols: number;
-  dtype: WeightDType;
-  /** A part's own dtype, where it differs from the matrix's (fused tensors stored in different ggml types). */
-  parts: readonly { buffer: GPUBuffer; row0: number; rows: number; dtype?: WeightDType }[];
-}
-export interface RmsNormArgs {
-  x: GPUBuffer; w: GPUBuffer; T: number; D: number; eps: number; plusOne: boolean;
-  /** Heads per row (q/k norm), their row stride and start offset in x. */
-  G?: number; stride?: number; offset?: number;
-  /** Output (dense [T, G*D]); omitted means in place. */
-  y?: GPUBuffer; residual?: GPUBuffer;
-  /** A workgroup per row instead of one invocation; default: on GPUs. */
-  perRow?: 'invocation' | 'workgroup';
-}
-export interface RopeArgs {
-  x: GPUBuffer; cs: GPUBuffer; T: number; H: number; HD: number; stride: number; offset: number; interleaved: boolean;
-}
-export interface AttentionArgs {
-  q: GPUBuffer; qStride: number; qOffset: number; k: GPUBuffer; v: GPUBuffer; kvDtype: StoreDType;
-  qpos: GPUBuffer; kpos: GPUBuffer; out: GPUBuffer;
-  T: number; n: number; H: number; NKV: number; HD: number; window: number; scale: number;
-  /** Per query row, [first, last) cache rows worth scanning (see keyBounds). */
-  bounds: GPUBuffer;
-  /** Slices of the key range run in parallel (flash-decoding); default: chosen for the adapter (see attentionSplits). */
-  splits?: number;
-  /** Query rows per invocation; default: 4 on CPU adapters (they share key loads), 1 on GPUs (registers, occupancy). */
-  rowsPerThread?: 1 | 4;
-  /** The kernel (see AttentionVariant); default: chosen for the adapter and the row count (Ops.pickAttention). */
-  variant?: AttentionVariant;
-  /** The tiled kernel's keys per tile, a multiple of 4; default and cap: what the adapter's workgroup memory holds, at most 32. */
-  keysPerTile?: number;
-}
-/**
- * Attention kernels: 'rows' (attention.wgsl: each invocation a group of query rows, reading every key itself),
- * 'tiled' (attention_tiled.wgsl: a workgroup of 64 rows stages tiles of keys and values in workgroup memory) and
- * 'keys' (attention_decode.wgsl: a workgroup of 64 invocations per row, spread over its keys; for decode).
- */
-export type AttentionVariant = 'rows' | 'tiled' | 'keys';
 /** The tiled kernel leaves most of a 64-row workgroup idle below this many query rows: decode keeps 'rows'. */
 const TILED_MIN_ROWS = 32;
-export interface ScoresArgs extends Omit<AttentionArgs, 'v' | 'out' | 'T' | 'bounds'> {
-  rows: GPUBuffer; R: number; head: number; out: GPUBuffer;
-}
-export interface ScatterArgs {
-  src: GPUBuffer; stride: number; offset: number; idx: GPUBuffer; dst: GPUBuffer; dstDtype: StoreDType; T: number; W: number;
-  /** A second destination, filled in the same launch from the W values after each source row's first W (keys, then values). */
-  dst2?: GPUBuffer;
-}
-/** Words [start, start + count) of `src` (each two f16) widened into the same f32 pairs of `dst`; with src2/dst2, a second pair too. */
-export interface UnpackArgs {
-  src: GPUBuffer; dst: GPUBuffer; start: number; count: number;
-  src2?: GPUBuffer; dst2?: GPUBuffer;
-}
-export interface EmbedArgs {
-  tokens: GPUBuffer; table: GPUBuffer; dtype: WeightDType; x: GPUBuffer; T: number; D: number; V: number; scale: number;
-  /** The rows of the [V, D] table that `table` holds (default all): only tokens among them are written. */
-  row0?: number; rows?: number;
-}
-export interface GluArgs { gu: GPUBuffer; out: GPUBuffer; T: number; I: number; act: 'silu' | 'gelu_tanh' }
 
 /** attn_scores.wgsl marks hidden keys with this; see unmaskScores. */
 export const MASKED_SCORE = -3.0e38;
