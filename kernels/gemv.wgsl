@@ -13,7 +13,10 @@
 //    a lane's rank and the lane count come from subgroupExclusiveAdd and
 //    subgroupAdd of 1, and a column is subgroup-uniform by construction
 //    (subgroupBroadcastFirst). The engine sets COLS = 256 / the adapter's
-//    smallest subgroup size (8 to 64), so every subgroup has a column.
+//    smallest subgroup size (8 to 64), so every subgroup has a column. A GPU runs a
+//    workgroup's subgroups side by side, so each claims about one column; SwiftShader
+//    runs them one after another between barriers, so its first subgroup claims them
+//    all (100x slower than the register kernel there: CPU adapters never pick it).
 // Packed quantized weights (W_Q): a lane takes 32-weight sub-blocks instead of
 // vec4s (quant.wgsl's dq32), so scales are decoded once per 32 weights.
 // NORM and GLU read x through a prologue (gemv_x.wgsl): decode's RMSNorm and GLU
