@@ -27,7 +27,8 @@ import { ForwardPass, type ScoresRequest, type ScoresResult } from './model/forw
 import { GpuModel, OutOfGpuMemoryError, packedTensors } from './model/gpu-model';
 import { kvDtypeFor, planGpuMemory, weightDtypeFor, type AdapterLimits, type GpuPlan } from './model/gpu-plan';
 import { KVCache } from './model/kv-cache';
-import { readRows, RowWriter, writeRows, type LayerRows, type RowBlock } from './model/kv-io';
+import { readRows, readValues, RowWriter, writeRows, type LayerRows, type RowBlock } from './model/kv-io';
+import { floatsToHalves, halfRows } from './f16';
 import { Scratch } from './model/scratch';
 import type { HostWeights } from './model/weights';
 import { Ops, type StoreDType } from './ops';
@@ -227,9 +228,14 @@ export class Engine {
     return new RowWriter(this.ops, this.requireModel(), cache, this.scratch, blocks);
   }
 
-  /** Cache rows of one layer as f32 (keys after RoPE). */
+  /** Cache rows of one layer (keys after RoPE); an f16 cache's come back as halves, widened only where read. */
   readRows(cache: KVCache, layer: number, start: number, count: number): Promise<LayerRows> {
     return readRows(this.ops, cache, layer, start, count);
+  }
+
+  /** Cache values of one layer as stored: f32, or halves for an f16 cache. */
+  readValues(cache: KVCache, layer: number, start: number, count: number): Promise<Float32Array | Uint16Array> {
+    return readValues(this.ops, cache, layer, start, count);
   }
 
   /** The pre-RoPE keys a pass captured, with the cache's values for the same rows: what KVCompile stores. */
@@ -239,7 +245,9 @@ export class Engine {
     const out: LayerRows[] = [];
     for (let l = 0; l < result.preRopeK.length; l++) {
       const k = new Float32Array(await this.ops.d.read(result.preRopeK[l], 0, count * kvDim * 4));
-      out.push({ k, v: (await this.readRows(cache, l, start, count)).v });
+      const v = await this.readValues(cache, l, start, count);
+      // An f16 cache keeps its rows as halves: the pre-RoPE keys (captured in f32) are rounded as the cache rounds.
+      out.push(v instanceof Uint16Array ? halfRows(floatsToHalves(k), v) : { k, v });
     }
     return out;
   }

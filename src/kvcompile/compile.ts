@@ -11,7 +11,7 @@
  *  - promptcache: a Prompt Cache module, encoded at its schema positions
  *    (see promptcache.ts), no BOS.
  */
-import { floatsToHalves, halfRows, type Engine } from '../engine';
+import { halfRows, type Engine } from '../engine';
 import type { CompileVariant, CompiledChunk } from '../types/kv';
 
 export type { CompileVariant, CompiledChunk };
@@ -85,12 +85,10 @@ export async function compileChunk(ctx: CompileContext, chunk: readonly number[]
       const res = await held.prefill(cache, tokens, positions, { logits: 'none', capturePreRopeK: true });
       const all = await ctx.engine.exportRows(cache, res, 0, tokens.length);
       const kvDim = all[0].k.length / tokens.length;
-      // An engine keeping keys and values as f16 read them back widened; they become halves again (exactly), so the
-      // store, its RAM tier and the GPU tier keep and move two bytes a value and never widen them on the host.
-      const layers = all.map((r) => {
-        const k = r.k.slice(drop * kvDim), v = r.v.slice(drop * kvDim);
-        return ctx.engine.kvDtype === 'f16' ? halfRows(floatsToHalves(k), floatsToHalves(v)) : { k, v };
-      });
+      // Rows of an engine keeping f16 keys and values come as halves and stay halves (the store, its RAM tier and
+      // the GPU tier keep and move two bytes a value, never widened on the host).
+      const d = drop * kvDim;
+      const layers = all.map((r) => (r.halves ? halfRows(r.halves.k.slice(d), r.halves.v.slice(d)) : { k: r.k.slice(d), v: r.v.slice(d) }));
       return { id, variant, tokens: tokens.slice(drop), positions: positions.slice(drop), layers };
     } finally {
       cache.destroy();

@@ -10,7 +10,7 @@
  * the next layer narrows to r by the same measure there (the paper's
  * gradual filtering, which the authors' code does not implement).
  */
-import type { Engine, KVCache, ScoresRequest } from '../engine';
+import { halvesToFloats, type Engine, type KVCache, type ScoresRequest } from '../engine';
 import type { LinkAlgorithm } from './algorithms';
 import type { LinkLayout } from './layout';
 
@@ -19,11 +19,15 @@ type CacheBlend = Extract<LinkAlgorithm, { kind: 'cacheblend' }>;
 /** Squared V deviation per cached row at `layer`: fresh (in the cache now) against the chunk's stored V. */
 async function deviations(engine: Engine, cache: KVCache, layout: LinkLayout, layer: number): Promise<Map<number, number>> {
   const N = layout.tokens.length;
-  const fresh = (await engine.readRows(cache, layer, 0, N)).v;
+  // Rows kept as halves are widened for this one comparison, not through LayerRows.v, which would keep the f32
+  // copy beside the halves (in the store's RAM tier, counted at two bytes a value).
+  const floats = (a: Float32Array | Uint16Array) => (a instanceof Uint16Array ? halvesToFloats(a) : a);
+  const fresh = floats(await engine.readValues(cache, layer, 0, N));
   const kvDim = fresh.length / N;
   const dev = new Map<number, number>();
   for (const s of layout.segments) {
-    const stored = s.chunk.layers[layer].v;
+    const rows = s.chunk.layers[layer];
+    const stored = rows.halves ? halvesToFloats(rows.halves.v) : rows.v;
     for (let i = 0; i < s.length; i++) {
       let d = 0;
       for (let c = 0; c < kvDim; c++) d += (fresh[(s.start + i) * kvDim + c] - stored[i * kvDim + c]) ** 2;

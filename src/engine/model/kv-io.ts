@@ -14,7 +14,7 @@ import type { KVCache } from './kv-cache';
 import type { Scratch } from './scratch';
 import { inverseFrequencies, ropeTable } from './rope';
 import type { Ops } from '../ops';
-import { halvesToFloats } from '../f16';
+import { halfRows } from '../f16';
 
 export type { LayerRows, GpuLayerRows };
 
@@ -142,12 +142,24 @@ export function writeRows(ops: Ops, m: GpuModel, cache: KVCache, scratch: Scratc
   ops.d.flush();
 }
 
-/** Reads cache rows [start, start + count) of one layer as f32 (keys as stored: after RoPE). */
-export async function readRows(ops: Ops, cache: KVCache, layer: number, start: number, count: number): Promise<LayerRows> {
+/** Cache rows [start, start + count) of one of its buffers as stored: halves for an f16 cache, else f32. */
+async function readStored(ops: Ops, cache: KVCache, b: GPUBuffer, start: number, count: number): Promise<Float32Array | Uint16Array> {
   const bytes = cache.rowBytes;
-  const read = async (b: GPUBuffer) => {
-    const raw = await ops.d.read(b, start * bytes, Math.max(4, count * bytes));
-    return cache.dtype === 'f16' ? halvesToFloats(new Uint16Array(raw, 0, count * cache.kvDim)) : new Float32Array(raw, 0, count * cache.kvDim);
-  };
-  return { k: await read(cache.k[layer]), v: await read(cache.v[layer]) };
+  const raw = await ops.d.read(b, start * bytes, Math.max(4, count * bytes));
+  return cache.dtype === 'f16' ? new Uint16Array(raw, 0, count * cache.kvDim) : new Float32Array(raw, 0, count * cache.kvDim);
+}
+
+/**
+ * Reads cache rows [start, start + count) of one layer (keys as stored: after RoPE), as the cache keeps them: an
+ * f16 cache's rows come back as halves (LayerRows.halves), widened on the host only if k or v is read.
+ */
+export async function readRows(ops: Ops, cache: KVCache, layer: number, start: number, count: number): Promise<LayerRows> {
+  const k = await readStored(ops, cache, cache.k[layer], start, count);
+  const v = await readStored(ops, cache, cache.v[layer], start, count);
+  return k instanceof Uint16Array ? halfRows(k, v as Uint16Array) : { k, v: v as Float32Array };
+}
+
+/** The values alone of cache rows [start, start + count) of one layer, as stored (halves for an f16 cache). */
+export function readValues(ops: Ops, cache: KVCache, layer: number, start: number, count: number): Promise<Float32Array | Uint16Array> {
+  return readStored(ops, cache, cache.v[layer], start, count);
 }
