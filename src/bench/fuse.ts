@@ -103,10 +103,15 @@ export function decodeGemvWays(e: Engine, context: number, steps: number): Promi
   return timeWays(e, context, kernels.map((gemv) => ({ fused: e.ops.fuses(1), gemv, chosen: gemv === picked, steps })));
 }
 
+/** What a way sets, in words: "fused, attention keys", "unfused, gemv_sg". */
+export function wayLabel(r: Pick<DecodeWay, 'fused' | 'attention' | 'gemv'>): string {
+  return `${r.fused ? 'fused' : 'unfused'}${r.attention && r.attention !== 'default' ? `, attention ${r.attention}` : ''}${r.gemv && r.gemv !== 'default' ? `, ${r.gemv}` : ''}`;
+}
+
 /** One line for logs. */
 export function formatFuse(rows: DecodeWay[]): string {
   const way = (r: DecodeWay) =>
-    `${r.fused ? 'fused' : 'unfused'}${r.attention === 'default' ? '' : `, attention ${r.attention}`}${!r.gemv || r.gemv === 'default' ? '' : `, ${r.gemv}`}${r.chosen ? ' (chosen)' : ''} ${r.decode_tokens_per_s.toFixed(1)} tok/s, ` +
+    `${wayLabel(r)}${r.chosen ? ' (chosen)' : ''} ${r.decode_tokens_per_s.toFixed(1)} tok/s, ` +
     `${r.decode_wall_ms.toFixed(2)} ms wall${r.decode_gpu_ms !== undefined ? `, ${r.decode_gpu_ms.toFixed(2)} ms GPU` : ''}, ${r.dispatches_per_step} dispatches a step`;
   return `decode ${rows.map(way).join('; ')}`;
 }

@@ -287,10 +287,10 @@ async function main() {
           const chunks = Math.max(1, Math.round(context / chunkTokens));
           const tc = performance.now();
           // The host tier uploads f32 rows, the host-f16 tier halves, whatever the engine keeps; the GPU tier holds
-          // what the app's would: halves where the engine keeps f16 keys and values (e.kvDtype), else f32.
-          const compiled = asF32(await compileBenchChunks(e, context, chunks));
+          // the rows as compiled, as the app's does: halves where the engine keeps f16 keys and values (e.kvDtype).
+          const resident = await compileBenchChunks(e, context, chunks);
           const compileMs = performance.now() - tc;
-          const resident = e.kvDtype === 'f16' ? asHalves(compiled) : compiled;
+          const compiled = asF32(resident);
           const algorithms = a.algorithms!.split(',');
           const r = await benchTtft(e, compiled, { algorithms, log: (l) => log(`[${adapter}] ${shape} ${context} ${l}`) });
           const ratios = ttftRatios(r);
@@ -311,7 +311,7 @@ async function main() {
             save();
           }
           // The same chunks kept as halves on the host (KVStore's f16 blobs): half the bytes uploaded, widened on the GPU.
-          const h = await benchTtft(e, asHalves(compiled), { algorithms: algorithms.filter((x) => x !== 'full'), log: (l) => log(`[${adapter}] ${shape} ${context} host f16 ${l}`) });
+          const h = await benchTtft(e, asHalves(resident), { algorithms: algorithms.filter((x) => x !== 'full'), log: (l) => log(`[${adapter}] ${shape} ${context} host f16 ${l}`) });
           rows.push({ adapter, model: shape, context, chunks, chunk_tokens: chunkTokens, tier: 'host-f16', results: h, ratios: ttftRatios(full ? [full, ...h] : h) });
           save();
           // The same chunks resident on the GPU (KVStore's GPU tier): linking copies rows instead of uploading them.
@@ -385,11 +385,12 @@ async function profileInto(rows: Record<string, unknown>[], e: Engine, context: 
   if (!stages.has('profile') || (a['profile-models'] && !a['profile-models'].split(',').includes(row.model))) return;
   // CPU adapters time the fused way (far slower there) briefly, after a short prefill.
   const cpu = e.gpu.profile === 'cpu';
-  const fuse = await decodeBothWays(e, cpu ? Math.min(context, 64) : context, Number(a['decode-steps']), cpu ? 1 : undefined);
+  const ctx = cpu ? Math.min(context, 64) : context, steps = Number(a['decode-steps']);
+  const fuse = await decodeBothWays(e, ctx, steps, cpu ? 1 : undefined);
   log(`${tag} ${formatFuse(fuse)}`);
-  const attention = await decodeAttentionWays(e, cpu ? Math.min(context, 64) : context, cpu ? 1 : Number(a['decode-steps']));
+  const attention = await decodeAttentionWays(e, ctx, cpu ? 1 : steps);
   log(`${tag} ${formatFuse(attention)}`);
-  const gemv = await decodeGemvWays(e, cpu ? Math.min(context, 64) : context, cpu ? 1 : Number(a['decode-steps']));
+  const gemv = await decodeGemvWays(e, ctx, cpu ? 1 : steps);
   if (gemv.length) log(`${tag} ${formatFuse(gemv)}`);
   const p = await profileDecode(e, context);
   rows.push({ ...row, profile: p ?? 'no timestamp queries', fuse, attention, gemv });

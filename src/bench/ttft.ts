@@ -56,7 +56,6 @@ export async function benchTtft(e: Engine, compiled: CompiledChunk[], opts: Omit
   return rows;
 }
 
-/** TTFT(other) / TTFT(legolink:16) for the rows that have both. */
 /** The same chunks with their rows kept as halves, as KVStore's f16 blobs hand them over (LayerRows.halves). */
 export function asHalves(compiled: CompiledChunk[]): CompiledChunk[] {
   return compiled.map((c) => ({ ...c, layers: c.layers.map((r) => (r.halves ? r : halfRows(floatsToHalves(r.k), floatsToHalves(r.v)))) }));
@@ -67,6 +66,7 @@ export function asF32(compiled: CompiledChunk[]): CompiledChunk[] {
   return compiled.map((c) => ({ ...c, layers: c.layers.map((r) => ({ k: r.k, v: r.v })) }));
 }
 
+/** TTFT(other) / TTFT(legolink:16) for the rows that have both. */
 export function ttftRatios(rows: TtftRow[]): Record<string, number> {
   const lego = rows.find((r) => r.algorithm === 'legolink:16')?.totalMs;
   const out: Record<string, number> = {};

@@ -42,13 +42,13 @@ export function loadChart(r: LoadResults): string {
   return `<svg xmlns="http://www.w3.org/2000/svg" width="1280" height="400" viewBox="0 0 1280 400" font-family="sans-serif" font-size="12">\n${inner(left, 0)}\n${inner(right, 640)}\n</svg>\n`;
 }
 
-/** Figure 6: accuracy (or agreement with full recompute) against mean TTFT for one run, one point per algorithm. */
 const CHART_KEYS = {
   accuracy: { title: 'Accuracy', y: 'accuracy (F1 / Rouge-L)' },
   answer_recall: { title: 'Answer recall', y: 'share of the answer in the reply' },
   agreement_with_full: { title: 'Agreement with full recompute', y: 'F1 against full recompute' },
 };
 
+/** Figure 6: accuracy (or answer recall, or agreement with full recompute) against mean TTFT for one run, one point per algorithm. */
 export function accuracyChart(r: EvalResults, key: keyof typeof CHART_KEYS = 'accuracy'): string {
   const data = r.data.replace(/^.*\//, '').replace(/\.jsonl$/, '');
   return lineChart({

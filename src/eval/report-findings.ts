@@ -11,7 +11,7 @@
  * resamples), so a difference of a few cases on a small set reads as what it
  * is.
  */
-import { answeredByAll, caseRecall, type CaseResult, type EvalResults } from './runner';
+import { answeredByAll, caseRecall, hasRecall, type CaseResult, type EvalResults } from './runner';
 import type { SinkReport } from './sinks';
 import { Rng } from './rng';
 import { mean } from './stats';
@@ -124,7 +124,6 @@ const F1: Scoring = { name: 'accuracy', value: byScore };
 const RECALL: Scoring = { name: 'answer recall', value: byRecall };
 
 /** Runs scored by answer recall: those whose cases are QA (F1) cases. */
-const hasRecall = (r: EvalResults) => r.cases.some((c) => byRecall(c) !== null);
 
 /** The share of naive's loss that `algorithm` wins back, (it − naive) / (full − naive), where naive lost. */
 function wonBack(r: EvalResults, m: Scoring, algorithm = 'legolink:16'): number | null {

@@ -7,7 +7,7 @@
 import type { PrefillRow } from '../bench/prefill';
 import type { TtftRow } from '../bench/ttft';
 import type { DecodeProfile } from '../bench/profile';
-import type { DecodeWay } from '../bench/fuse';
+import { wayLabel, type DecodeWay } from '../bench/fuse';
 import { mdTable } from './markdown';
 
 type KernelRow = { variant?: string; rowsPerThread?: number; keysPerTile?: number; splits?: number | string; T: number; K?: number; N?: number; n?: number; H?: number; HD?: number; ms: number; gflops: number; weightGBps?: number; chosen: boolean; clock?: string };
@@ -170,7 +170,7 @@ function quantAndProfiles(quant: EngineRow[], eng: EngineRow[], bw: number): str
   if (ways.length) {
     lines.push('Decode each way, side by side on one model and cache (*fused*: RMSNorm and GLU folded into the GEMVs; *attention*: attention_decode.wgsl, `keys`, or attention.wgsl, `rows`; *gemv_sg* or *gemv*: gemv.wgsl summing with subgroup operations or in workgroup memory; *chosen* is the engine\'s default here):', '');
     lines.push(table(['model', 'weights', 'way', 'tok/s', 'wall ms', 'GPU ms', 'dispatches', 'chosen'], ways.map(({ x, w }) => [
-      x.model, x.weights ?? x.weight_dtype, `${w.fused ? 'fused' : 'unfused'}${w.attention && w.attention !== 'default' ? `, attention ${w.attention}` : ''}${w.gemv && w.gemv !== 'default' ? `, ${w.gemv}` : ''}`,
+      x.model, x.weights ?? x.weight_dtype, wayLabel(w),
       n1(w.decode_tokens_per_s), w.decode_wall_ms.toFixed(2), w.decode_gpu_ms === undefined ? '–' : w.decode_gpu_ms.toFixed(2), n0(w.dispatches_per_step), w.chosen ? 'yes' : '',
     ])), '');
   }

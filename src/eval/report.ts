@@ -12,7 +12,7 @@ import { join, relative, dirname } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { parseCommand } from '../cli/options';
 import type { LoadResults, ScalingResults } from './result-files';
-import { aggregate, answeredByAll, BUSY_HOST_CORES, type EvalResults } from './runner';
+import { aggregate, answeredByAll, BUSY_HOST_CORES, hasRecall, type EvalResults } from './runner';
 import { accuracyChart, loadChart, scalingChart } from './charts';
 import { REPO_ROOT } from './tokenizer';
 import { gpuSection, type GpuRun } from './report-gpu';
@@ -158,9 +158,6 @@ function partial(r: EvalResults): string {
   const done = answeredByAll(r.algorithms, r.cases).size;
   return `partial: ${done} of ${r.cases_planned} cases${r.command?.includes('--resume') ? ' (the same command continues it)' : ''}`;
 }
-
-/** Whether a run's cases are scored by F1 (QA), so their answer recall means something. */
-const hasRecall = (r: EvalResults) => r.results.some((x) => x.answer_recall != null);
 
 function evalSection(runs: { r: EvalResults; file: string }[], rel: string): string {
   const lines: string[] = [];

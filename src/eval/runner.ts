@@ -164,6 +164,11 @@ export function caseRecall(c: CaseResult): number | null {
   return recallScore(c.metric, predictionForScoring(c.prediction, c.metric), c.answers);
 }
 
+/** Whether a run's cases are QA cases (scored by F1), so their answer recall means something. */
+export function hasRecall(r: Pick<EvalResults, 'cases'>): boolean {
+  return r.cases.some((c) => caseRecall(c) !== null);
+}
+
 export function aggregate(algorithms: string[], cases: CaseResult[]): AlgorithmResult[] {
   const fulls = cases.filter((c) => c.algorithm === 'full');
   const answersOf = (algorithm: string) => new Map(cases.filter((c) => c.algorithm === algorithm).map((c) => [c.id, c.prediction]));
