@@ -139,7 +139,7 @@ export class Ops {
     const glu = a.pre && 'glu' in a.pre ? a.pre.glu : null;
     const cols = sg ? gemvSgColumns(this.subgroupMin!) : 8;
     const pipe = this.lib.pipeline('gemv', {
-      TX: a.T, PARTS: 256 * a.T, SG: sg, COLS: cols, ...wDefines(a.wDtype), BIAS: !!a.bias, RESIDUAL: !!a.residual, Y_RANGE: yRange(a),
+      TX: a.T, SG: sg, ...(sg ? { COLS: cols } : { PARTS: 256 * a.T }), ...wDefines(a.wDtype), BIAS: !!a.bias, RESIDUAL: !!a.residual, Y_RANGE: yRange(a),
       NORM: !!a.pre && 'norm' in a.pre, GLU: !!glu, GELU_TANH: glu === 'gelu_tanh',
     });
     // One workgroup (of 256) per `cols` output columns.
