@@ -106,18 +106,16 @@ export function rougeL(prediction: string, reference: string): number {
   return (2 * precision * recall) / (precision + recall);
 }
 
+/** The best of `f` over the reference answers. */
+const bestOver = (f: (prediction: string, reference: string) => number, prediction: string, answers: readonly string[]) =>
+  answers.reduce((best, a) => Math.max(best, f(prediction, a)), 0);
+
 /** The case's metric, best over its reference answers. */
 export function score(metric: MetricName, prediction: string, answers: readonly string[]): number {
-  const f = metric === 'f1' ? qaF1 : rougeL;
-  let best = 0;
-  for (const a of answers) best = Math.max(best, f(prediction, a));
-  return best;
+  return bestOver(metric === 'f1' ? qaF1 : rougeL, prediction, answers);
 }
 
 /** Answer recall, best over the reference answers; null for summaries (Rouge-L cases), where it means nothing. */
 export function recallScore(metric: MetricName, prediction: string, answers: readonly string[]): number | null {
-  if (metric !== 'f1') return null;
-  let best = 0;
-  for (const a of answers) best = Math.max(best, answerRecall(prediction, a));
-  return best;
+  return metric === 'f1' ? bestOver(answerRecall, prediction, answers) : null;
 }

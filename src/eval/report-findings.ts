@@ -218,6 +218,9 @@ function realModelNote(r: EvalResults, sinks: SinkReport | undefined): string {
 /** A run whose F1 says the model answers little while answer recall says it finds most answers: it names them inside sentences. */
 const answersInSentences = (r: EvalResults) => hasRecall(r) && fullMean(r, F1) < 0.5 && fullMean(r, RECALL) >= 0.5;
 
+/** The mean share of the prompt that `algorithm` recomputed over a run's cases. */
+const recomputedShare = (r: EvalResults, algorithm: string) => mean(r.cases.filter((c) => c.algorithm === algorithm).map((c) => c.recompute_fraction));
+
 /** A run's LegoLink algorithms at their k, in order of k. */
 function legolinks(r: EvalResults): { a: string; k: number }[] {
   return r.algorithms.flatMap((a) => {
@@ -235,7 +238,7 @@ function sweepFinding(r: EvalResults, m: Scoring, name: string): string | null {
   const ks = legolinks(r);
   const back = ks.map(({ a }) => wonBack(r, m, a));
   if (ks.length < 3 || back.some((x) => x === null)) return null;
-  const share = ks.map(({ a }) => mean(r.cases.filter((c) => c.algorithm === a).map((c) => c.recompute_fraction)));
+  const share = ks.map(({ a }) => recomputedShare(r, a));
   const [prev, last] = back.slice(-2) as number[];
   const figures = `k = ${ks.map((x) => x.k).join(', ')} win back ${back.map((x) => pct(x!)).join(', ')} of naive's loss by ${m.name} while recomputing ${share.map(pct).join(', ')} of the prompt`;
   return last <= prev + 0.05
@@ -249,7 +252,7 @@ function kSweep(r: EvalResults, m: Scoring): string | null {
   if (ks.length < 2) return null;
   const parts = ks.map(({ a }) => {
     const g = pairedGap(r.cases, a, 'full', m.value);
-    const share = mean(r.cases.filter((c) => c.algorithm === a).map((c) => c.recompute_fraction));
+    const share = recomputedShare(r, a);
     const back = wonBack(r, m, a);
     return g ? `${a} ${f3(g.algorithm)} (${pct(share)} of the prompt recomputed${back === null ? '' : `, ${pct(back)} of naive's loss won back`})` : `${a} not scored`;
   });
