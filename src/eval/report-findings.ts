@@ -123,8 +123,6 @@ interface Scoring { name: string; value: CaseValue }
 const F1: Scoring = { name: 'accuracy', value: byScore };
 const RECALL: Scoring = { name: 'answer recall', value: byRecall };
 
-/** Runs scored by answer recall: those whose cases are QA (F1) cases. */
-
 /** The share of naive's loss that `algorithm` wins back, (it − naive) / (full − naive), where naive lost. */
 function wonBack(r: EvalResults, m: Scoring, algorithm = 'legolink:16'): number | null {
   const naive = pairedGap(r.cases, 'naive', 'full', m.value);
