@@ -1,5 +1,6 @@
 /** Helpers shared by the studio's end-to-end tests. */
 import type { Page } from '@playwright/test';
+import type { KernelChoice } from '../src/worker/protocol';
 
 /** True when the canvas holds more than a handful of distinct colours (a drawn heatmap, not a blank box). */
 export function canvasColours(page: Page, index: number) {
@@ -11,8 +12,6 @@ export function canvasColours(page: Page, index: number) {
   });
 }
 
-/** What the engine runs after `setKernels` (the worker's KernelChoice). */
-export interface KernelChoice { profile: 'cpu' | 'gpu'; fused: boolean; gemv: string; subgroupMin: number | null }
 
 /** Forces the GPU or CPU kernel profile and decode's fused launches in the page's worker (needs ?debug). */
 export function setKernels(page: Page, profile: 'cpu' | 'gpu' | null, fuse: boolean | null = null): Promise<KernelChoice> {
