@@ -2,10 +2,16 @@
 // Runs a TypeScript entry point under tsx with WebGPU-in-Node ready: where
 // there is no system Vulkan loader, use the one and the SwiftShader driver
 // that Debian's chromium ships; with LEGOKV_NODE_BACKEND=opengles, leave
-// chromium's ANGLE libEGL out so that Dawn finds Mesa's (llvmpipe).
+// chromium's ANGLE libEGL out so that Dawn finds Mesa's (llvmpipe); with
+// LEGOKV_NODE_BACKEND=lavapipe, point the loader at the lavapipe driver that
+// scripts/fetch-lavapipe.mjs unpacked (the adapter with `shader-f16`).
 // Usage: node scripts/gpu-env.mjs <file.ts> [args]
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+/** The ICD manifest scripts/fetch-lavapipe.mjs writes. */
+export const LAVAPIPE_ICD = fileURLToPath(new URL('../.cache/lavapipe/lvp_icd.json', import.meta.url));
 
 /** Debian's chromium (or $LEGOKV_CHROMIUM) and the flags it needs for WebGPU headless (ENVIRONMENT.md). */
 export const chromiumPath = () => process.env.LEGOKV_CHROMIUM ?? '/usr/bin/chromium';
@@ -23,6 +29,12 @@ export function gpuEnv(base = process.env) {
     const path = (env.LD_LIBRARY_PATH ?? '').split(':').filter((p) => p && p !== chromiumDir);
     if (path.length) env.LD_LIBRARY_PATH = path.join(':');
     else delete env.LD_LIBRARY_PATH;
+    return env;
+  }
+  // lavapipe needs only a Vulkan loader: chromium's, unless the system has one.
+  if (env.LEGOKV_NODE_BACKEND === 'lavapipe') {
+    env.VK_ICD_FILENAMES = LAVAPIPE_ICD;
+    if (existsSync(`${chromiumDir}/libvulkan.so.1`)) env.LD_LIBRARY_PATH = [env.LD_LIBRARY_PATH, chromiumDir].filter(Boolean).join(':');
     return env;
   }
   if (existsSync(`${chromiumDir}/libvk_swiftshader.so`) && !env.LEGOKV_NATIVE_VULKAN) {

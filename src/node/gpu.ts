@@ -2,7 +2,9 @@
  * WebGPU in Node through the `webgpu` package (Dawn), for the CLI, the
  * benchmarks and the kernel tests. On machines without a GPU it runs on
  * Chromium's SwiftShader Vulkan driver, found next to Debian's chromium, or,
- * with LEGOKV_NODE_BACKEND=opengles, on Mesa's llvmpipe through OpenGL ES.
+ * with LEGOKV_NODE_BACKEND=opengles, on Mesa's llvmpipe through OpenGL ES, or,
+ * with LEGOKV_NODE_BACKEND=lavapipe, on Mesa's lavapipe through Vulkan: the
+ * one adapter in reach with `shader-f16` (scripts/fetch-lavapipe.mjs).
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -19,6 +21,7 @@ export function loadKernelSources(dir = join(root, 'kernels')): KernelSources {
 }
 
 const SWIFTSHADER = '/usr/lib/chromium/vk_swiftshader_icd.json';
+const LAVAPIPE = join(root, '.cache', 'lavapipe', 'lvp_icd.json');
 
 export interface NodeGpu extends GpuContext {
   release(): void;
@@ -32,21 +35,27 @@ export function fuseOverride(): boolean | undefined {
   return v === 'on';
 }
 
+const BACKENDS = ['vulkan', 'opengles', 'lavapipe'] as const;
+
 /**
- * Which Dawn backend: Vulkan (SwiftShader without a GPU) by default, or
- * OpenGL ES with LEGOKV_NODE_BACKEND=opengles, which on a machine without a
- * GPU is Mesa's llvmpipe at WebGPU's compatibility feature level.
+ * Which Dawn backend: Vulkan (SwiftShader without a GPU) by default; OpenGL ES
+ * with LEGOKV_NODE_BACKEND=opengles, which on a machine without a GPU is Mesa's
+ * llvmpipe at WebGPU's compatibility feature level; or Vulkan on Mesa's
+ * lavapipe with LEGOKV_NODE_BACKEND=lavapipe.
  */
-export function nodeBackend(): 'vulkan' | 'opengles' {
+export function nodeBackend(): (typeof BACKENDS)[number] {
   const b = process.env.LEGOKV_NODE_BACKEND ?? 'vulkan';
-  if (b !== 'vulkan' && b !== 'opengles') throw new Error(`LEGOKV_NODE_BACKEND must be vulkan or opengles, not ${JSON.stringify(b)}`);
-  return b;
+  if (!(BACKENDS as readonly string[]).includes(b)) throw new Error(`LEGOKV_NODE_BACKEND must be ${BACKENDS.join(', ')}, not ${JSON.stringify(b)}`);
+  return b as (typeof BACKENDS)[number];
 }
 
 export async function createNodeGpu(): Promise<NodeGpu> {
   const backend = nodeBackend();
   if (backend === 'opengles') process.env.EGL_PLATFORM ??= 'surfaceless';
-  else if (!process.env.VK_ICD_FILENAMES && !process.env.VK_DRIVER_FILES && existsSync(SWIFTSHADER) && !process.env.LEGOKV_NATIVE_VULKAN) {
+  else if (backend === 'lavapipe') {
+    if (!existsSync(LAVAPIPE)) throw new NoWebGPUError('LEGOKV_NODE_BACKEND=lavapipe needs Mesa\'s lavapipe: run node scripts/fetch-lavapipe.mjs (npm test does).');
+    process.env.VK_ICD_FILENAMES = LAVAPIPE;
+  } else if (!process.env.VK_ICD_FILENAMES && !process.env.VK_DRIVER_FILES && existsSync(SWIFTSHADER) && !process.env.LEGOKV_NATIVE_VULKAN) {
     process.env.VK_ICD_FILENAMES = SWIFTSHADER;
   }
   // LEGOKV_WEBGPU_MODULE: the `webgpu` package's index.js at another path (the GPU kit unpacks its own copy).

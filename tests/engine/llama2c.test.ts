@@ -47,7 +47,7 @@ test('LEGOKV_NODE_BACKEND rejects an unknown backend by name', () => {
     env: gpuEnv({ ...process.env, LEGOKV_NODE_BACKEND: 'metal' }), stdio: ['ignore', 'pipe', 'pipe'],
   });
   assert.notEqual(r.status, 0);
-  assert.match(r.stderr.toString(), /LEGOKV_NODE_BACKEND must be vulkan or opengles, not "metal"/);
+  assert.match(r.stderr.toString(), /LEGOKV_NODE_BACKEND must be vulkan, opengles, lavapipe, not "metal"/);
 });
 
 test('tokenizer: run.c encoding of a prompt (BOS, merged leading space)', async () => {
