@@ -2,11 +2,17 @@
 // for real GPUs: a 16x16 workgroup computes a 64x64 output tile, staging
 // 16-deep slices of x and w in workgroup memory (w decoded from packed f16
 // on the way in), each invocation accumulating a 4x4 block in registers.
+// With HALF (adapters with `shader-f16`, f16 or quantized weights; see
+// matmul_half.wgsl) the slices are staged as f16 and multiplied in f16.
+#if HALF
+enable f16;
+#endif
 #include "matmul_io"
+#include "matmul_half"
 
 // xs[k][q] holds rows 4q..4q+3 of the tile at depth k; ws likewise for columns.
-var<workgroup> xs: array<array<vec4<f32>, 16>, 16>;
-var<workgroup> ws: array<array<vec4<f32>, 16>, 16>;
+var<workgroup> xs: array<array<vec4<elem>, 16>, 16>;
+var<workgroup> ws: array<array<vec4<elem>, 16>, 16>;
 
 @compute @workgroup_size(16, 16, 1)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
@@ -19,6 +25,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
   let xrow = min(row0 + lr, p.T - 1u) * p.K4;
   let wrow = min(col0 + lr, p.N - 1u) * p.K4;
   var acc: array<vec4<f32>, 4>;
+#if HALF
+  var part: array<vec4<f16>, 4>;
+  let sum = &part;
+#else
+  let sum = &acc;
+#endif
   for (var k0 = 0u; k0 < p.K4; k0 += 4u) {
     let kq = k0 + lk;
     var xv = vec4<f32>(0.0);
@@ -28,18 +40,24 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
       wv = load_w(wrow + kq);
     }
     for (var c = 0u; c < 4u; c++) {
-      xs[lk * 4u + c][lr / 4u][lr % 4u] = xv[c];
-      ws[lk * 4u + c][lr / 4u][lr % 4u] = wv[c];
+      xs[lk * 4u + c][lr / 4u][lr % 4u] = stage(xv[c]);
+      ws[lk * 4u + c][lr / 4u][lr % 4u] = stage(wv[c]);
     }
     workgroupBarrier();
     for (var kk = 0u; kk < 16u; kk++) {
       let a = xs[kk][lid.y];
       let bw = ws[kk][lid.x];
-      acc[0] += a.x * bw;
-      acc[1] += a.y * bw;
-      acc[2] += a.z * bw;
-      acc[3] += a.w * bw;
+      (*sum)[0] += a.x * bw;
+      (*sum)[1] += a.y * bw;
+      (*sum)[2] += a.z * bw;
+      (*sum)[3] += a.w * bw;
     }
+#if HALF
+    for (var i = 0u; i < 4u; i++) {
+      acc[i] += vec4<f32>(part[i]);
+      part[i] = vec4<f16>();
+    }
+#endif
     workgroupBarrier();
   }
   for (var i = 0u; i < 4u; i++) {

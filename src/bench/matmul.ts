@@ -3,6 +3,8 @@ import type { Engine, MatmulVariant, StoreDType } from '../engine';
 
 export interface MatmulTiming {
   variant: MatmulVariant;
+  /** The tiled kernels' f16 slices (kernels/matmul_half.wgsl), timed both ways where the device has `shader-f16`. */
+  half?: boolean;
   T: number; K: number; N: number;
   ms: number;
   gflops: number;
@@ -45,10 +47,13 @@ export async function timeMatmuls(e: Engine, T: number, K: number, N: number, wD
   const y = dev.createBuffer({ size: T * N * 4, usage });
   const out: MatmulTiming[] = [];
   try {
-    for (const variant of only ?? e.ops.matmulVariants(T)) {
+    const tiled = (v: MatmulVariant) => v === 'tiled' || v === 'tiled128';
+    const ways = (only ?? e.ops.matmulVariants(T)).flatMap((variant): { variant: MatmulVariant; half?: boolean }[] =>
+      tiled(variant) && e.ops.shaderF16 && wDtype === 'f16' ? [{ variant, half: false }, { variant, half: true }] : [{ variant, half: undefined }]);
+    for (const { variant, half } of ways) {
       const run = async (reps: number) => {
         const t0 = performance.now();
-        for (let i = 0; i < reps; i++) e.ops.matmul({ x, w, wDtype, y, T, N, K, variant });
+        for (let i = 0; i < reps; i++) e.ops.matmul({ x, w, wDtype, y, T, N, K, variant, half });
         await e.ops.d.read(y, 0, 16);
         return performance.now() - t0;
       };
@@ -56,7 +61,7 @@ export async function timeMatmuls(e: Engine, T: number, K: number, N: number, wD
       const once = await run(1);
       const reps = Math.max(3, Math.min(500, Math.ceil(targetMs / Math.max(once, 0.01))));
       const { ms, clock } = await kernelPerRep(e, run, reps);
-      out.push({ variant, T, K, N, ms, clock, gflops: (2 * T * N * K) / ms / 1e6, weightGBps: wBytes / ms / 1e6 });
+      out.push({ variant, ...(half === undefined ? {} : { half }), T, K, N, ms, clock, gflops: (2 * T * N * K) / ms / 1e6, weightGBps: wBytes / ms / 1e6 });
     }
   } finally {
     for (const b of [x, w, y]) b.destroy();

@@ -31,6 +31,8 @@ export interface MatmulArgs {
   ldy?: number; y0?: number;
   /** What the kernel does to x as it reads it (gemv only, which a call with it gets): see XPrologue. */
   pre?: XPrologue;
+  /** The tiled kernels' f16 slices (kernels/matmul_half.wgsl) on or off; default: Ops.half. Needs `shader-f16`. */
+  half?: boolean;
 }
 
 /**

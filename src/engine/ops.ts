@@ -61,6 +61,13 @@ export class Ops {
    * the adapter offers it), else null: gemv_sg needs it.
    */
   readonly subgroupMin: number | null;
+  /** Whether the device has `shader-f16` (createGpuContext enables it where the adapter offers it). */
+  readonly shaderF16: boolean;
+  /**
+   * Whether the tiled matmuls stage and multiply f16 weights' products in f16 (kernels/matmul_half.wgsl);
+   * default: where the device has `shader-f16`. f32 weights always keep f32 math. The GPU kit times both.
+   */
+  half?: boolean;
 
   constructor(
     readonly lib: KernelLibrary,
@@ -71,6 +78,7 @@ export class Ops {
     const info = (lib.device as GPUDevice & { adapterInfo?: GPUAdapterInfo }).adapterInfo;
     // A device without adapterInfo (older browsers) gets 32, the common size on GPUs; gemv_sg is right at any size.
     this.subgroupMin = lib.device.features.has('subgroups') ? (info?.subgroupMinSize ?? 32) : null;
+    this.shaderF16 = lib.device.features.has('shader-f16');
   }
 
   /** The adapter's largest storage binding, read once (attention's slice partials must fit in one). */
@@ -128,8 +136,16 @@ export class Ops {
     for (const p of a.w.parts) this.matmul({ ...a, w: p.buffer, wDtype: p.dtype ?? a.w.dtype, N: p.rows, ldy: a.w.rows, y0: p.row0 });
   }
 
+  /** Whether a tiled product gets HALF: asked for (or Ops.half, or the device's default) and not f32 weights. */
+  private halfFor(a: MatmulArgs): boolean {
+    if (a.half && !this.shaderF16) throw new Error('matmul half needs a device with the shader-f16 feature');
+    if (a.half && a.wDtype === 'f32') throw new Error('matmul half is for f16 and quantized weights; f32 weights keep f32 math');
+    return a.wDtype !== 'f32' && this.shaderF16 && (a.half ?? this.half ?? true);
+  }
+
   private matmulTiled(a: MatmulArgs, tile: 64 | 128) {
-    const pipe = this.lib.pipeline(tile === 128 ? 'matmul_tiled128' : 'matmul_tiled', { ...wDefines(a.wDtype), BIAS: !!a.bias, RESIDUAL: !!a.residual, Y_RANGE: yRange(a) });
+    const defines = { ...wDefines(a.wDtype), BIAS: !!a.bias, RESIDUAL: !!a.residual, Y_RANGE: yRange(a), HALF: this.halfFor(a) };
+    const pipe = this.lib.pipeline(tile === 128 ? 'matmul_tiled128' : 'matmul_tiled', defines);
     this.d.run(pipe, matmulParams(a), matmulBindings(a), [Math.ceil(a.N / tile), Math.ceil(a.T / tile), 1]);
   }
 

@@ -4,6 +4,8 @@
  * every kernel against them, and the reference forward pass in
  * tests/engine/reference-model.ts is built from them.
  */
+import { floatToHalf, halfToFloat } from './f16';
+
 /**
  * y = x · wᵀ (+ bias) (+ residual), into a new [T, N] array, or, with `out`, into columns [y0, y0 + N) of
  * out.y ([T, ldy]; bias and residual indexed like it), which is returned.
@@ -19,6 +21,34 @@ export function matmul(
       for (let k = 0; k < K; k++) s += x[t * K + k] * w[n * K + k];
       const i = t * ldy + y0 + n;
       y[i] = s + (bias ? bias[y0 + n] : 0) + (residual ? residual[i] : 0);
+    }
+  }
+  return y;
+}
+
+const toHalf = (v: number) => halfToFloat(floatToHalf(v));
+/** The largest finite f16: matmul_half.wgsl clamps x to it before rounding. */
+const HALF_MAX = 65504;
+
+/**
+ * matmul as the tiled kernels compute it with HALF (kernels/matmul_half.wgsl): x clamped to f16's range and
+ * rounded to f16, w rounded to f16, each 16-deep slice's products rounded to f16 and summed in f16, the slices'
+ * sums in f32. The kernel may fuse a product and its sum (one rounding where this rounds twice): the parity
+ * test's bound covers that.
+ */
+export function matmulHalf(x: Float32Array, w: Float32Array, T: number, N: number, K: number, bias?: Float32Array, residual?: Float32Array) {
+  const x16 = x.map((v) => toHalf(Math.min(HALF_MAX, Math.max(-HALF_MAX, v))));
+  const w16 = w.map(toHalf);
+  const y = new Float32Array(T * N);
+  for (let t = 0; t < T; t++) {
+    for (let n = 0; n < N; n++) {
+      let acc = 0;
+      for (let k0 = 0; k0 < K; k0 += 16) {
+        let part = 0;
+        for (let k = k0; k < Math.min(K, k0 + 16); k++) part = toHalf(part + toHalf(x16[t * K + k] * w16[n * K + k]));
+        acc = Math.fround(acc + part);
+      }
+      y[t * N + n] = acc + (bias ? bias[n] : 0) + (residual ? residual[t * N + n] : 0);
     }
   }
   return y;

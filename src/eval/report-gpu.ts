@@ -10,7 +10,7 @@ import type { DecodeProfile } from '../bench/profile';
 import { wayLabel, type DecodeWay } from '../bench/fuse';
 import { mdTable } from './markdown';
 
-type KernelRow = { variant?: string; rowsPerThread?: number; keysPerTile?: number; splits?: number | string; T: number; K?: number; N?: number; n?: number; H?: number; HD?: number; ms: number; gflops: number; weightGBps?: number; chosen: boolean; clock?: string };
+type KernelRow = { variant?: string; half?: boolean; rowsPerThread?: number; keysPerTile?: number; splits?: number | string; T: number; K?: number; N?: number; n?: number; H?: number; HD?: number; ms: number; gflops: number; weightGBps?: number; chosen: boolean; clock?: string };
 type EngineRow = PrefillRow & { adapter: string; model: string; weight_bytes: number; weight_dtype: string; weights?: string; profile?: DecodeProfile | string; fuse?: DecodeWay[]; attention?: DecodeWay[]; gemv?: DecodeWay[]; skipped?: string; error?: string };
 type TorchRow = { model: string; tokens: number; tokens_per_s: number; gflops: number; decode_tokens_per_s?: number; skipped?: string; error?: string };
 type LinkRow = { model: string; context: number; chunks: number; chunk_tokens: number; tier?: 'host' | 'host-f16' | 'gpu'; kv_dtype?: 'f32' | 'f16'; gpu_rows?: 'f32' | 'f16'; submit_each_layer?: boolean; results?: TtftRow[]; ratios?: Record<string, number>; skipped?: string; error?: string };
@@ -83,7 +83,7 @@ export function gpuSection(runs: { file: string; r: GpuRun }[]): string {
     const mm = (k.matmul ?? []).filter(plausible);
     if (mm.length) {
       lines.push('Each matmul kernel alone on the products of a Llama-3.2-1B layer (f16 weights; *chosen* is what the engine picks for that shape):', '');
-      lines.push(table(['variant', '[T×K]·[K×N]', 'ms', 'GFLOP/s', 'weights GB/s', 'chosen'], mm.map((x) => [x.variant!, `[${x.T}×${x.K}]·[${x.K}×${x.N}]`, x.ms.toFixed(3), n0(x.gflops), n0(x.weightGBps), x.chosen ? 'yes' : ''])), '');
+      lines.push(table(['variant', '[T×K]·[K×N]', 'ms', 'GFLOP/s', 'weights GB/s', 'chosen'], mm.map((x) => [`${x.variant!}${x.half ? ' (f16 math)' : ''}`, `[${x.T}×${x.K}]·[${x.K}×${x.N}]`, x.ms.toFixed(3), n0(x.gflops), n0(x.weightGBps), x.chosen ? 'yes' : ''])), '');
     }
     const at = (k.attention ?? []).filter(plausible);
     if (at.length) {

@@ -73,6 +73,15 @@ for (const wDtype of ['f32', 'f16'] as const) {
   }
 }
 
+// The tiled matmuls' f16 slices (HALF) need `shader-f16`, which SwiftShader lacks: asked for, they are refused
+// with a clear message, and by default this device keeps f32 math (half-kernels.test.ts runs HALF on lavapipe).
+test('matmul half is refused on a device without shader-f16', async (t) => {
+  const h = await harness();
+  if (h.ops.shaderF16) return t.skip(`this adapter has shader-f16 (${h.gpu.adapter.description}): half-kernels.test.ts covers it`);
+  const b = h.empty(64 * 64 * 4);
+  assert.throws(() => h.ops.matmul({ x: b, w: b, wDtype: 'f16', y: b, T: 16, N: 16, K: 16, variant: 'tiled', half: true }), /shader-f16 feature/);
+});
+
 /** `w` ([rows, cols], f16-rounded for f16) in the row parts splitRows gives for `limit`, as GpuModel stores a large matrix. */
 function uploadParts(h: Harness, w: Float32Array, rows: number, cols: number, dtype: 'f32' | 'f16', limit: number): WeightMatrix {
   const ranges = splitRows(rows, cols * (dtype === 'f16' ? 2 : 4), limit);

@@ -86,6 +86,8 @@ export async function createGpuContext(gpu: GPU | undefined, opts: { featureLeve
   const requiredFeatures: GPUFeatureName[] = [];
   if (summary.hasTimestamps) requiredFeatures.push('timestamp-query');
   if (summary.hasSubgroups) requiredFeatures.push('subgroups' as GPUFeatureName);
+  // For the tiled matmuls' f16 slices (kernels/matmul_half.wgsl): Metal and D3D12 GPUs offer it; Dawn on NVIDIA's Vulkan does not.
+  if (summary.hasF16) requiredFeatures.push('shader-f16');
   const device = await adapter.requestDevice({ requiredLimits, requiredFeatures });
   const lost = device.lost.then((info) => `${info.reason ?? 'unknown'}: ${info.message}`);
   return { device, adapter: summary, profile: summary.isFallback ? 'cpu' : 'gpu', lost, adapterFeatures: [...adapter.features].sort() };
