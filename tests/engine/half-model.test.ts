@@ -20,6 +20,7 @@ import { join } from 'node:path';
 import { openModel } from '../../src/node/session';
 import { argmax } from '../../src/generate/sampling';
 import { LAVAPIPE_ICD } from '../../scripts/gpu-env.mjs';
+import { logitRangeError } from '../helpers/compare';
 
 process.env.LEGOKV_NODE_BACKEND = 'lavapipe';
 const MODELS_DIR = join(import.meta.dirname, '../../.cache/models');
@@ -41,27 +42,6 @@ const CASES = [
   },
 ];
 const NEW_TOKENS = 12;
-
-function logSoftmax(x: Float32Array): Float64Array {
-  let m = -Infinity;
-  for (const v of x) m = Math.max(m, v);
-  let s = 0;
-  for (const v of x) s += Math.exp(v - m);
-  const lse = m + Math.log(s);
-  return Float64Array.from(x, (v) => v - lse);
-}
-
-/** max |a - b| of the log-softmaxes over the range of b's. */
-function rangeError(a: Float32Array, b: Float32Array): number {
-  const [la, lb] = [logSoftmax(a), logSoftmax(b)];
-  let lo = Infinity, hi = -Infinity, worst = 0;
-  for (let i = 0; i < lb.length; i++) {
-    lo = Math.min(lo, lb[i]);
-    hi = Math.max(hi, lb[i]);
-    worst = Math.max(worst, Math.abs(la[i] - lb[i]));
-  }
-  return worst / (hi - lo);
-}
 
 for (const c of CASES) {
   test(`${c.name} on lavapipe: HALF prefill gives f32 math's greedy tokens, logits within ${c.tolerance} of the range`, async (t) => {
@@ -93,7 +73,7 @@ for (const c of CASES) {
         const f32 = await run(false);
         const half = await run(true);
         assert.deepEqual(half.out, f32.out, `greedy tokens of ${JSON.stringify(prompt.slice(0, 40))}`);
-        const err = rangeError(half.first, f32.first);
+        const { err } = logitRangeError(half.first, f32.first);
         notes.push(`${input.length} tokens: ${err.toExponential(2)} of the range, "${tok.decode(f32.out)}"`);
         assert.ok(err > 0, 'the HALF run differs from f32 math at all (it ran)');
         assert.ok(err <= c.tolerance, `${err} of the range`);

@@ -63,6 +63,7 @@ import type { LlamaContext } from 'node-llama-cpp';
 import { openModel } from '../../src/node/session';
 import { argmax } from '../../src/generate/sampling';
 import { writeF32Gguf } from '../helpers/gguf-f32';
+import { logitRangeError } from '../helpers/compare';
 
 const MODELS_DIR = join(import.meta.dirname, '../../.cache/models');
 
@@ -130,18 +131,6 @@ async function nodeLlamaCpp(): Promise<LlamaModule | Error> {
   return llamaModule;
 }
 
-/** log-softmax in f64. */
-function logSoftmax(x: ArrayLike<number>): Float64Array {
-  let m = -Infinity;
-  for (let i = 0; i < x.length; i++) m = Math.max(m, x[i]);
-  let s = 0;
-  for (let i = 0; i < x.length; i++) s += Math.exp(x[i] - m);
-  const lse = m + Math.log(s);
-  const out = new Float64Array(x.length);
-  for (let i = 0; i < x.length; i++) out[i] = x[i] - lse;
-  return out;
-}
-
 /** llama.cpp's probabilities over the whole vocabulary, as a dense array of their logs. */
 function llamaLogits(probs: Map<number, number>, vocab: number): Float64Array {
   assert.equal(probs.size, vocab, 'llama.cpp returned probabilities for the whole vocabulary');
@@ -149,19 +138,6 @@ function llamaLogits(probs: Map<number, number>, vocab: number): Float64Array {
   for (const [id, p] of probs) x[id] = Math.log(p);
   assert.ok(x.every(Number.isFinite), 'every llama.cpp probability is positive (no underflow)');
   return x;
-}
-
-/** max |ours - ref| / (max(ref) - min(ref)), both as log-softmax; also the index of the largest difference. */
-function relError(ours: Float32Array, ref: Float64Array): { err: number; at: number } {
-  const a = logSoftmax(ours), b = logSoftmax(ref);
-  let lo = Infinity, hi = -Infinity, worst = 0, at = 0;
-  for (let i = 0; i < b.length; i++) {
-    lo = Math.min(lo, b[i]);
-    hi = Math.max(hi, b[i]);
-    const d = Math.abs(a[i] - b[i]);
-    if (d > worst) [worst, at] = [d, i];
-  }
-  return { err: worst / (hi - lo), at };
 }
 
 /** The gap between the best and the second-best logit (how close greedy is to a tie). */
@@ -258,8 +234,8 @@ for (const c of CASES) {
         for (let i = 0; i < c.newTokens; i++) {
           const next = argmax(logits);
           out.push(next);
-          if (q.logits[i]) errs.q.push(relError(logits, q.logits[i]!).err);
-          if (f.logits[i]) errs.f32.push(relError(logits, f.logits[i]!).err);
+          if (q.logits[i]) errs.q.push(logitRangeError(logits, q.logits[i]!).err);
+          if (f.logits[i]) errs.f32.push(logitRangeError(logits, f.logits[i]!).err);
           gaps.push(top2Gap(logits));
           if (next !== q.tokens[i] && next !== f.tokens[i]) break;
           if (i + 1 < c.newTokens) logits = await ours.engine.decode(cache, next);
