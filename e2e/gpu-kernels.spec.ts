@@ -25,6 +25,8 @@ test('the GPU profile\'s kernels in Chromium compile chunks and answer as the CP
     expect(k.profile).toBe(profile);
     expect(k.fused).toBe(profile === 'gpu');
     if (profile === 'gpu') expect(k.gemv).toBe('gemv_sg');
+    // SwiftShader has no shader-f16: the tiled matmuls keep f32 math, and asking for f16 slices is refused, saying why.
+    expect(k.half).toBe(false);
     for (const [algo, spec] of [['full', 'full'], ['legolink', 'legolink:16']] as const) {
       const cards = page.getByTestId('answer-card').filter({ has: page.getByRole('heading', { name: spec, exact: true }) });
       const before = await cards.count();
@@ -40,5 +42,6 @@ test('the GPU profile\'s kernels in Chromium compile chunks and answer as the CP
     expect(texts[0].length, spec).toBeGreaterThan(0);
     expect(texts[1], `${spec}: the GPU profile's answer`).toBe(texts[0]);
   }
+  await expect(setKernels(page, 'gpu', null, true)).rejects.toThrow(/shader-f16 feature, which this adapter \(google \/ swiftshader\) does not offer/);
   await setKernels(page, null);
 });

@@ -13,10 +13,8 @@ export function canvasColours(page: Page, index: number) {
 }
 
 
-/** Forces the GPU or CPU kernel profile and decode's fused launches in the page's worker (needs ?debug). */
-export function setKernels(page: Page, profile: 'cpu' | 'gpu' | null, fuse: boolean | null = null): Promise<KernelChoice> {
-  return page.evaluate(
-    ([p, f]) => (globalThis as unknown as { legokv: { setKernels(p: 'cpu' | 'gpu' | null, f: boolean | null): Promise<KernelChoice> } }).legokv.setKernels(p, f),
-    [profile, fuse] as const,
-  );
+/** Forces the GPU or CPU kernel profile, decode's fused launches and the f16 slices in the page's worker (needs ?debug). */
+export function setKernels(page: Page, profile: 'cpu' | 'gpu' | null, fuse: boolean | null = null, half: boolean | null = null): Promise<KernelChoice> {
+  type Debug = { legokv: { setKernels(p: 'cpu' | 'gpu' | null, f: boolean | null, h: boolean | null): Promise<KernelChoice> } };
+  return page.evaluate(([p, f, h]) => (globalThis as unknown as Debug).legokv.setKernels(p, f, h), [profile, fuse, half] as const);
 }

@@ -50,7 +50,7 @@ export async function startEngine(): Promise<void> {
     const c = client;
     (globalThis as unknown as { legokv: object }).legokv = {
       simulateDeviceLoss: () => c.simulateDeviceLoss(), setDecodeDelay: (ms: number) => c.setDecodeDelay(ms),
-      setKernels: (profile: 'cpu' | 'gpu' | null, fuse: boolean | null = null) => c.setKernels(profile, fuse),
+      setKernels: (profile: 'cpu' | 'gpu' | null, fuse: boolean | null = null, half: boolean | null = null) => c.setKernels(profile, fuse, half),
     };
   }
   client.onDeviceLost = (message) => {

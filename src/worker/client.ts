@@ -88,9 +88,9 @@ export class EngineClient {
     return this.call('set-decode-delay', { ms }).result;
   }
 
-  /** Forces the kernel profile and decode's fused launches (as on GPUs) on any adapter; null gives the choice back. */
-  setKernels(profile: 'cpu' | 'gpu' | null, fuse: boolean | null = null) {
-    return this.call('set-kernels', { profile, fuse }).result;
+  /** Forces the kernel profile, decode's fused launches and the f16 slices (as on GPUs) on any adapter; null gives the choice back. */
+  setKernels(profile: 'cpu' | 'gpu' | null, fuse: boolean | null = null, half: boolean | null = null) {
+    return this.call('set-kernels', { profile, fuse, half }).result;
   }
 
   listCached() {

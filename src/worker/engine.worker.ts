@@ -154,13 +154,16 @@ const handlers: Handlers = {
     decodeDelayMs = Math.max(0, Math.min(10_000, ms));
     return null;
   },
-  'set-kernels': async ({ profile, fuse }) => {
+  'set-kernels': async ({ profile, fuse, half }) => {
     await init();
     const e = engine!;
+    if (half && !e.ops.shaderF16) throw new Error(`f16 slices need the shader-f16 feature, which this adapter (${gpu!.adapter.description}) does not offer`);
     e.ops.matmulProfile = profile ?? gpu!.profile;
     e.submitEachLayer = e.ops.matmulProfile === 'gpu';
     e.ops.fuse = fuse ?? undefined;
-    return { profile: e.ops.matmulProfile, fused: e.ops.fuses(1), gemv: e.ops.pickGemv(), subgroupMin: e.ops.subgroupMin };
+    e.ops.half = half ?? undefined;
+    const k = { profile: e.ops.matmulProfile, fused: e.ops.fuses(1), gemv: e.ops.pickGemv(), subgroupMin: e.ops.subgroupMin };
+    return { ...k, half: e.ops.shaderF16 && (e.ops.half ?? true) };
   },
   'list-cached': async () => listCachedModels(await opfsRoot()),
   'delete-cached': async ({ key }) => deleteCachedModel(await opfsRoot(), key),

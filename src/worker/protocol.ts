@@ -144,6 +144,8 @@ export interface KernelChoice {
   fused: boolean;
   gemv: 'gemv' | 'gemv_sg';
   subgroupMin: number | null;
+  /** Whether the tiled matmuls multiply f16 and quantized weights' slices in f16 (kernels/matmul_half.wgsl; needs shader-f16). */
+  half: boolean;
 }
 
 export interface Calls {
@@ -156,10 +158,11 @@ export interface Calls {
   'set-decode-delay': Call<{ ms: number }, null>;
   /**
    * Forces the kernel profile ('gpu': shared-memory tiles, attention_tiled and attention_decode, gemv or gemv_sg,
-   * fused decode) and decode's fused launches (null: the adapter decides), so the kernels a GPU runs can be run
-   * and tested on any adapter; answers what decode then uses and the device's smallest subgroup size.
+   * fused decode), decode's fused launches and the tiled matmuls' f16 slices (null: the adapter decides), so the
+   * kernels a GPU runs can be run, tested and compared on any adapter; answers what the engine then uses and the
+   * device's smallest subgroup size. f16 slices on a device without shader-f16 are refused.
    */
-  'set-kernels': Call<{ profile: 'cpu' | 'gpu' | null; fuse: boolean | null }, KernelChoice>;
+  'set-kernels': Call<{ profile: 'cpu' | 'gpu' | null; fuse: boolean | null; half: boolean | null }, KernelChoice>;
   'list-cached': Call<null, CachedModel[]>;
   'delete-cached': Call<{ key: string }, boolean>;
   generate: Call<GenerateRequest, GenerateResult, { text: string }>;
