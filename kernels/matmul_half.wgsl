@@ -9,6 +9,9 @@
 //    (quantized), rounded to f16;
 //  - the products of one 16-deep slice are summed in f16, and the slices'
 //    sums in f32, so rounding never grows with K (reference.ts, matmulHalf).
+// A slice's f16 sum overflows past 65504: the engine keeps f32 math for the
+// down projection, whose inputs (the GLU's output) carry LLMs' massive
+// activations (tests/engine/half-model.test.ts measures the margins).
 #if HALF
 alias elem = f16;
 fn stage(v: f32) -> f16 { return f16(clamp(v, -65504.0, 65504.0)); }

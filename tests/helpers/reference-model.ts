@@ -12,14 +12,24 @@ import * as ref from '../../src/engine/reference';
 
 const floats = (t: HostTensor) => (t.dtype === 'f32' ? (t.data as Float32Array) : halvesToFloats(t.data as Uint16Array));
 
-/** Logits [T, V] of `tokens` at `positions`, each attending by position id to all tokens. */
-export function referenceForward(c: ModelConfig, w: HostWeights, tokens: number[], positions: number[]): Float32Array {
+/** What referenceForward shows an observer of its products: the weight's name, x [T, K] and w [N, K]. */
+export type MatmulObserver = (name: string, x: Float32Array, w: Float32Array, T: number, N: number, K: number) => void;
+
+/**
+ * Logits [T, V] of `tokens` at `positions`, each attending by position id to all tokens; `observe` sees every
+ * product's operands (tests/engine/half-model.test.ts measures the sums the f16 fast path would form).
+ */
+export function referenceForward(c: ModelConfig, w: HostWeights, tokens: number[], positions: number[], observe?: MatmulObserver): Float32Array {
   const get = (n: string) => {
     const t = w.get(n);
     if (!t) throw new Error(`missing ${n}`);
     return floats(t);
   };
   const L = (i: number, n: LayerTensorName) => get(layerName(i, n));
+  const matmul = (name: string, x: Float32Array, wt: Float32Array, T: number, N: number, K: number, bias?: Float32Array) => {
+    observe?.(name, x, wt, T, N, K);
+    return ref.matmul(x, wt, T, N, K, bias);
+  };
   const T = tokens.length, D = c.hidden, HD = c.headDim, qDim = c.nHeads * HD, kvDim = c.nKvHeads * HD;
   let x = ref.embed(Uint32Array.from(tokens), get('embed'), T, D, c.vocabSize, c.embedScale);
   const pos = Int32Array.from(positions);
@@ -30,9 +40,9 @@ export function referenceForward(c: ModelConfig, w: HostWeights, tokens: number[
   const norm = (v: Float32Array, wt: Float32Array, rows: number, dim: number) => ref.rmsnorm(v, wt, rows, dim, c.rmsEps, c.normPlusOne);
   for (let l = 0; l < c.nLayers; l++) {
     const xn = norm(x, L(l, 'attn_norm'), T, D);
-    let q = ref.matmul(xn, L(l, 'wq'), T, qDim, D, c.qkvBias ? L(l, 'bq') : undefined);
-    let k = ref.matmul(xn, L(l, 'wk'), T, kvDim, D, c.qkvBias ? L(l, 'bk') : undefined);
-    const v = ref.matmul(xn, L(l, 'wv'), T, kvDim, D, c.qkvBias ? L(l, 'bv') : undefined);
+    let q = matmul('wq', xn, L(l, 'wq'), T, qDim, D, c.qkvBias ? L(l, 'bq') : undefined);
+    let k = matmul('wk', xn, L(l, 'wk'), T, kvDim, D, c.qkvBias ? L(l, 'bk') : undefined);
+    const v = matmul('wv', xn, L(l, 'wv'), T, kvDim, D, c.qkvBias ? L(l, 'bv') : undefined);
     if (c.qkNorm) {
       q = norm(q, L(l, 'q_norm'), T * c.nHeads, HD);
       k = norm(k, L(l, 'k_norm'), T * c.nKvHeads, HD);
@@ -45,21 +55,21 @@ export function referenceForward(c: ModelConfig, w: HostWeights, tokens: number[
       q, qStride: qDim, qOffset: 0, k, v, qpos: pos, kpos: pos, T, n: T, H: c.nHeads, NKV: c.nKvHeads, HD,
       window: kind === 'local' ? c.slidingWindow : 0, scale: c.attnScale,
     });
-    let o = ref.matmul(att, L(l, 'wo'), T, D, qDim);
+    let o = matmul('wo', att, L(l, 'wo'), T, D, qDim);
     if (c.postNorms) o = norm(o, L(l, 'post_attn_norm'), T, D);
     x = x.map((vx, i) => vx + o[i]);
     const hn = norm(x, L(l, 'ffn_norm'), T, D);
-    const g = ref.matmul(hn, L(l, 'w_gate'), T, c.intermediate, D);
-    const u = ref.matmul(hn, L(l, 'w_up'), T, c.intermediate, D);
+    const g = matmul('w_gate', hn, L(l, 'w_gate'), T, c.intermediate, D);
+    const u = matmul('w_up', hn, L(l, 'w_up'), T, c.intermediate, D);
     const gu = new Float32Array(T * 2 * c.intermediate);
     for (let t = 0; t < T; t++) {
       gu.set(g.subarray(t * c.intermediate, (t + 1) * c.intermediate), t * 2 * c.intermediate);
       gu.set(u.subarray(t * c.intermediate, (t + 1) * c.intermediate), (t * 2 + 1) * c.intermediate);
     }
-    let d = ref.matmul(ref.glu(gu, T, c.intermediate, c.activation), L(l, 'w_down'), T, D, c.intermediate);
+    let d = matmul('w_down', ref.glu(gu, T, c.intermediate, c.activation), L(l, 'w_down'), T, D, c.intermediate);
     if (c.postNorms) d = norm(d, L(l, 'post_ffn_norm'), T, D);
     x = x.map((vx, i) => vx + d[i]);
   }
   const xn = norm(x, get('final_norm'), T, D);
-  return ref.matmul(xn, get(c.tiedEmbeddings ? 'embed' : 'lm_head'), T, c.vocabSize, D);
+  return matmul('lm_head', xn, get(c.tiedEmbeddings ? 'embed' : 'lm_head'), T, c.vocabSize, D);
 }
