@@ -20,12 +20,9 @@ import { createHash } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { LAVAPIPE_ICD } from './gpu-env.mjs';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-export const LAVAPIPE_DIR = path.join(ROOT, '.cache', 'lavapipe');
-/** The manifest to point VK_ICD_FILENAMES at. */
-export const LAVAPIPE_ICD = path.join(LAVAPIPE_DIR, 'lvp_icd.json');
+const LAVAPIPE_DIR = path.dirname(LAVAPIPE_ICD);
 const LIB = 'root/usr/lib/x86_64-linux-gnu/libvulkan_lvp.so';
 const DEB = {
   url: 'http://deb.debian.org/debian/pool/main/m/mesa/mesa-vulkan-drivers_25.0.7-2~bpo12+1_amd64.deb',
@@ -36,7 +33,7 @@ const STAMP = path.join(LAVAPIPE_DIR, 'unpacked.json');
 const log = (m) => console.log(`[fetch-lavapipe] ${m}`);
 
 /** Whether the pinned driver is unpacked and its manifest written. */
-export function haveLavapipe() {
+function haveLavapipe() {
   try {
     return JSON.parse(fs.readFileSync(STAMP, 'utf8')).sha256 === DEB.sha256 && fs.existsSync(LAVAPIPE_ICD) && fs.existsSync(path.join(LAVAPIPE_DIR, LIB));
   } catch {

@@ -11,6 +11,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createGpuContext, NoWebGPUError, type GpuContext, type KernelSources } from '../engine';
 import { throttleDawnPolling } from './dawn-poll';
+import { LAVAPIPE_ICD } from '../../scripts/gpu-env.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -21,7 +22,6 @@ export function loadKernelSources(dir = join(root, 'kernels')): KernelSources {
 }
 
 const SWIFTSHADER = '/usr/lib/chromium/vk_swiftshader_icd.json';
-const LAVAPIPE = join(root, '.cache', 'lavapipe', 'lvp_icd.json');
 
 export interface NodeGpu extends GpuContext {
   release(): void;
@@ -53,8 +53,8 @@ export async function createNodeGpu(): Promise<NodeGpu> {
   const backend = nodeBackend();
   if (backend === 'opengles') process.env.EGL_PLATFORM ??= 'surfaceless';
   else if (backend === 'lavapipe') {
-    if (!existsSync(LAVAPIPE)) throw new NoWebGPUError('LEGOKV_NODE_BACKEND=lavapipe needs Mesa\'s lavapipe: run node scripts/fetch-lavapipe.mjs (npm test does).');
-    process.env.VK_ICD_FILENAMES = LAVAPIPE;
+    if (!existsSync(LAVAPIPE_ICD)) throw new NoWebGPUError('LEGOKV_NODE_BACKEND=lavapipe needs Mesa\'s lavapipe: run node scripts/fetch-lavapipe.mjs (npm test does).');
+    process.env.VK_ICD_FILENAMES = LAVAPIPE_ICD;
   } else if (!process.env.VK_ICD_FILENAMES && !process.env.VK_DRIVER_FILES && existsSync(SWIFTSHADER) && !process.env.LEGOKV_NATIVE_VULKAN) {
     process.env.VK_ICD_FILENAMES = SWIFTSHADER;
   }
