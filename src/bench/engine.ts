@@ -12,6 +12,7 @@
 import { existsSync, writeFileSync } from 'node:fs';
 import { parseCommand } from '../cli/options';
 import { openModel } from '../node/session';
+import { nodeBackend } from '../node/gpu';
 import { bestMatmul, decodeMatmulReference, decodeMatmulStreamed } from './matmul';
 import { benchPrefillDecode, benchTokens } from './prefill';
 import { benchLlamaCpp } from './llamacpp';
@@ -78,6 +79,16 @@ for (const name of wanted) {
       results.push({ adapter: peer.engine, model: name, tokens: peer.prefill_tokens, tokens_per_s: peer.prefill_tokens_per_s, decode_tokens_per_s: peer.decode_tokens_per_s });
       console.log(`[${peer.engine}] ${name} prefill ${peer.prefill_tokens}: ${peer.prefill_tokens_per_s.toFixed(0)} tok/s; decode ${peer.decode_tokens_per_s.toFixed(1)} tok/s`);
       console.log(`[${adapter}] ${name}: prefill ${(first.tokens_per_s / peer.prefill_tokens_per_s).toFixed(3)}x and decode ${(first.decode_tokens_per_s! / peer.decode_tokens_per_s).toFixed(3)}x llama.cpp's on this CPU`);
+    }
+    // On lavapipe llama.cpp's Vulkan build runs on the very adapter LegoKV ran on: ggml's GPU kernels beside ours.
+    if (nodeBackend() === 'lavapipe') {
+      const gpuPeer = await benchLlamaCpp(path, benchTokens(first.tokens, c.vocabSize), decodeSteps, 1, true);
+      if (gpuPeer instanceof Error) console.log(`${name}: llama.cpp's Vulkan build not measured (${gpuPeer.message})`);
+      else {
+        results.push({ adapter: gpuPeer.engine, model: name, tokens: gpuPeer.prefill_tokens, tokens_per_s: gpuPeer.prefill_tokens_per_s, decode_tokens_per_s: gpuPeer.decode_tokens_per_s });
+        console.log(`[${gpuPeer.engine}] ${name} prefill ${gpuPeer.prefill_tokens}: ${gpuPeer.prefill_tokens_per_s.toFixed(1)} tok/s; decode ${gpuPeer.decode_tokens_per_s.toFixed(1)} tok/s`);
+        console.log(`[${adapter}] ${name}: prefill ${(first.tokens_per_s / gpuPeer.prefill_tokens_per_s).toFixed(3)}x and decode ${(first.decode_tokens_per_s! / gpuPeer.decode_tokens_per_s).toFixed(3)}x llama.cpp's Vulkan build on the same adapter`);
+      }
     }
   }
   s.close();

@@ -4,6 +4,12 @@
  * beside our figures, in the same run. One thread unless told otherwise: on
  * a shared 2-core machine more threads make its decode collapse whenever
  * anything else runs (ENVIRONMENT.md).
+ *
+ * With `vulkan`, its prebuilt Vulkan build instead, every layer on the GPU:
+ * ggml's own GPU kernels on the Vulkan device that VK_ICD_FILENAMES names,
+ * which under LEGOKV_NODE_BACKEND=lavapipe is the adapter LegoKV runs on.
+ * ggml skips Vulkan devices of the CPU type unless GGML_VK_VISIBLE_DEVICES
+ * lists them, so this lists device 0 where nothing else is set.
  */
 export interface LlamaCppFigures {
   engine: string;
@@ -13,16 +19,24 @@ export interface LlamaCppFigures {
   decode_tokens_per_s: number;
 }
 
-export async function benchLlamaCpp(path: string, tokens: number[], decodeSteps: number, threads = 1): Promise<LlamaCppFigures | Error> {
+export async function benchLlamaCpp(path: string, tokens: number[], decodeSteps: number, threads = 1, vulkan = false): Promise<LlamaCppFigures | Error> {
   let mod: typeof import('node-llama-cpp');
   try {
     mod = await import('node-llama-cpp');
   } catch (e) {
     return e as Error;
   }
-  const llama = await mod.getLlama({ gpu: false, build: 'never', logLevel: mod.LlamaLogLevel.error });
+  if (vulkan) process.env.GGML_VK_VISIBLE_DEVICES ??= '0';
+  let llama: Awaited<ReturnType<typeof mod.getLlama>>;
   try {
-    const model = await llama.loadModel({ modelPath: path, gpuLayers: 0 });
+    llama = await mod.getLlama({ gpu: vulkan ? 'vulkan' : false, build: 'never', logLevel: mod.LlamaLogLevel.error });
+  } catch (e) {
+    return e as Error;
+  }
+  try {
+    const devices = vulkan ? await llama.getGpuDeviceNames() : [];
+    if (vulkan && (llama.gpu !== 'vulkan' || !devices.length)) return new Error(`llama.cpp's Vulkan build found no device (gpu: ${llama.gpu})`);
+    const model = await llama.loadModel({ modelPath: path, gpuLayers: vulkan ? 'max' : 0 });
     const ctx = await model.createContext({ contextSize: tokens.length + decodeSteps + 8, batchSize: tokens.length, threads, sequences: 1 });
     const run = async () => {
       const seq = ctx.getSequence();
@@ -43,7 +57,9 @@ export async function benchLlamaCpp(path: string, tokens: number[], decodeSteps:
     await ctx.dispose();
     await model.dispose();
     return {
-      engine: `llama.cpp (node-llama-cpp 3.21.1, CPU, ${threads} thread${threads > 1 ? 's' : ''})`,
+      engine: vulkan
+        ? `llama.cpp (node-llama-cpp 3.21.1, Vulkan, every layer on ${devices.join(', ')})`
+        : `llama.cpp (node-llama-cpp 3.21.1, CPU, ${threads} thread${threads > 1 ? 's' : ''})`,
       threads, prefill_tokens: tokens.length,
       prefill_tokens_per_s: (tokens.length / r.prefillMs) * 1000,
       decode_tokens_per_s: (decodeSteps / r.decodeMs) * 1000,
