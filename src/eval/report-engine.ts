@@ -38,10 +38,15 @@ const n1 = (x: number | undefined) => (x === undefined || !Number.isFinite(x) ? 
 const n2 = (x: number | undefined) => (x === undefined || !Number.isFinite(x) ? '–' : x.toFixed(2));
 const pc = (x: number | undefined) => (x === undefined || !Number.isFinite(x) ? '–' : `${(x * 100).toFixed(0)}%`);
 
+/** llama.cpp's rows of the same model in the same run (its CPU build, and on lavapipe its Vulkan build). */
+function peersOf(r: EngineRun, x: EngineRun['results'][number]) {
+  return r.results.filter((p) => p.model === x.model && p.adapter !== x.adapter && p.decode_ratio_to_matmul === undefined);
+}
+
 /** One table per run (one adapter each); llama.cpp's rows sit beside LegoKV's for the same model. */
 export function engineSection(runs: { file: string; r: EngineRun }[]): string {
   const lines = ['## Engine throughput on the CPU adapters (`bench:engine`)', ''];
-  lines.push('Prefill and decode of the real models, each run on one adapter, with llama.cpp (node-llama-cpp, CPU) on the same GGUF file and token ids in the same run. *Decode / its GEMVs* is decode\'s GFLOP/s over the GFLOP/s of the same step\'s matrix-vector products timed alone on the same adapter, each repeated on the same weights; the target is at least 60%. Repeated, a small model\'s layer stays in the CPU\'s caches, which the model\'s weights, read once a token, do not; so *decode / streamed* also divides by the same products run in a token\'s order with each layer on weights of its own: what the rest of a step (attention, norms, launches, the host) costs. Decode is greedy (the token picked on the GPU); *reading logits* reads every step\'s logits back instead.', '');
+  lines.push('Prefill and decode of the real models, each run on one adapter, with llama.cpp (node-llama-cpp, CPU; on lavapipe also its Vulkan build, on the same adapter) on the same GGUF file and token ids in the same run. *Decode / its GEMVs* is decode\'s GFLOP/s over the GFLOP/s of the same step\'s matrix-vector products timed alone on the same adapter, each repeated on the same weights; the target is at least 60%. Repeated, a small model\'s layer stays in the CPU\'s caches, which the model\'s weights, read once a token, do not; so *decode / streamed* also divides by the same products run in a token\'s order with each layer on weights of its own: what the rest of a step (attention, norms, launches, the host) costs. Decode is greedy (the token picked on the GPU); *reading logits* reads every step\'s logits back instead.', '');
   for (const { file, r } of runs) {
     const ours = r.results.filter((x) => x.decode_tokens_per_s !== undefined && x.decode_ratio_to_matmul !== undefined);
     const adapter = ours[0]?.adapter ?? '–';
@@ -49,13 +54,19 @@ export function engineSection(runs: { file: string; r: EngineRun }[]): string {
     lines.push(mdTable(
       ['model', 'prompt', 'prefill tok/s', 'decode tok/s', 'reading logits', 'decode GFLOP/s', 'its GEMVs alone', 'decode / its GEMVs', 'streamed', 'decode / streamed', 'llama.cpp prefill / decode tok/s', 'engine'],
       ours.map((x) => {
-        const peer = r.results.find((p) => p.model === x.model && p.adapter !== x.adapter && p.decode_ratio_to_matmul === undefined);
+        const peers = peersOf(r, x);
         return [x.model, x.tokens, n1(x.tokens_per_s), n2(x.decode_tokens_per_s), n2(x.decode_logits_tokens_per_s), n2(x.decode_gflops),
           `${n2(x.decode_matmul_alone_gflops)} (${x.decode_matmul_variant ?? '–'})`, `**${pc(x.decode_ratio_to_matmul)}**`,
           n2(x.decode_matmul_streamed_gflops), pc(x.decode_ratio_to_streamed),
-          peer ? `${n1(peer.tokens_per_s)} / ${n1(peer.decode_tokens_per_s)}` : '–', peer?.adapter ?? '–'];
+          peers.map((p) => `${n1(p.tokens_per_s)} / ${n1(p.decode_tokens_per_s)}`).join('; ') || '–', peers.map((p) => p.adapter).join('; ') || '–'];
       }),
     ), '');
+    // llama.cpp's Vulkan build on the adapter LegoKV ran on (bench:engine under LEGOKV_NODE_BACKEND=lavapipe).
+    const sameAdapter = ours.flatMap((x) => peersOf(r, x).filter((p) => / Vulkan, /.test(p.adapter)).map((p) => ({ x, p })));
+    if (sameAdapter.length) {
+      lines.push(`On the same adapter, llama.cpp's Vulkan build (ggml's own GPU kernels, every layer on the device) against LegoKV: ${sameAdapter.map(({ x, p }) =>
+        `${x.model}, LegoKV's prefill ${(x.tokens_per_s / p.tokens_per_s).toFixed(1)}× and decode ${(x.decode_tokens_per_s! / p.decode_tokens_per_s!).toFixed(1)}× llama.cpp's`).join('; ')}.`, '');
+    }
   }
   return lines.join('\n');
 }

@@ -231,4 +231,21 @@ test('RESULTS.md: the engine section shows decode against its GEMVs (repeated an
   assert.match(md, /adapter \*\*TestAdapter \/ x\*\*/);
   assert.match(md, /\| smollm2-135m-instruct \| 64 \| 12\.3 \| 2\.50 \| 2\.25 \| 0\.75 \| 1\.20 \(reg\) \| \*\*63%\*\* \| 0\.80 \| 94% \| 456\.7 \/ 89\.1 \| llama\.cpp 3\.21\.1 \(CPU\) \|/);
   assert.match(md, /engine throughput \(not run by --rerun, a few minutes\): `npm run bench:engine -- --lengths 64`/);
+  assert.ok(!/llama\.cpp's Vulkan build/.test(md), 'no same-adapter sentence without a Vulkan row');
+});
+
+test('RESULTS.md: on lavapipe the engine section puts llama.cpp\'s Vulkan build beside its CPU build, with LegoKV\'s ratios on the same adapter', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'legokv-engine-'));
+  const ours = {
+    adapter: 'llvmpipe: Mesa 25 / mesa', model: 'gemma-3-270m', tokens: 64, tokens_per_s: 40, decode_tokens_per_s: 6,
+    decode_gflops: 3, decode_matmul_alone_gflops: 4, decode_matmul_variant: 'reg', decode_ratio_to_matmul: 0.75, ratio_to_matmul: 0.5,
+  };
+  const cpu = { adapter: 'llama.cpp (node-llama-cpp 3.21.1, CPU, 1 thread)', model: 'gemma-3-270m', tokens: 64, tokens_per_s: 200, decode_tokens_per_s: 50 };
+  const vk = { adapter: 'llama.cpp (node-llama-cpp 3.21.1, Vulkan, every layer on llvmpipe)', model: 'gemma-3-270m', tokens: 64, tokens_per_s: 16, decode_tokens_per_s: 2 };
+  writeFileSync(join(dir, 'engine-lavapipe.json'), JSON.stringify({
+    kind: 'engine', command: 'LEGOKV_NODE_BACKEND=lavapipe npm run bench:engine -- --lengths 64', date: '2026-11-27T00:00:00Z', loadavg_start: 0.5, loadavg_end: 0.7, cpus: 2, cpu_model: 'CPU', results: [ours, cpu, vk],
+  }));
+  const md = buildResults(dir, join(dir, 'RESULTS.md')).markdown;
+  assert.match(md, /\| 200\.0 \/ 50\.0; 16\.0 \/ 2\.0 \| llama\.cpp \(node-llama-cpp 3\.21\.1, CPU, 1 thread\); llama\.cpp \(node-llama-cpp 3\.21\.1, Vulkan, every layer on llvmpipe\) \|/);
+  assert.match(md, /On the same adapter, llama\.cpp's Vulkan build .*: gemma-3-270m, LegoKV's prefill 2\.5× and decode 3\.0× llama\.cpp's\./);
 });
