@@ -203,7 +203,7 @@ async function main() {
     try {
       for (const [T, K, N] of shapes) {
         for (const m of await timeMatmuls(e, T, K, N, 'f16')) {
-          const chosen = e.ops.pickMatmul(T, N, K) === m.variant && (m.half === undefined || m.half === (e.ops.half ?? true));
+          const chosen = e.ops.pickMatmul(T, N, K) === m.variant && (m.half === undefined || m.half === e.ops.halfByDefault());
           rows.push({ adapter, ...m, chosen });
           log(`[${adapter}] matmul ${m.variant}${m.half ? ' (f16 math)' : ''}${chosen ? ' (chosen)' : ''} [${T}x${K}]·[${K}x${N}] f16: ${m.ms.toFixed(3)} ms, ${m.gflops.toFixed(0)} GFLOP/s, ${m.weightGBps.toFixed(0)} GB/s of weights`);
         }

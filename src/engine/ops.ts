@@ -136,11 +136,16 @@ export class Ops {
     for (const p of a.w.parts) this.matmul({ ...a, w: p.buffer, wDtype: p.dtype ?? a.w.dtype, N: p.rows, ldy: a.w.rows, y0: p.row0 });
   }
 
-  /** Whether a tiled product gets HALF: asked for (or Ops.half, or the device's default) and not f32 weights. */
+  /** Whether tiled products of f16 and quantized weights get HALF when a call does not say: Ops.half, else where the device has `shader-f16`. */
+  halfByDefault(): boolean {
+    return this.shaderF16 && (this.half ?? true);
+  }
+
+  /** Whether a tiled product gets HALF: asked for (or halfByDefault) and not f32 weights. */
   private halfFor(a: MatmulArgs): boolean {
     if (a.half && !this.shaderF16) throw new Error('matmul half needs a device with the shader-f16 feature');
     if (a.half && a.wDtype === 'f32') throw new Error('matmul half is for f16 and quantized weights; f32 weights keep f32 math');
-    return a.wDtype !== 'f32' && this.shaderF16 && (a.half ?? this.half ?? true);
+    return a.wDtype !== 'f32' && (a.half ?? this.halfByDefault());
   }
 
   private matmulTiled(a: MatmulArgs, tile: 64 | 128) {

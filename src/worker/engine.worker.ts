@@ -162,8 +162,7 @@ const handlers: Handlers = {
     e.submitEachLayer = e.ops.matmulProfile === 'gpu';
     e.ops.fuse = fuse ?? undefined;
     e.ops.half = half ?? undefined;
-    const k = { profile: e.ops.matmulProfile, fused: e.ops.fuses(1), gemv: e.ops.pickGemv(), subgroupMin: e.ops.subgroupMin };
-    return { ...k, half: e.ops.shaderF16 && (e.ops.half ?? true) };
+    return { profile: e.ops.matmulProfile, fused: e.ops.fuses(1), gemv: e.ops.pickGemv(), subgroupMin: e.ops.subgroupMin, half: e.ops.halfByDefault() };
   },
   'list-cached': async () => listCachedModels(await opfsRoot()),
   'delete-cached': async ({ key }) => deleteCachedModel(await opfsRoot(), key),
