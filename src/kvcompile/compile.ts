@@ -12,7 +12,7 @@
  *    (see promptcache.ts), no BOS.
  */
 import { halfRows, type Engine } from '../engine';
-import type { CompileVariant, CompiledChunk } from '../types/kv';
+import { layerValues, type CompileVariant, type CompiledChunk } from '../types/kv';
 
 export type { CompileVariant, CompiledChunk };
 
@@ -84,7 +84,7 @@ export async function compileChunk(ctx: CompileContext, chunk: readonly number[]
     try {
       const res = await held.prefill(cache, tokens, positions, { logits: 'none', capturePreRopeK: true });
       const all = await ctx.engine.exportRows(cache, res, 0, tokens.length);
-      const kvDim = all[0].k.length / tokens.length;
+      const kvDim = layerValues(all[0]) / tokens.length;
       // Rows of an engine keeping f16 keys and values come as halves and stay halves (the store, its RAM tier and
       // the GPU tier keep and move two bytes a value, never widened on the host).
       const d = drop * kvDim;
