@@ -12,7 +12,6 @@ export function canvasColours(page: Page, index: number) {
   });
 }
 
-
 /** Forces the GPU or CPU kernel profile, decode's fused launches and the f16 slices in the page's worker (needs ?debug). */
 export function setKernels(page: Page, profile: 'cpu' | 'gpu' | null, fuse: boolean | null = null, half: boolean | null = null): Promise<KernelChoice> {
   type Debug = { legokv: { setKernels(p: 'cpu' | 'gpu' | null, f: boolean | null, h: boolean | null): Promise<KernelChoice> } };

@@ -27,7 +27,7 @@ async function deviations(engine: Engine, cache: KVCache, layout: LinkLayout, la
   const dev = new Map<number, number>();
   for (const s of layout.segments) {
     const rows = s.chunk.layers[layer];
-    const stored = rows.halves ? halvesToFloats(rows.halves.v) : rows.v;
+    const stored = floats(rows.halves?.v ?? rows.v);
     for (let i = 0; i < s.length; i++) {
       let d = 0;
       for (let c = 0; c < kvDim; c++) d += (fresh[(s.start + i) * kvDim + c] - stored[i * kvDim + c]) ** 2;

@@ -93,9 +93,9 @@ export interface ModelInfo {
   gpuBytes: number;
   /** Precision the weights are stored in on the GPU. */
   weightDtype: 'f32' | 'f16';
-  /** GPU memory the KV cache takes per context token (f32 keys and values, every layer). */
   /** How keys and values are kept (GPU cache, browser storage, links): f16 above 50M weights (kvDtypeFor). */
   kvDtype: 'f32' | 'f16';
+  /** GPU memory the KV cache takes per context token (keys and values of every layer, as kvDtype). */
   kvBytesPerToken: number;
   hasChatTemplate: boolean;
   /** The chat template questions are wrapped in: `ChatML`, `Gemma`, `its own` (a Hugging Face template), or null. */
