@@ -72,23 +72,19 @@ for (const name of wanted) {
   }
   const first = rows[0];
   if (path.endsWith('.gguf') && first && !a['no-llamacpp']) {
-    // The same token ids, prompt length and decode steps as our first row.
-    const peer = await benchLlamaCpp(path, benchTokens(first.tokens, c.vocabSize), decodeSteps);
-    if (peer instanceof Error) console.log(`${name}: llama.cpp not measured (${peer.message})`);
-    else {
-      results.push({ adapter: peer.engine, model: name, tokens: peer.prefill_tokens, tokens_per_s: peer.prefill_tokens_per_s, decode_tokens_per_s: peer.decode_tokens_per_s });
-      console.log(`[${peer.engine}] ${name} prefill ${peer.prefill_tokens}: ${peer.prefill_tokens_per_s.toFixed(0)} tok/s; decode ${peer.decode_tokens_per_s.toFixed(1)} tok/s`);
-      console.log(`[${adapter}] ${name}: prefill ${(first.tokens_per_s / peer.prefill_tokens_per_s).toFixed(3)}x and decode ${(first.decode_tokens_per_s! / peer.decode_tokens_per_s).toFixed(3)}x llama.cpp's on this CPU`);
-    }
-    // On lavapipe llama.cpp's Vulkan build runs on the very adapter LegoKV ran on: ggml's GPU kernels beside ours.
-    if (nodeBackend() === 'lavapipe') {
-      const gpuPeer = await benchLlamaCpp(path, benchTokens(first.tokens, c.vocabSize), decodeSteps, 1, true);
-      if (gpuPeer instanceof Error) console.log(`${name}: llama.cpp's Vulkan build not measured (${gpuPeer.message})`);
-      else {
-        results.push({ adapter: gpuPeer.engine, model: name, tokens: gpuPeer.prefill_tokens, tokens_per_s: gpuPeer.prefill_tokens_per_s, decode_tokens_per_s: gpuPeer.decode_tokens_per_s });
-        console.log(`[${gpuPeer.engine}] ${name} prefill ${gpuPeer.prefill_tokens}: ${gpuPeer.prefill_tokens_per_s.toFixed(1)} tok/s; decode ${gpuPeer.decode_tokens_per_s.toFixed(1)} tok/s`);
-        console.log(`[${adapter}] ${name}: prefill ${(first.tokens_per_s / gpuPeer.prefill_tokens_per_s).toFixed(3)}x and decode ${(first.decode_tokens_per_s! / gpuPeer.decode_tokens_per_s).toFixed(3)}x llama.cpp's Vulkan build on the same adapter`);
+    // The same token ids, prompt length and decode steps as our first row: llama.cpp's CPU build, and on lavapipe
+    // its Vulkan build too, which runs on the very adapter LegoKV ran on (ggml's GPU kernels beside ours).
+    const ways = [{ vulkan: false, what: 'llama.cpp', against: 'llama.cpp\'s on this CPU' }];
+    if (nodeBackend() === 'lavapipe') ways.push({ vulkan: true, what: 'llama.cpp\'s Vulkan build', against: 'llama.cpp\'s Vulkan build on the same adapter' });
+    for (const w of ways) {
+      const peer = await benchLlamaCpp(path, benchTokens(first.tokens, c.vocabSize), decodeSteps, { vulkan: w.vulkan });
+      if (peer instanceof Error) {
+        console.log(`${name}: ${w.what} not measured (${peer.message})`);
+        continue;
       }
+      results.push({ adapter: peer.engine, model: name, tokens: peer.prefill_tokens, tokens_per_s: peer.prefill_tokens_per_s, decode_tokens_per_s: peer.decode_tokens_per_s });
+      console.log(`[${peer.engine}] ${name} prefill ${peer.prefill_tokens}: ${peer.prefill_tokens_per_s.toFixed(1)} tok/s; decode ${peer.decode_tokens_per_s.toFixed(1)} tok/s`);
+      console.log(`[${adapter}] ${name}: prefill ${(first.tokens_per_s / peer.prefill_tokens_per_s).toFixed(3)}x and decode ${(first.decode_tokens_per_s! / peer.decode_tokens_per_s).toFixed(3)}x ${w.against}`);
     }
   }
   s.close();

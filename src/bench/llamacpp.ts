@@ -19,7 +19,8 @@ export interface LlamaCppFigures {
   decode_tokens_per_s: number;
 }
 
-export async function benchLlamaCpp(path: string, tokens: number[], decodeSteps: number, threads = 1, vulkan = false): Promise<LlamaCppFigures | Error> {
+export async function benchLlamaCpp(path: string, tokens: number[], decodeSteps: number, o: { threads?: number; vulkan?: boolean } = {}): Promise<LlamaCppFigures | Error> {
+  const { threads = 1, vulkan = false } = o;
   let mod: typeof import('node-llama-cpp');
   try {
     mod = await import('node-llama-cpp');
