@@ -15,11 +15,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as ref from '../../src/engine/reference';
 import { gemvSgColumns, type GemvVariant, type WeightDType, type WeightMatrix, type XPrologue } from '../../src/engine/ops';
-import { dequantizeF32 } from '../../src/engine/formats/gguf-quants';
-import { noiseBlocks, QUANT, QUANT_TYPES, repackForGpu } from '../../src/engine/quant';
-import { floatsToHalves, roundToHalf } from '../../src/engine/f16';
+import { QUANT_TYPES } from '../../src/engine/quant';
 import { splitRows } from '../../src/engine/model/gpu-plan';
-import { assertClose, harness, rand, type Harness, relErr } from '../helpers/gpu';
+import { assertClose, harness, rand, type Harness, relErr, weightMatrix } from '../helpers/gpu';
 
 const RT = 4e-6;
 
@@ -28,17 +26,6 @@ const gemvs = (h: Harness, t: { diagnostic(m: string): void }): GemvVariant[] =>
   if (!h.ops.subgroupMin) t.diagnostic('this device has no subgroups: gemv_sg is not run');
   return h.ops.subgroupMin ? ['gemv', 'gemv_sg'] : ['gemv'];
 };
-
-/** A random [rows, cols] matrix stored as `dtype`: its GPU buffer and the f32 values the kernel computes with. */
-function weights(h: Harness, dtype: WeightDType, rows: number, cols: number, seed: number) {
-  if (dtype === 'f32' || dtype === 'f16') {
-    const w = dtype === 'f16' ? roundToHalf(rand(rows * cols, seed)) : rand(rows * cols, seed);
-    return { buffer: h.upload(dtype === 'f16' ? floatsToHalves(w) : w), values: w };
-  }
-  const nb = (rows * cols) / QUANT[dtype].block;
-  const bytes = noiseBlocks(dtype, nb, seed, 1);
-  return { buffer: h.upload(repackForGpu(dtype, bytes, nb)), values: dequantizeF32(QUANT[dtype].ggml, bytes, rows * cols) };
-}
 
 const DTYPES: WeightDType[] = ['f32', 'f16', ...QUANT_TYPES];
 // [T, N, K]: N not a multiple of the workgroup's 8 columns; for f32/f16 K shorter and longer than 32 vec4s and
@@ -54,7 +41,7 @@ for (const dtype of DTYPES) {
       const x = rand(T * K, 41, 3);
       for (let i = K; i < T * K; i++) x[i] *= 1 + Math.floor(i / K);
       const g = rand(K, 42);
-      const w = weights(h, dtype, N, K, 43);
+      const w = weightMatrix(h, dtype, N, K, 43);
       const bias = rand(N, 44);
       const y = h.empty(T * N * 4);
       for (const variant of gemvs(h, t)) for (const plusOne of [false, true]) {
@@ -75,7 +62,7 @@ for (const dtype of DTYPES) {
       const gu = rand(T * 2 * K, 45, 4);
       // Gates that saturate the activation (exp overflows for -100).
       gu[0] = 60; gu[1] = -60; gu[2] = -100;
-      const w = weights(h, dtype, N, K, 46);
+      const w = weightMatrix(h, dtype, N, K, 46);
       const res = rand(T * N, 47);
       const y = h.empty(T * N * 4);
       for (const variant of gemvs(h, t)) for (const act of ['silu', 'gelu_tanh'] as const) {

@@ -18,11 +18,8 @@ import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import * as ref from '../../src/engine/reference';
 import type { MatmulVariant, WeightDType } from '../../src/engine/ops';
-import { dequantizeF32 } from '../../src/engine/formats/gguf-quants';
-import { noiseBlocks, QUANT, repackForGpu } from '../../src/engine/quant';
-import { floatsToHalves, roundToHalf } from '../../src/engine/f16';
 import { LAVAPIPE_ICD } from '../../scripts/gpu-env.mjs';
-import { assertClose, harness, rand, relErr, type Harness } from '../helpers/gpu';
+import { assertClose, harness, rand, relErr, weightMatrix } from '../helpers/gpu';
 
 const HALF_RT = 1e-6;
 const F32_RT = 1e-2;
@@ -30,17 +27,6 @@ const F32_RT = 1e-2;
 // This file's one device is lavapipe's (src/node/gpu.ts points the Vulkan loader at it before Dawn loads).
 process.env.LEGOKV_NODE_BACKEND = 'lavapipe';
 const missing = existsSync(LAVAPIPE_ICD) ? false : 'lavapipe is not fetched (node scripts/fetch-lavapipe.mjs)';
-
-/** A [rows, cols] weight matrix of `dtype` on the GPU, and the f32 values it holds. */
-function weights(h: Harness, dtype: WeightDType, rows: number, cols: number, seed: number) {
-  if (dtype === 'f32' || dtype === 'f16') {
-    const w = roundToHalf(rand(rows * cols, seed));
-    return { buffer: h.upload(dtype === 'f16' ? floatsToHalves(w) : w), values: w };
-  }
-  const nb = (rows * cols) / QUANT[dtype].block;
-  const bytes = noiseBlocks(dtype, nb, seed, 1);
-  return { buffer: h.upload(repackForGpu(dtype, bytes, nb)), values: dequantizeF32(QUANT[dtype].ggml, bytes, rows * cols) };
-}
 
 // Ragged tiles in every dimension, K not a multiple of the 16-deep slices; the quantized ones whole blocks.
 const CASES: [number, number, number, 'tiled' | 'tiled128', WeightDType][] = [
@@ -62,7 +48,7 @@ for (const [T, N, K, variant, dtype] of CASES) {
     // (the f16 weights are under 1, so its product stays finite), or an activation outlier of a real model's size.
     const x = rand(T * K, 1, 4);
     x[3] = dtype === 'f16' ? 1e5 : 3000;
-    const w = weights(h, dtype, N, K, 2);
+    const w = weightMatrix(h, dtype, N, K, 2);
     const bias = rand(N, 3);
     const res = rand(T * N, 4);
     const [xb, y] = [h.upload(x), h.empty(T * N * 4)];
@@ -90,7 +76,7 @@ test('Ops.half = false keeps f32 math on the same device; f32 weights never get 
   const h = await harness();
   const [T, N, K] = [70, 130, 36];
   const x = rand(T * K, 5);
-  const w = weights(h, 'f16', N, K, 6);
+  const w = weightMatrix(h, 'f16', N, K, 6);
   const y = h.empty(T * N * 4);
   h.ops.half = false;
   try {
@@ -99,7 +85,7 @@ test('Ops.half = false keeps f32 math on the same device; f32 weights never get 
   } finally {
     h.ops.half = undefined;
   }
-  const w32 = weights(h, 'f32', N, K, 6);
+  const w32 = weightMatrix(h, 'f32', N, K, 6);
   h.ops.matmul({ x: h.upload(x), w: w32.buffer, wDtype: 'f32', y, T, N, K, variant: 'tiled' });
   assertClose(await h.readF32(y, T * N), ref.matmul(x, w32.values, T, N, K), 0, 2e-5, 'f32 weights by default');
   assert.throws(() => h.ops.matmul({ x: h.upload(x), w: w32.buffer, wDtype: 'f32', y, T, N, K, variant: 'tiled', half: true }), /f32 weights keep f32 math/);

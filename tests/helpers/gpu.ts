@@ -4,7 +4,10 @@ import assert from 'node:assert/strict';
 import { createNodeGpu, loadKernelSources, type NodeGpu } from '../../src/node/gpu';
 import { KernelLibrary } from '../../src/engine/gpu/kernels';
 import { Dispatcher } from '../../src/engine/gpu/dispatcher';
-import { Ops } from '../../src/engine/ops';
+import { Ops, type WeightDType } from '../../src/engine/ops';
+import { dequantizeF32 } from '../../src/engine/formats/gguf-quants';
+import { noiseBlocks, QUANT, repackForGpu } from '../../src/engine/quant';
+import { floatsToHalves, roundToHalf } from '../../src/engine/f16';
 
 export interface Harness {
   gpu: NodeGpu;
@@ -72,6 +75,20 @@ export function rand(n: number, seed: number, scale = 1): Float32Array {
     out[i] = ((s / 4294967296) * 2 - 1) * scale;
   }
   return out;
+}
+
+/**
+ * A random [rows, cols] weight matrix stored as `dtype` on the harness's device: its GPU buffer (f32, packed f16,
+ * or ggml blocks repacked as GpuModel uploads them), and the f32 values the kernels compute with.
+ */
+export function weightMatrix(h: Harness, dtype: WeightDType, rows: number, cols: number, seed: number) {
+  if (dtype === 'f32' || dtype === 'f16') {
+    const w = dtype === 'f16' ? roundToHalf(rand(rows * cols, seed)) : rand(rows * cols, seed);
+    return { buffer: h.upload(dtype === 'f16' ? floatsToHalves(w) : w), values: w };
+  }
+  const nb = (rows * cols) / QUANT[dtype].block;
+  const bytes = noiseBlocks(dtype, nb, seed, 1);
+  return { buffer: h.upload(repackForGpu(dtype, bytes, nb)), values: dequantizeF32(QUANT[dtype].ggml, bytes, rows * cols) };
 }
 
 /** Asserts max |a - b| <= atol + rtol * max|b|, and reports the worst element. */
