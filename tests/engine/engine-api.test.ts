@@ -91,9 +91,10 @@ for (const which of ['stories', 'gemma', 'llama3'] as const) {
 }
 
 // Rows read from an f16 store arrive as halves (LayerRows.halves) and go up as such, widened on the GPU. Written in
-// blocks of every kind at once (f32 host rows, halves, halves again, GPU buffers of f32, GPU buffers of halves as the
-// GPU tier keeps f16 rows), each layer equals the same rows written from f32; the halves' k and v are never read on
-// the host.
+// blocks of every kind at once (GPU buffers of halves as the GPU tier keeps f16 rows, f32 host rows, halves, halves
+// again, GPU buffers of f32), each layer equals the same rows written from f32; the halves' k and v are never read on
+// the host. The halves' staging is first made too small, so the writer must grow it at a GPU block: growing submits
+// the work recorded so far, and a copy recorded before that on the old encoder was lost (a validation error).
 test('gemma: rows kept as halves are uploaded as halves and land exactly where f32 rows do', async () => {
   const e = await engineFor('gemma');
   const V = e.config.vocabSize;
@@ -120,10 +121,10 @@ test('gemma: rows kept as halves are uploaded as halves and land exactly where f
   };
   const gpuRows = (r: { k: Float32Array; v: Float32Array }) => ({ k: up(r.k), v: up(r.v) });
   const gpuHalves = (r: { k: Float32Array; v: Float32Array }) => ({ k: up(floatsToHalves(r.k)), v: up(floatsToHalves(r.v)), f16: true });
-  // Block 0 as f32, 1 and 2 as halves (one run), 3 on the GPU as f32, 4 on the GPU as halves (a second run).
+  // Block 0 on the GPU as halves (a run), 1 as f32, 2 and 3 as halves (a second run), 4 on the GPU as f32.
   const mixed = (b: number, l: number) => {
     const r = f32[b][l];
-    return b === 0 ? r : b === 3 ? gpuRows(r) : b === 4 ? gpuHalves(r) : untouched(floatsToHalves(r.k), floatsToHalves(r.v));
+    return b === 0 ? gpuHalves(r) : b === 1 ? r : b === 4 ? gpuRows(r) : untouched(floatsToHalves(r.k), floatsToHalves(r.v));
   };
   // Blocks at cache rows 2.. with a gap row between them, at positions 100 + 3 * row.
   const layout: { start: number; positions: number[] }[] = [];
@@ -134,6 +135,8 @@ test('gemma: rows kept as halves are uploaded as halves and land exactly where f
   }
   const total = row + 4;
   const want = e.newCache(total), got = e.newCache(total);
+  // One row of halves, so the halves' staging exists but is too small for the writes below.
+  e.rowWriter(got, [{ start: 0, positions: [0] }]).layer(0, [gpuHalves({ k: f32[0][0].k.subarray(0, kvDim), v: f32[0][0].v.subarray(0, kvDim) })]);
   const wa = e.rowWriter(want, layout), wg = e.rowWriter(got, layout);
   // The mixed writer goes first, last layer first, so the staging it shares with the other never holds the layer
   // it writes: rows left unwidened there would show.

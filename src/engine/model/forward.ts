@@ -98,8 +98,9 @@ export class ForwardPass {
   /** Keeps only the pass rows at `keep` (indices into the current rows), in that order. */
   select(keep: number[]) {
     const D = this.c.hidden;
-    const enc = this.ops.d.commandEncoder();
+    // The buffer before the encoder: a scratch buffer that grows submits the work recorded so far.
     const next = this.s.x(this.x === this.s.x(0, 0) ? 1 : 0, Math.max(1, keep.length));
+    const enc = this.ops.d.commandEncoder();
     keep.forEach((k, i) => enc.copyBufferToBuffer(this.x!, k * D * 4, next, i * D * 4, D * 4));
     this.other = this.x;
     this.x = next;

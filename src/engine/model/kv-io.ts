@@ -100,9 +100,10 @@ export class RowWriter {
       };
       if (!h && 'mapAsync' in src.k) {
         const g = src as GpuLayerRows;
+        // Staging first: growing it submits the recorded work, which would finish an encoder taken before.
+        const s = g.f16 ? halvesAt() : null;
         const enc = this.ops.d.commandEncoder();
-        if (g.f16) {
-          const s = halvesAt();
+        if (s) {
           enc.copyBufferToBuffer(g.k, 0, s.k16, at / 2, n * rowBytes / 2);
           enc.copyBufferToBuffer(g.v, 0, s.v16, at / 2, n * rowBytes / 2);
         } else {
