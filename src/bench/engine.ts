@@ -17,7 +17,7 @@ import { bestMatmul, decodeMatmulReference, decodeMatmulStreamed } from './matmu
 import { benchPrefillDecode, benchTokens } from './prefill';
 import { benchLlamaCpp } from './llamacpp';
 import { KNOWN_MODELS } from '../eval/tokenizer';
-import { runHost } from '../eval/env';
+import { commandLine, runHost } from '../eval/env';
 import { loadavg } from 'node:os';
 
 const a = parseCommand({
@@ -90,6 +90,6 @@ for (const name of wanted) {
   s.close();
 }
 if (a.json) {
-  const command = `${process.env.LEGOKV_NODE_BACKEND ? `LEGOKV_NODE_BACKEND=${process.env.LEGOKV_NODE_BACKEND} ` : ''}npm run bench:engine -- ${process.argv.slice(2).join(' ')}`;
+  const command = commandLine('bench:engine');
   writeFileSync(a.json, JSON.stringify({ kind: 'engine', command, ...started, loadavg_end: loadavg()[0], results }, null, 1));
 }

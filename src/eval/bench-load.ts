@@ -21,7 +21,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import { parseCommand } from '../cli/options';
 import { loadavg } from 'node:os';
-import { runHost } from './env';
+import { commandLine, runHost } from './env';
 import { otherCores, sampleCpu } from './host-cpu';
 import { openModel } from '../node/session';
 import { KVStore, MemoryBlobBackend, MemoryIndexBackend } from '../kvstore';
@@ -98,7 +98,7 @@ async function main() {
   for (const alg of algorithms) for (let u = 0; u < users; u++) await request(alg, u); // warm pipelines and tiers
 
   const res: LoadResults = {
-    kind: 'load', command: ['npm run bench:load --', ...process.argv.slice(2)].join(' '), adapter, model: basename(path), users, context_tokens: context, chunk_tokens: chunkTokens, duration_s: duration,
+    kind: 'load', command: commandLine('bench:load'), adapter, model: basename(path), users, context_tokens: context, chunk_tokens: chunkTokens, duration_s: duration,
     max_busy_s: maxBusyMs / 1000, max_new_tokens: maxNew, seed, date: new Date().toISOString(), complete: false,
     ...runHost(), loadavg_end: null, points: [],
   };

@@ -16,7 +16,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import { parseCommand } from '../cli/options';
 import { loadavg } from 'node:os';
-import { runHost } from './env';
+import { commandLine, runHost } from './env';
 import { openModel } from '../node/session';
 import { KVStore, MemoryBlobBackend, MemoryIndexBackend } from '../kvstore';
 import { ContextCache } from '../api/context-cache';
@@ -90,7 +90,7 @@ async function main() {
   const question = '\n\nQuestion: Who walked near the river?\nAnswer:';
 
   const res: ScalingResults = {
-    kind: 'scaling', command: ['npm run bench:scaling --', ...process.argv.slice(2)].join(' '), adapter, model: basename(path), chunk_tokens: chunkRows, question, date: new Date().toISOString(), complete: false,
+    kind: 'scaling', command: commandLine('bench:scaling'), adapter, model: basename(path), chunk_tokens: chunkRows, question, date: new Date().toISOString(), complete: false,
     ...runHost(), loadavg_end: null, points: [], skipped: [], fits: [],
   };
   const save = () => {

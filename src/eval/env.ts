@@ -31,6 +31,15 @@ export function runHost(): RunHost {
 }
 
 /**
+ * The command line that reruns this measurement: the npm script with this process's arguments, after the Node
+ * backend it ran on when one was chosen (LEGOKV_NODE_BACKEND), since that picks the adapter.
+ */
+export function commandLine(script: string): string {
+  const backend = process.env.LEGOKV_NODE_BACKEND;
+  return [...(backend ? [`LEGOKV_NODE_BACKEND=${backend}`] : []), `npm run ${script} --`, ...process.argv.slice(2)].join(' ');
+}
+
+/**
  * SHA-256 of a model's bytes: the file, or every file under the folder (sorted
  * by relative path, each name hashed before its contents). A resumed
  * evaluation checks it, so answers from two different weights never mix.

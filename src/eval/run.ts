@@ -25,7 +25,7 @@ import { readDataset } from './dataset';
 import type { EvalBackend } from './backend';
 import { NodeBackend } from './node-backend';
 import { runEval, ResumeMismatchError, type EvalResults } from './runner';
-import { modelDigest } from './env';
+import { commandLine, modelDigest } from './env';
 import { modelOption, resolveModelPath } from './tokenizer';
 import { ProgressBar, resultsTable } from './format';
 import { ALL_ALGORITHMS } from '../kvlink/catalogue';
@@ -95,7 +95,7 @@ async function main() {
   const bar = new ProgressBar();
   try {
     const res = await runEval({
-      backend, cases, data: a.data, algorithms, command: [...(process.env.LEGOKV_NODE_BACKEND ? [`LEGOKV_NODE_BACKEND=${process.env.LEGOKV_NODE_BACKEND}`] : []), 'npm run eval --', ...process.argv.slice(2)].join(' '), maxNewTokens: a['max-new-tokens'], out: a.out, warmup: !a['no-warmup'], signal: ac.signal,
+      backend, cases, data: a.data, algorithms, command: commandLine('eval'), maxNewTokens: a['max-new-tokens'], out: a.out, warmup: !a['no-warmup'], signal: ac.signal,
       modelSha256, resume,
       onBusyHost: (id, cores) => bar.note(`warning: other programs kept ${cores.toFixed(2)} of ${cpus().length} CPUs busy while ${id} was timed; on a CPU adapter its TTFTs are inflated (other_cpu in the results)`),
       onProgress: (p) => bar.update(p.done, p.total, `case ${p.caseIndex + 1}/${p.cases} ${p.caseId} ${p.phase}${p.algorithm ? ` ${p.algorithm}` : ''}`),

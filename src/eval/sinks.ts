@@ -31,6 +31,7 @@ import type { ScoresResult } from '../engine';
 import { segmentShares } from '../analysis/attention-math';
 import { existing, parseCommand } from '../cli/options';
 import { modelOption } from './tokenizer';
+import { commandLine } from './env';
 
 interface Acc { start: number; chunk: number; tokens: number; n: number }
 
@@ -137,7 +138,7 @@ async function main() {
     process.stderr.write('\n');
     const { adapter, model, cases: n, layers, sink_tokens, algorithms: byAlgorithm } = report;
     const result: SinkReport = {
-      adapter, model, data: a.data, cases: n, layers, sink_tokens, command: ['npm run sinks --', ...process.argv.slice(2)].join(' '), algorithms: byAlgorithm,
+      adapter, model, data: a.data, cases: n, layers, sink_tokens, command: commandLine('sinks'), algorithms: byAlgorithm,
     };
     const f = (x: number) => (Number.isFinite(x) ? x.toFixed(3) : '-');
     console.log(`[${result.adapter}] ${result.model} on ${a.data}: attention share of the question rows (first ${sinkTokens} token(s) of each chunk)`);
