@@ -98,6 +98,8 @@ function scalingSection(r: ScalingResults, rel: string, chart: string): string {
   ])), '');
   const busy = busyHostNote(r.points.map((p) => p.other_cpu), 'point');
   if (busy) lines.push(busy, '');
+  const speedups = speedupTable(r, lengths, algs);
+  if (speedups) lines.push(speedups, '');
   lines.push('Breakdown of the largest context each algorithm reached (ms):', '');
   lines.push(mdTable(['algorithm', 'context', 'lookup', 'load', 'recompute', 'first token', 'total'], algs.flatMap((alg) => {
     const p = r.points.filter((x) => x.algorithm === alg).at(-1);
@@ -125,6 +127,23 @@ function scalingSection(r: ScalingResults, rel: string, chart: string): string {
   lines.push(mdTable(['ratio', 'measured', 'target', 'met'], checks.map(([name, v, target, ok]) => [name, v === undefined ? 'not measured' : f2(v), target, v === undefined ? '–' : ok(v) ? 'yes' : 'no'])), '');
   lines.push(`![TTFT against context length](${rel}/${chart})`, '');
   return lines.join('\n');
+}
+
+/**
+ * Each algorithm's speed-up over full recompute at each length, beside the ratio of rows the two recompute: where
+ * the first tracks the second, the time goes where the work is, and skipping rows pays in full. Null without full.
+ */
+export function speedupTable(r: ScalingResults, lengths: number[], algs: string[]): string | null {
+  const at = (alg: string, n: number) => r.points.find((p) => p.algorithm === alg && p.context_tokens === n);
+  const measured = lengths.filter((n) => at('full', n));
+  const others = algs.filter((a) => a !== 'full' && measured.some((n) => at(a, n)));
+  if (!measured.length || !others.length) return null;
+  return ['TTFT(full) / TTFT(algorithm) at each length, and in brackets full\'s recomputed rows over the algorithm\'s (the work the algorithm skips):', '', mdTable(['algorithm', ...measured.map((n) => `${n} tokens`)], others.map((alg) => [
+    alg, ...measured.map((n) => {
+      const f = at('full', n)!, p = at(alg, n);
+      return p ? `${f1(f.ttft_ms / p.ttft_ms)}× (${f1(f.recomputed / Math.max(1, p.recomputed))}×)` : '–';
+    }),
+  ]))].join('\n');
 }
 
 function loadSection(r: LoadResults, rel: string): string {

@@ -65,7 +65,7 @@ test('RESULTS.md is built from the JSON files alone', () => {
   const dir = mkdtempSync(join(tmpdir(), 'legokv-results-'));
   const adapter = 'Test Adapter 9000';
   const point = (algorithm: string, n: number, ms: number) => ({
-    algorithm, context_tokens: n, chunks: n / 512, prompt_tokens: n + 12, recomputed: 7, ttft_ms: ms, samples_ms: [ms],
+    algorithm, context_tokens: n, chunks: n / 512, prompt_tokens: n + 12, recomputed: algorithm === 'full' ? n + 12 : 7, ttft_ms: ms, samples_ms: [ms],
     breakdown_ms: { lookup: 0, load: 1, recompute: ms - 2, first_token: 1 },
   });
   const points = [point('full', 4096, 40000), point('full', 8192, 160000), point('legolink:16', 4096, 1234), point('legolink:16', 8192, 2345), point('cacheblend:0.15', 4096, 5000)];
@@ -92,6 +92,10 @@ test('RESULTS.md is built from the JSON files alone', () => {
   assert.match(markdown, /TTFT\(full\) \/ TTFT\(legolink:16\) at 4096 tokens \(8 chunks\) \| 32\.41 \| ≥ 10 \| yes \|/);
   assert.match(markdown, /TTFT\(legolink:16\) at 8192 \/ at 4096 tokens \| 1\.90 \| ≤ 2\.2 \| yes \|/);
   assert.match(markdown, /\| legolink:16 \| 0\.93 \|/);
+  // Speed-ups over full beside the rows it skips, where full was measured: tiny.bin's run only.
+  assert.match(markdown, /\| legolink:16 \| 32\.4× \(586\.9×\) \| 68\.2× \(1172\.0×\) \|/);
+  assert.match(markdown, /\| cacheblend:0\.15 \| 8\.0× \(586\.9×\) \| – \|/);
+  assert.equal(markdown.split('TTFT(full) / TTFT(algorithm) at each length').length, 2, 'one table: big.gguf has no full');
   assert.match(markdown, /cacheblend:0\.15 at 8192 tokens: predicted 999 s/);
   assert.ok(charts['scaling.svg'].includes('legolink:16 (N^0.93)'));
   assert.ok(!/NaN|undefined/.test(markdown));
