@@ -10,6 +10,7 @@ export type { KVCache } from './model/kv-cache';
 export type { LayerRows, GpuLayerRows } from './model/kv-io';
 export type { ScoresRequest, ScoresResult } from './model/forward';
 export { OutOfGpuMemoryError } from './model/gpu-model';
+export { DeviceLostError, GpuValidationError } from './gpu/dispatcher';
 export { describeSplit, kvDtypeFor, paramCount, planGpuMemory, splitMatrices, weightDtypeFor, type AdapterLimits, type GpuPlan } from './model/gpu-plan';
 export type { AttentionVariant, GemvVariant, MatmulVariant, StoreDType } from './ops';
 

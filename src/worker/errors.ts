@@ -6,10 +6,10 @@
  * `instanceof ModelUploadError`, never a name string. A name the registry does
  * not know comes back as a `WorkerError` carrying that name.
  */
-import { ModelFormatError, NoWebGPUError, OutOfGpuMemoryError, UnsupportedModelError } from '../engine';
+import { DeviceLostError, GpuValidationError, ModelFormatError, NoWebGPUError, OutOfGpuMemoryError, UnsupportedModelError } from '../engine';
 
 // The engine's own error classes, so the page finds every error that crosses the worker here.
-export { ModelFormatError, NoWebGPUError, OutOfGpuMemoryError, UnsupportedModelError };
+export { DeviceLostError, GpuValidationError, ModelFormatError, NoWebGPUError, OutOfGpuMemoryError, UnsupportedModelError };
 import { BinaryDocumentError, DocumentTooLargeError, EmptyDocumentError, SplitError } from '../kvsplit/types';
 import { CorruptBlobError, StorageFullError } from '../kvstore/types';
 
@@ -55,7 +55,7 @@ type ErrorClass = abstract new (...args: never[]) => Error;
 
 /** Every error class the page can get back as itself, by the name its instances carry. */
 const CLASSES: Record<string, ErrorClass> = {
-  ModelUploadError, ModelWontFitError, NoWebGPUError, OutOfGpuMemoryError, UnsupportedModelError, ModelFormatError, HubError,
+  ModelUploadError, ModelWontFitError, NoWebGPUError, OutOfGpuMemoryError, UnsupportedModelError, ModelFormatError, HubError, DeviceLostError, GpuValidationError,
   SplitError, EmptyDocumentError, BinaryDocumentError, DocumentTooLargeError, CorruptBlobError, StorageFullError,
 };
 

@@ -1,7 +1,8 @@
 /**
  * GPU failure paths: a model that cannot fit gives a clear error and leaves
  * nothing allocated; a lost device makes calls fail with DeviceLostError
- * instead of hanging, and a new device can run the model again.
+ * instead of hanging, and a new device can run the model again; work that
+ * WebGPU rejects fails the next read or sync instead of returning wrong numbers.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -9,7 +10,7 @@ import { join } from 'node:path';
 import { createNodeGpu, loadKernelSources } from '../../src/node/gpu';
 import { Engine } from '../../src/engine/engine';
 import { GpuModel, OutOfGpuMemoryError } from '../../src/engine/model/gpu-model';
-import { DeviceLostError } from '../../src/engine/gpu/dispatcher';
+import { DeviceLostError, GpuValidationError } from '../../src/engine/gpu/dispatcher';
 import { loadModelFiles } from '../../src/engine/formats/load';
 import { nodeModelFiles } from '../../src/node/files';
 
@@ -51,4 +52,31 @@ test('a lost device fails calls with DeviceLostError, and a new device works', a
   assert.deepEqual(after, before);
   e2.destroy();
   again.release();
+});
+
+// A command WebGPU rejects does not run, and what was computed around it is wrong: the bug behind a chunk's layer
+// left zero when the staging grew under a recorded copy. The next read or sync says so instead of returning numbers;
+// the error is reported once, and the engine then works as before.
+test('work WebGPU rejects fails the next read and sync with GpuValidationError, once', async () => {
+  const m = await loadModelFiles(nodeModelFiles(STORIES), 'stories260K');
+  const gpu = await createNodeGpu();
+  const engine = Engine.create(gpu, loadKernelSources());
+  await engine.load(m.config, m.weights);
+  const before = (await engine.prefill(engine.newCache(), [1, 403, 407])).logits;
+  const small = gpu.device.createBuffer({ size: 16, usage: GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST });
+  // Past the end of both buffers.
+  const reject = () => engine.ops.d.commandEncoder().copyBufferToBuffer(small, 0, small, 16, 64);
+  reject();
+  await assert.rejects(engine.prefill(engine.newCache(), [1, 403, 407]), (e: Error) => {
+    assert.ok(e instanceof GpuValidationError);
+    assert.match(e.message, /^WebGPU rejected the engine's work, so its result was discarded .*: .*CopyBufferToBuffer/s);
+    return true;
+  });
+  assert.deepEqual((await engine.prefill(engine.newCache(), [1, 403, 407])).logits, before, 'reported once; later work is right');
+  reject();
+  await assert.rejects(engine.sync(), GpuValidationError);
+  await engine.sync();
+  small.destroy();
+  engine.destroy();
+  gpu.release();
 });

@@ -6,7 +6,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ModelUploadError, ModelWontFitError, WorkerError, rebuildError, serializeError } from '../../src/worker/errors';
+import { DeviceLostError, GpuValidationError, ModelUploadError, ModelWontFitError, WorkerError, rebuildError, serializeError } from '../../src/worker/errors';
 import { StorageFullError } from '../../src/kvstore/types';
 import { EmptyDocumentError, SplitError } from '../../src/kvsplit/types';
 import { NoWebGPUError } from '../../src/engine/gpu/device';
@@ -21,6 +21,8 @@ test('known error classes come back as themselves', () => {
     [new StorageFullError(10, 5, 'in OPFS'), StorageFullError],
     [new EmptyDocumentError('d1'), EmptyDocumentError],
     [new NoWebGPUError('no adapter'), NoWebGPUError],
+    [new GpuValidationError('CopyBufferToBuffer out of bounds'), GpuValidationError],
+    [new DeviceLostError('destroyed'), DeviceLostError],
   ];
   for (const [e, cls] of cases) {
     const r = across(e);

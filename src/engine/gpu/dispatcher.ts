@@ -19,6 +19,17 @@ export class DeviceLostError extends Error {
     this.name = 'DeviceLostError';
   }
 }
+
+/**
+ * WebGPU rejected work the engine recorded (a validation error): a bug in LegoKV. The command it names did not run,
+ * so whatever was computed since the previous check cannot be trusted, and is not returned.
+ */
+export class GpuValidationError extends Error {
+  constructor(message: string) {
+    super(`WebGPU rejected the engine's work, so its result was discarded (a bug in LegoKV; please report it): ${message}`);
+    this.name = 'GpuValidationError';
+  }
+}
 const MAX_WG = 65535;
 
 export class Dispatcher {
@@ -36,6 +47,21 @@ export class Dispatcher {
 
   constructor(private device: GPUDevice) {
     this.uniform = this.makeUniform(this.arena.byteLength);
+    device.addEventListener('uncapturederror', this.onError);
+  }
+
+  /** The first error WebGPU reported since the last check (out-of-memory is caught in scopes where it is expected). */
+  private rejected: string | null = null;
+  private onError = (e: Event) => {
+    this.rejected ??= (e as GPUUncapturedErrorEvent).error.message;
+  };
+
+  /** Throws GpuValidationError when WebGPU reported an error since the last check; results read now would be wrong. */
+  check() {
+    const m = this.rejected;
+    if (m === null) return;
+    this.rejected = null;
+    throw new GpuValidationError(m);
   }
 
   private makeUniform(size: number) {
@@ -182,10 +208,12 @@ export class Dispatcher {
     staging.unmap();
     if (this.staging.length < 8) this.staging.push(staging);
     else staging.destroy();
+    this.check();
     return out;
   }
 
   destroy() {
+    this.device.removeEventListener('uncapturederror', this.onError);
     this.timer?.destroy();
     for (const b of this.staging) b.destroy();
     this.staging = [];
