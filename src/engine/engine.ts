@@ -100,6 +100,11 @@ export class Engine {
    * "GPU" shares the host's cores. The GPU kit's profile stage times a decode step both ways.
    */
   submitEachLayer: boolean;
+  /**
+   * The most rows a pass computes together in a layer; default (undefined): as many as one binding of its largest
+   * temporary holds (ForwardPass.maxRows). Tests set fewer to exercise the blocks on small models.
+   */
+  maxPassRows?: number;
 
   private constructor(readonly gpu: GpuContext, sources: KernelSources) {
     const d = new Dispatcher(gpu.device);
@@ -162,7 +167,7 @@ export class Engine {
 
   /** The layer-by-layer stepper over `cache`. */
   pass(cache: KVCache): ForwardPass {
-    return new ForwardPass(this.ops, this.requireModel(), cache, this.scratch);
+    return new ForwardPass(this.ops, this.requireModel(), cache, this.scratch, this.maxPassRows);
   }
 
   /** Appends `tokens` at `positions` (default: continuing after the last row) and computes them. */
@@ -285,10 +290,11 @@ export class Engine {
   }
   private queue: Promise<void> = Promise.resolve();
 
-  /** Submits recorded work and waits until the GPU has finished it (for timing). */
+  /** Submits recorded work and waits until the GPU has finished it (for timing); throws if WebGPU rejected any of it. */
   async sync(): Promise<void> {
     this.ops.d.flush();
     await this.gpu.device.queue.onSubmittedWorkDone();
+    this.ops.d.check();
   }
 
   private requireModel(): GpuModel {

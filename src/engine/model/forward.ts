@@ -10,9 +10,18 @@
  * inspect or change the row set between layers (CacheBlend), and capture
  * pre-RoPE keys (KVCompile) or attention scores (the sink maps).
  *
- * Data layout per pass of T rows: x [T, D]; qkv [T, qDim + 2 kvDim] with q
+ * Data layout per block of T rows: x [T, D]; qkv [T, qDim + 2 kvDim] with q
  * heads first, then k heads, then v heads; att [T, qDim]; gu [T, 2I]. The
  * buffers are the named fields of RunState (run-state.ts), with every shape.
+ *
+ * Blocks: a layer's temporaries must each fit one binding (gu, 2I floats a
+ * row, is the largest: 128 MiB holds 8K rows of Gemma 3 270M, 2 GiB 32K rows
+ * of Llama-3.2-1B). A pass with more rows computes each layer in blocks of
+ * rows, one after another, each with its own residual stream. That is exact
+ * when the rows' positions never decrease and blocks are cut where the
+ * position rises: a block's queries then see the rows of earlier blocks,
+ * already written in this layer, and none of later blocks, whose positions
+ * are greater (see rowBlocks).
  */
 import type { GpuModel } from './gpu-model';
 import type { KVCache } from './kv-cache';
@@ -38,6 +47,36 @@ export interface ScoresResult {
   keys: number;
 }
 
+/**
+ * The pass's rows [a, b) in blocks of at most `maxRows`, cut only where the position rises. Throws when the rows
+ * need more than one block and their positions decrease, since no cut is then exact.
+ */
+export function rowBlocks(pos: ArrayLike<number>, maxRows: number, what: () => string): [number, number][] {
+  const T = pos.length;
+  if (T <= maxRows) return [[0, T]];
+  for (let i = 1; i < T; i++) {
+    if (pos[i] < pos[i - 1]) throw new Error(`${what()}, and its rows' positions decrease (row ${i}), so they cannot be computed in blocks`);
+  }
+  const out: [number, number][] = [];
+  for (let a = 0; a < T; ) {
+    let b = Math.min(T, a + maxRows);
+    while (b < T && b > a && pos[b] === pos[b - 1]) b--;
+    if (b === a) throw new Error(`${what()}, and more than ${maxRows} of its rows share position ${pos[a]}`);
+    out.push([a, b]);
+    a = b;
+  }
+  return out;
+}
+
+/** Rows [a, b) of the pass, computed together in each layer, and their residual stream: x{which} of block k's pair. */
+interface Block {
+  a: number;
+  b: number;
+  which: 0 | 1;
+  x: GPUBuffer;
+  other: GPUBuffer;
+}
+
 /** Whether a scores request covers layer `l`. */
 function wantsLayer(layer: ScoresRequest['layer'], l: number): boolean {
   return typeof layer === 'number' ? layer === l : layer.includes(l);
@@ -46,21 +85,24 @@ function wantsLayer(layer: ScoresRequest['layer'], l: number): boolean {
 export class ForwardPass {
   T = 0;
   rows: Uint32Array = new Uint32Array();
-  private x: GPUBuffer | null = null;
-  private other: GPUBuffer | null = null;
+  private blocks: Block[] = [];
   private invFreq: { global: Float32Array; local: Float32Array };
   private pendingScores: Promise<ScoresResult>[] = [];
   private s: RunState;
   preRopeK: GPUBuffer[] = [];
+  /** The most rows computed together: what one binding of the largest temporary holds, unless the caller asks fewer. */
+  readonly maxRows: number;
 
   constructor(
     private ops: Ops,
     private m: GpuModel,
     private cache: KVCache,
     scratch: Scratch,
+    maxRows?: number,
   ) {
     this.s = new RunState(scratch, { D: m.config.hidden, qDim: m.qDim, kvDim: m.kvDim, I: m.config.intermediate, V: m.config.vocabSize });
     this.invFreq = { global: inverseFrequencies(m.config, 'global'), local: inverseFrequencies(m.config, 'local') };
+    this.maxRows = Math.max(1, Math.min(maxRows ?? Infinity, Math.floor(m.plan.bufferLimit / this.s.rowBytes)));
   }
 
   private get c() {
@@ -73,43 +115,78 @@ export class ForwardPass {
     for (const r of Array.from(rows)) if (r >= this.cache.length) throw new Error(`begin: row ${r} is outside the cache (${this.cache.length})`);
     this.ops.d.flush();
     this.cache.syncPositions();
-    this.setRows(Uint32Array.from(rows));
-    const tok = this.s.putTokens(Uint32Array.from(tokens));
-    this.x = this.s.x(0, this.T);
-    this.other = this.s.x(1, this.T);
-    this.ops.embedParts({ tokens: tok, ids: tokens, table: this.m.embed, x: this.x, T: this.T, scale: this.c.embedScale });
+    const spans = this.setRows(Uint32Array.from(rows));
+    const ids = Uint32Array.from(tokens);
+    // Every block's buffers before any launch: a scratch buffer that grows submits the work recorded so far.
+    this.blocks = spans.map(([a, b], k) => ({ a, b, which: 0, x: this.s.x(0, b - a, k), other: this.s.x(1, b - a, k) }));
+    for (const blk of this.blocks) {
+      const part = ids.subarray(blk.a, blk.b);
+      const tok = this.s.putTokens(part);
+      this.ops.embedParts({ tokens: tok, ids: part, table: this.m.embed, x: blk.x, T: blk.b - blk.a, scale: this.c.embedScale });
+    }
   }
 
-  private setRows(rows: Uint32Array) {
+  /** Sets the pass's rows and uploads each block's inputs (cache rows, positions, RoPE tables, key bounds). */
+  private setRows(rows: Uint32Array): [number, number][] {
     this.rows = rows;
     this.T = rows.length;
     const pos = Int32Array.from(rows, (r) => this.cache.positions[r]);
-    this.s.putRows(rows);
-    this.s.putQpos(pos);
-    this.s.putRope('global', ropeTable(this.invFreq.global, pos));
+    const spans = rowBlocks(pos, this.maxRows, () => `A pass of ${rows.length} rows needs ${Math.ceil((rows.length * this.s.rowBytes) / 2 ** 20)} MiB in one buffer, more than this adapter binds (${Math.floor(this.m.plan.bufferLimit / 2 ** 20)} MiB)`);
     const n = this.cache.length;
-    this.s.putBounds('global', keyBounds(this.cache.positions, n, pos, 0));
-    if (this.c.layerKinds.includes('local')) {
-      this.s.putRope('local', ropeTable(this.invFreq.local, pos));
-      this.s.putBounds('local', keyBounds(this.cache.positions, n, pos, this.c.slidingWindow));
+    const kinds = this.c.layerKinds.includes('local') ? (['global', 'local'] as const) : (['global'] as const);
+    for (const kind of kinds) {
+      const table = ropeTable(this.invFreq[kind], pos);
+      const bounds = keyBounds(this.cache.positions, n, pos, kind === 'local' ? this.c.slidingWindow : 0);
+      const per = table.length / Math.max(1, pos.length);
+      spans.forEach(([a, b], k) => {
+        this.s.putRope(kind, table.subarray(a * per, b * per), k);
+        this.s.putBounds(kind, bounds.subarray(2 * a, 2 * b), k);
+      });
     }
+    spans.forEach(([a, b], k) => {
+      this.s.putRows(rows.subarray(a, b), k);
+      this.s.putQpos(pos.subarray(a, b), k);
+    });
+    return spans;
+  }
+
+  /** The block holding pass row `i`, and the row's index in it. */
+  private locate(i: number): [Block, number] {
+    const blk = this.blocks.find((b) => i < b.b)!;
+    return [blk, i - blk.a];
   }
 
   /** Keeps only the pass rows at `keep` (indices into the current rows), in that order. */
   select(keep: number[]) {
     const D = this.c.hidden;
-    // The buffer before the encoder: a scratch buffer that grows submits the work recorded so far.
-    const next = this.s.x(this.x === this.s.x(0, 0) ? 1 : 0, Math.max(1, keep.length));
+    const from = keep.map((k) => this.locate(k));
+    const old = this.blocks;
+    const spans = this.setRows(Uint32Array.from(keep, (k) => this.rows[k]));
+    // Each new block's rows go into the buffer of its pair that holds no residual stream now, which no copy reads.
+    // Buffers before the encoder: a scratch buffer that grows submits the work recorded so far.
+    const dst = spans.map(([a, b], k) => {
+      const which: 0 | 1 = old[k] && old[k].which === 0 ? 1 : 0;
+      return { a, b, which, x: this.s.x(which, Math.max(1, b - a), k) };
+    });
     const enc = this.ops.d.commandEncoder();
-    keep.forEach((k, i) => enc.copyBufferToBuffer(this.x!, k * D * 4, next, i * D * 4, D * 4));
-    this.other = this.x;
-    this.x = next;
-    this.setRows(Uint32Array.from(keep, (k) => this.rows[k]));
+    for (const blk of dst) {
+      for (let i = blk.a; i < blk.b; i++) {
+        const [src, o] = from[i];
+        enc.copyBufferToBuffer(src.x, o * D * 4, blk.x, (i - blk.a) * D * 4, D * 4);
+      }
+    }
+    // The other buffer of each pair last: growing it (a block larger than before) submits the copies from it first.
+    this.blocks = dst.map((blk, k) => ({ ...blk, other: this.s.x(blk.which === 0 ? 1 : 0, Math.max(1, blk.b - blk.a), k) }));
   }
 
-  /** Runs layer `l` for the pass's rows. */
+  /** Runs layer `l` for the pass's rows, a block at a time. */
   layer(l: number, opts: { scores?: ScoresRequest; capturePreRopeK?: boolean } = {}) {
-    const { ops, c, T } = this;
+    this.blocks.forEach((blk, k) => this.layerBlock(l, k, blk, opts));
+  }
+
+  private layerBlock(l: number, k: number, blk: Block, opts: { scores?: ScoresRequest; capturePreRopeK?: boolean }) {
+    const { ops, c } = this;
+    const T = blk.b - blk.a;
     const Lw = this.m.layers[l];
     const D = c.hidden, HD = c.headDim, qDim = this.m.qDim, kvDim = this.m.kvDim, I = c.intermediate;
     const W = qDim + 2 * kvDim;
@@ -117,21 +194,21 @@ export class ForwardPass {
     const xn = this.s.xn(T);
     const qkv = this.s.qkv(T);
     const att = this.s.att(T);
-    const rowsBuf = this.s.rows();
+    const rowsBuf = this.s.rows(k);
     const kind = c.layerKinds[l];
 
-    this.normMatmul(Lw.attnNorm, xn, { x: this.x!, w: Lw.wqkv, y: qkv, T, K: D, bias: Lw.bqkv });
+    this.normMatmul(Lw.attnNorm, xn, { x: blk.x, w: Lw.wqkv, y: qkv, T, K: D, bias: Lw.bqkv });
     if (Lw.qNorm && Lw.kNorm) {
       ops.rmsnorm({ x: qkv, w: Lw.qNorm, T, D: HD, G: c.nHeads, stride: W, offset: 0, eps, plusOne });
       ops.rmsnorm({ x: qkv, w: Lw.kNorm, T, D: HD, G: c.nKvHeads, stride: W, offset: qDim, eps, plusOne });
     }
     if (opts.capturePreRopeK) {
-      const dst = this.s.preRopeK(l, T);
-      const ident = this.s.putIdentity(T);
+      const dst = this.s.preRopeK(l, this.T);
+      const ident = this.s.putIdentity(T, blk.a, k);
       ops.scatter({ src: qkv, stride: W, offset: qDim, idx: ident, dst, dstDtype: 'f32', T, W: kvDim });
       this.preRopeK[l] = dst;
     }
-    const cs = this.s.rope(kind);
+    const cs = this.s.rope(kind, k);
     const interleaved = c.ropeStyle === 'interleaved';
     // The k heads follow the q heads in each row: one launch rotates both, and one writes k and v into the cache.
     ops.rope({ x: qkv, cs, T, H: c.nHeads + c.nKvHeads, HD, stride: W, offset: 0, interleaved });
@@ -139,24 +216,24 @@ export class ForwardPass {
     ops.scatter({ src: qkv, stride: W, offset: qDim, idx: rowsBuf, dst: this.cache.k[l], dst2: this.cache.v[l], dstDtype: kv, T, W: kvDim });
     const window = kind === 'local' ? c.slidingWindow : 0;
     const common = {
-      q: qkv, qStride: W, qOffset: 0, k: this.cache.k[l], kvDtype: kv, qpos: this.s.qpos(), kpos: this.cache.kpos,
+      q: qkv, qStride: W, qOffset: 0, k: this.cache.k[l], kvDtype: kv, qpos: this.s.qpos(k), kpos: this.cache.kpos,
       n: this.cache.length, H: c.nHeads, NKV: c.nKvHeads, HD, window, scale: c.attnScale,
     };
-    ops.attention({ ...common, v: this.cache.v[l], out: att, T, bounds: this.s.bounds(kind) });
-    if (opts.scores && wantsLayer(opts.scores.layer, l)) this.requestScores(opts.scores, l, common);
+    ops.attention({ ...common, v: this.cache.v[l], out: att, T, bounds: this.s.bounds(kind, k) });
+    if (opts.scores && wantsLayer(opts.scores.layer, l)) this.requestScores(opts.scores, l, common, blk);
 
-    this.residual(att, Lw.wo, qDim, Lw.postAttnNorm);
+    this.residual(blk, att, Lw.wo, qDim, Lw.postAttnNorm);
     const gu = this.s.gu(T);
-    this.normMatmul(Lw.ffnNorm, xn, { x: this.x!, w: Lw.wGateUp, y: gu, T, K: D });
+    this.normMatmul(Lw.ffnNorm, xn, { x: blk.x, w: Lw.wGateUp, y: gu, T, K: D });
     if (ops.fuses(T)) {
       // The down projection applies the GLU as it reads gu: the activation is never stored.
-      this.residual(gu, Lw.wDown, I, Lw.postFfnNorm, { pre: { glu: c.activation } });
+      this.residual(blk, gu, Lw.wDown, I, Lw.postFfnNorm, { pre: { glu: c.activation } });
     } else {
       const act = this.s.act(T);
       ops.glu({ gu, out: act, T, I, act: c.activation });
       // The GLU's output is where LLMs' massive activations show (SmolLM2: up to 3065, 16-deep sums up to 18009,
       // against f16's 65504): the down projection keeps f32 math where the others take f16 slices (Ops.half).
-      this.residual(act, Lw.wDown, I, Lw.postFfnNorm, { half: false });
+      this.residual(blk, act, Lw.wDown, I, Lw.postFfnNorm, { half: false });
     }
   }
 
@@ -172,28 +249,32 @@ export class ForwardPass {
     ops.matmulParts({ ...a, x: xn });
   }
 
-  /** x ← x + (norm?)(a · Wᵀ), ping-ponging between the two x buffers; `pre` and `half` as MatmulArgs'. */
-  private residual(a: GPUBuffer, w: WeightMatrix, K: number, postNorm?: GPUBuffer, opt: { pre?: XPrologue; half?: boolean } = {}) {
-    const { T, c } = this;
-    const D = c.hidden;
+  /** A block's x ← x + (norm?)(a · Wᵀ), ping-ponging between its two x buffers; `pre` and `half` as MatmulArgs'. */
+  private residual(blk: Block, a: GPUBuffer, w: WeightMatrix, K: number, postNorm?: GPUBuffer, opt: { pre?: XPrologue; half?: boolean } = {}) {
+    const { c } = this;
+    const D = c.hidden, T = blk.b - blk.a;
     if (postNorm) {
       const tmp = this.s.tmp(T);
       this.ops.matmulParts({ x: a, w, y: tmp, T, K, ...opt });
-      this.ops.rmsnorm({ x: tmp, w: postNorm, y: this.other!, T, D, eps: c.rmsEps, plusOne: c.normPlusOne, residual: this.x! });
+      this.ops.rmsnorm({ x: tmp, w: postNorm, y: blk.other, T, D, eps: c.rmsEps, plusOne: c.normPlusOne, residual: blk.x });
     } else {
-      this.ops.matmulParts({ x: a, w, y: this.other!, T, K, residual: this.x!, ...opt });
+      this.ops.matmulParts({ x: a, w, y: blk.other, T, K, residual: blk.x, ...opt });
     }
-    [this.x, this.other] = [this.other, this.x];
+    [blk.x, blk.other] = [blk.other, blk.x];
+    blk.which = blk.which === 0 ? 1 : 0;
   }
 
-  private requestScores(req: ScoresRequest, layer: number, common: Parameters<Ops['attnScores']>[0] extends infer A ? Omit<A, 'rows' | 'R' | 'head' | 'out'> : never) {
-    const R = req.rows.length;
+  /** Scores of the requested rows in this block (q is the block's), read back once the work is submitted. */
+  private requestScores(req: ScoresRequest, layer: number, common: Parameters<Ops['attnScores']>[0] extends infer A ? Omit<A, 'rows' | 'R' | 'head' | 'out'> : never, blk: Block) {
+    const mine = req.rows.filter((r) => r >= blk.a && r < blk.b);
+    const R = mine.length;
+    if (!R) return;
     const n = this.cache.length;
-    const rowsBuf = this.s.putProbeRows(Uint32Array.from(req.rows));
+    const rowsBuf = this.s.putProbeRows(Uint32Array.from(mine, (r) => r - blk.a));
+    const cacheRows = mine.map((r) => this.rows[r]);
     for (const head of req.heads) {
       const out = this.s.probe(head, R, n);
       this.ops.attnScores({ ...common, rows: rowsBuf, R, head, out });
-      const cacheRows = req.rows.map((r) => this.rows[r]);
       this.pendingScores.push(
         this.ops.d.read(out, 0, R * n * 4).then((b) => ({
           layer, head, rows: cacheRows, scores: unmaskScores(new Float32Array(b)), keys: n,
@@ -202,11 +283,23 @@ export class ForwardPass {
     }
   }
 
-  /** Scores requested during the pass (resolved after the work is submitted). */
+  /** Scores requested during the pass (resolved after the work is submitted): one result per layer and head. */
   async scores(): Promise<ScoresResult[]> {
-    const all = await Promise.all(this.pendingScores);
+    const parts = await Promise.all(this.pendingScores);
     this.pendingScores = [];
-    return all;
+    // A request whose rows span blocks came back in parts, block by block: join them, rows in pass order.
+    const joined = new Map<string, ScoresResult[]>();
+    for (const p of parts) {
+      const key = `${p.layer}:${p.head}`;
+      joined.set(key, [...(joined.get(key) ?? []), p]);
+    }
+    return [...joined.values()].map((ps) => {
+      if (ps.length === 1) return ps[0];
+      const scores = new Float32Array(ps.reduce((t, p) => t + p.scores.length, 0));
+      let o = 0;
+      for (const p of ps) scores.set(p.scores, (o += p.scores.length) - p.scores.length);
+      return { ...ps[0], rows: ps.flatMap((p) => p.rows), scores };
+    });
   }
 
   /** Logits [R, V] for pass rows `which` (indices into the current rows). */
@@ -237,11 +330,14 @@ export class ForwardPass {
   private logitsOn(which: number[]): GPUBuffer {
     const { c } = this;
     const D = c.hidden, R = which.length;
-    let src = this.x!;
-    if (!(R === this.T && which.every((w, i) => w === i))) {
+    let src = this.blocks[0].x;
+    if (!(this.blocks.length === 1 && R === this.T && which.every((w, i) => w === i))) {
       src = this.s.xsel(R);
       const enc = this.ops.d.commandEncoder();
-      which.forEach((w, i) => enc.copyBufferToBuffer(this.x!, w * D * 4, src, i * D * 4, D * 4));
+      which.forEach((w, i) => {
+        const [blk, o] = this.locate(w);
+        enc.copyBufferToBuffer(blk.x, o * D * 4, src, i * D * 4, D * 4);
+      });
     }
     const out = this.s.logits(R);
     this.normMatmul(this.m.finalNorm, this.s.xn(R), { x: src, w: this.m.lmHead, y: out, T: R, K: D });

@@ -9,17 +9,26 @@
  * bytes. Passes share them: a buffer's contents last until the next pass
  * writes it.
  *
- * Shapes, for a pass of T rows (R: rows whose logits or scores are read;
+ * A pass computes its rows in blocks (ForwardPass): each block keeps its own
+ * residual stream and per-row inputs (the `block` argument, 0 by default),
+ * and the temporaries of a layer (xn, qkv, att, gu, act, tmp) serve one
+ * block at a time.
+ *
+ * Shapes, for a block of T rows (R: rows whose logits or scores are read;
  * n: cache rows; D hidden; HD head dim; I intermediate; V vocabulary;
  * qDim = heads · HD; kvDim = kv heads · HD). All f32 unless stated.
  */
 import type { LayerKind } from './config';
 import type { Scratch } from './scratch';
 
+/** Buffers each block of a pass's rows has of its own (block 0 under the plain name, block k under `name#k`). */
+type PerBlock = 'rows' | 'qpos' | `cs.${LayerKind}` | `bounds.${LayerKind}` | 'x0' | 'x1' | 'ident';
 type Name =
-  | 'tokens' | 'rows' | 'qpos' | `cs.${LayerKind}` | `bounds.${LayerKind}`
-  | 'x0' | 'x1' | 'xn' | 'qkv' | 'att' | 'gu' | 'act' | 'tmp'
-  | 'ident' | `prek${number}` | 'probe.rows' | `probe.${number}` | 'xsel' | 'logits' | 'argmax';
+  | PerBlock | `${PerBlock}#${number}`
+  | 'tokens' | 'xn' | 'qkv' | 'att' | 'gu' | 'act' | 'tmp'
+  | `prek${number}` | 'probe.rows' | `probe.${number}` | 'xsel' | 'logits' | 'argmax';
+
+const named = (name: PerBlock, block: number): Name => (block ? `${name}#${block}` : name);
 
 export interface RunDims {
   D: number;
@@ -50,39 +59,44 @@ export class RunState {
     return this.put('tokens', ids);
   }
   /** u32 [T]: the cache row of each pass row, where its K and V are written. */
-  putRows(rows: Uint32Array) {
-    return this.put('rows', rows);
+  putRows(rows: Uint32Array, block = 0) {
+    return this.put(named('rows', block), rows);
   }
-  rows() {
-    return this.get('rows', 0);
+  rows(block = 0) {
+    return this.get(named('rows', block), 0);
   }
   /** i32 [T]: the position id of each pass row. */
-  putQpos(pos: Int32Array) {
-    return this.put('qpos', pos);
+  putQpos(pos: Int32Array, block = 0) {
+    return this.put(named('qpos', block), pos);
   }
-  qpos() {
-    return this.get('qpos', 0);
+  qpos(block = 0) {
+    return this.get(named('qpos', block), 0);
   }
   /** [T, HD/2, 2]: (cos, sin) of each row's position, per layer kind (their RoPE bases differ). */
-  putRope(kind: LayerKind, table: Float32Array) {
-    return this.put(`cs.${kind}`, table);
+  putRope(kind: LayerKind, table: Float32Array, block = 0) {
+    return this.put(named(`cs.${kind}`, block), table);
   }
-  rope(kind: LayerKind) {
-    return this.get(`cs.${kind}`, 0);
+  rope(kind: LayerKind, block = 0) {
+    return this.get(named(`cs.${kind}`, block), 0);
   }
   /** u32 [T, 2]: [first, last) cache rows visible to each row's query, per layer kind (local layers see a window). */
-  putBounds(kind: LayerKind, bounds: Uint32Array) {
-    return this.put(`bounds.${kind}`, bounds);
+  putBounds(kind: LayerKind, bounds: Uint32Array, block = 0) {
+    return this.put(named(`bounds.${kind}`, block), bounds);
   }
-  bounds(kind: LayerKind) {
-    return this.get(`bounds.${kind}`, 0);
+  bounds(kind: LayerKind, block = 0) {
+    return this.get(named(`bounds.${kind}`, block), 0);
   }
 
   // Activations.
 
   /** [T, D]: the residual stream, in two buffers that each residual add swaps (reads one, writes the other). */
-  x(which: 0 | 1, T: number) {
-    return this.get(which === 0 ? 'x0' : 'x1', T * this.dims.D * 4);
+  x(which: 0 | 1, T: number, block = 0) {
+    return this.get(named(which === 0 ? 'x0' : 'x1', block), T * this.dims.D * 4);
+  }
+  /** Bytes a row takes in the largest of a layer's temporaries, which one buffer (one binding) must hold for a block. */
+  get rowBytes(): number {
+    const { D, qDim, kvDim, I } = this.dims;
+    return 4 * Math.max(D, qDim + 2 * kvDim, 2 * I);
   }
   /** [T, D]: RMS-normed x, the input of a layer's matmuls (and of the LM head, with T = R). */
   xn(T: number) {
@@ -111,11 +125,11 @@ export class RunState {
 
   // Captures and read-backs.
 
-  /** u32 [T]: 0, 1, …, T-1 (an identity scatter index). */
-  putIdentity(T: number) {
-    return this.put('ident', Uint32Array.from({ length: T }, (_, i) => i));
+  /** u32 [T]: first, first + 1, …, first + T - 1 (a block's rows of the pass, as a scatter index). */
+  putIdentity(T: number, first = 0, block = 0) {
+    return this.put(named('ident', block), Uint32Array.from({ length: T }, (_, i) => first + i));
   }
-  /** [T, kvDim]: layer l's keys after the k-norm and before RoPE, one buffer per layer. */
+  /** [T, kvDim] (every row of the pass): layer l's keys after the k-norm and before RoPE, one buffer per layer. */
   preRopeK(l: number, T: number) {
     return this.get(`prek${l}`, T * this.dims.kvDim * 4);
   }
