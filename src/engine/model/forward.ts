@@ -92,6 +92,7 @@ export class ForwardPass {
   preRopeK: GPUBuffer[] = [];
   /** The most rows computed together: what one binding of the largest temporary holds, unless the caller asks fewer. */
   readonly maxRows: number;
+  private bindLimit: number;
 
   constructor(
     private ops: Ops,
@@ -102,7 +103,8 @@ export class ForwardPass {
   ) {
     this.s = new RunState(scratch, { D: m.config.hidden, qDim: m.qDim, kvDim: m.kvDim, I: m.config.intermediate, V: m.config.vocabSize });
     this.invFreq = { global: inverseFrequencies(m.config, 'global'), local: inverseFrequencies(m.config, 'local') };
-    this.maxRows = Math.max(1, Math.min(maxRows ?? Infinity, Math.floor(m.plan.bufferLimit / this.s.rowBytes)));
+    this.bindLimit = scratch.limit;
+    this.maxRows = Math.max(1, Math.min(maxRows ?? Infinity, Math.floor(this.bindLimit / this.s.rowBytes)));
   }
 
   private get c() {
@@ -131,7 +133,7 @@ export class ForwardPass {
     this.rows = rows;
     this.T = rows.length;
     const pos = Int32Array.from(rows, (r) => this.cache.positions[r]);
-    const spans = rowBlocks(pos, this.maxRows, () => `A pass of ${rows.length} rows needs ${Math.ceil((rows.length * this.s.rowBytes) / 2 ** 20)} MiB in one buffer, more than this adapter binds (${Math.floor(this.m.plan.bufferLimit / 2 ** 20)} MiB)`);
+    const spans = rowBlocks(pos, this.maxRows, () => `A pass of ${rows.length} rows needs ${Math.ceil((rows.length * this.s.rowBytes) / 2 ** 20)} MiB in one buffer, more than this adapter binds (${Math.floor(this.bindLimit / 2 ** 20)} MiB)`);
     const n = this.cache.length;
     const kinds = this.c.layerKinds.includes('local') ? (['global', 'local'] as const) : (['global'] as const);
     for (const kind of kinds) {

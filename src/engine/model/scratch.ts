@@ -15,14 +15,19 @@ export class Scratch {
     private beforeWrite: () => void = () => {},
   ) {}
 
+  /** The largest buffer a kernel can bind whole: what a request gets at most, unless it asks for more. */
+  get limit(): number {
+    const L = this.device.limits;
+    return Math.floor(Math.min(L.maxStorageBufferBindingSize, L.maxBufferSize) / 16) * 16;
+  }
+
   /** A buffer of at least `bytes` bytes under `name`, reallocated (contents lost) when too small. */
   get(name: string, bytes: number): GPUBuffer {
     const have = this.bufs.get(name);
     if (have && have.bytes >= bytes) return have.buf;
     let size = 256;
     while (size < bytes) size *= 2;
-    const L = this.device.limits;
-    const cap = Math.floor(Math.min(L.maxStorageBufferBindingSize, L.maxBufferSize) / 16) * 16;
+    const cap = this.limit;
     if (size > cap) size = Math.max(Math.ceil(bytes / 16) * 16, cap);
     if (have) {
       // Work recorded against the old buffer but not yet submitted would fail validation once it is destroyed.
