@@ -164,6 +164,9 @@ test('keys and values kept as f16 (the app\'s choice above 50M weights): half th
       };
       // Fresh from the compile (the GPU tier); a second cache over the same store (its RAM tier); a store opened
       // again over the same backends (the stored blobs, decoded: f16 rows stay halves until the GPU widens them).
+      // A link of one chunk first, so the longer links after it grow the link's staging at a GPU-tier chunk (that
+      // growth once lost the chunk's first layer).
+      await collect(first.lego.chatCompletion({ messages: [{ role: 'user', content: [{ type: 'cache', id: ids[0] }, { type: 'text', text: ' One day' }] }], algorithm: 'naive', maxTokens: 2 }));
       const fromGpu = await ask(first.lego);
       held[kvDtype] = { gpu: first.lego.gpuTier.stats().bytes, ram: (await first.store.stats()).ram.bytes };
       const ram = new ContextCache(s.engine, { id: `stories260K|kv-${kvDtype}`, config: s.model.config, tokenizer: s.model.tokenizer, tokenizerId: 'tok512' }, first.store);
