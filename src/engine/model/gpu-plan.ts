@@ -15,7 +15,7 @@
  * matrix per run of equal types, `0.wqkv/0`, `0.wqkv/1`, each split as above.
  */
 import type { ModelConfig } from './config';
-import type { StoreDType, WeightDType } from '../ops';
+import type { StoreDType, WeightDType } from '../ops-args';
 import { gpuWords, QUANT, type QuantType } from '../quant';
 
 export interface PlannedBuffer {

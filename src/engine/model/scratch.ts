@@ -5,6 +5,7 @@
  * for a buffer bound whole, so a request that fits the limit gets a buffer
  * that does.
  */
+import { bufferLimit } from './gpu-plan';
 
 export class Scratch {
   private bufs = new Map<string, { buf: GPUBuffer; bytes: number }>();
@@ -17,8 +18,7 @@ export class Scratch {
 
   /** The largest buffer a kernel can bind whole: what a request gets at most, unless it asks for more. */
   get limit(): number {
-    const L = this.device.limits;
-    return Math.floor(Math.min(L.maxStorageBufferBindingSize, L.maxBufferSize) / 16) * 16;
+    return bufferLimit(this.device.limits);
   }
 
   /** A buffer of at least `bytes` bytes under `name`, reallocated (contents lost) when too small. */
