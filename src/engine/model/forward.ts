@@ -68,11 +68,10 @@ export function rowBlocks(pos: ArrayLike<number>, maxRows: number, what: () => s
   return out;
 }
 
-/** Rows [a, b) of the pass, computed together in each layer, and their residual stream: x{which} of block k's pair. */
+/** Rows [a, b) of the pass, computed together in each layer, and their residual stream (one of block k's x pair). */
 interface Block {
   a: number;
   b: number;
-  which: 0 | 1;
   x: GPUBuffer;
   other: GPUBuffer;
 }
@@ -120,7 +119,7 @@ export class ForwardPass {
     const spans = this.setRows(Uint32Array.from(rows));
     const ids = Uint32Array.from(tokens);
     // Every block's buffers before any launch: a scratch buffer that grows submits the work recorded so far.
-    this.blocks = spans.map(([a, b], k) => ({ a, b, which: 0, x: this.s.x(0, b - a, k), other: this.s.x(1, b - a, k) }));
+    this.blocks = spans.map(([a, b], k) => ({ a, b, x: this.s.x(0, b - a, k), other: this.s.x(1, b - a, k) }));
     for (const blk of this.blocks) {
       const part = ids.subarray(blk.a, blk.b);
       const tok = this.s.putTokens(part);
@@ -167,7 +166,7 @@ export class ForwardPass {
     // Each new block's rows go into the buffer of its pair that holds no residual stream now, which no copy reads.
     // Buffers before the encoder: a scratch buffer that grows submits the work recorded so far.
     const dst = spans.map(([a, b], k) => {
-      const which: 0 | 1 = old[k] && old[k].which === 0 ? 1 : 0;
+      const which: 0 | 1 = old[k] && old[k].x === this.s.x(0, 0, k) ? 1 : 0;
       return { a, b, which, x: this.s.x(which, Math.max(1, b - a), k) };
     });
     const enc = this.ops.d.commandEncoder();
@@ -178,7 +177,7 @@ export class ForwardPass {
       }
     }
     // The other buffer of each pair last: growing it (a block larger than before) submits the copies from it first.
-    this.blocks = dst.map((blk, k) => ({ ...blk, other: this.s.x(blk.which === 0 ? 1 : 0, Math.max(1, blk.b - blk.a), k) }));
+    this.blocks = dst.map(({ a, b, which, x }, k) => ({ a, b, x, other: this.s.x(which === 0 ? 1 : 0, Math.max(1, b - a), k) }));
   }
 
   /** Runs layer `l` for the pass's rows, a block at a time. */
@@ -263,7 +262,6 @@ export class ForwardPass {
       this.ops.matmulParts({ x: a, w, y: blk.other, T, K, residual: blk.x, ...opt });
     }
     [blk.x, blk.other] = [blk.other, blk.x];
-    blk.which = blk.which === 0 ? 1 : 0;
   }
 
   /** Scores of the requested rows in this block (q is the block's), read back once the work is submitted. */
@@ -299,7 +297,10 @@ export class ForwardPass {
       if (ps.length === 1) return ps[0];
       const scores = new Float32Array(ps.reduce((t, p) => t + p.scores.length, 0));
       let o = 0;
-      for (const p of ps) scores.set(p.scores, (o += p.scores.length) - p.scores.length);
+      for (const p of ps) {
+        scores.set(p.scores, o);
+        o += p.scores.length;
+      }
       return { ...ps[0], rows: ps.flatMap((p) => p.rows), scores };
     });
   }
