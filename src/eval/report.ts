@@ -11,7 +11,7 @@ import { existsSync, readdirSync, readFileSync, writeFileSync, mkdirSync } from 
 import { join, relative, dirname } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { parseCommand } from '../cli/options';
-import type { LoadResults, ScalingResults } from './result-files';
+import type { LoadResults, ScalingPoint, ScalingResults } from './result-files';
 import { aggregate, answeredByAll, BUSY_HOST_CORES, hasRecall, type EvalResults } from './runner';
 import { accuracyChart, loadChart, scalingChart } from './charts';
 import { REPO_ROOT } from './tokenizer';
@@ -98,7 +98,7 @@ function scalingSection(r: ScalingResults, rel: string, chart: string): string {
   ])), '');
   const busy = busyHostNote(r.points.map((p) => p.other_cpu), 'point');
   if (busy) lines.push(busy, '');
-  const speedups = speedupTable(r, lengths, algs);
+  const speedups = speedupTable(at, lengths, algs);
   if (speedups) lines.push(speedups, '');
   lines.push('Breakdown of the largest context each algorithm reached (ms):', '');
   lines.push(mdTable(['algorithm', 'context', 'lookup', 'load', 'recompute', 'first token', 'total'], algs.flatMap((alg) => {
@@ -133,8 +133,7 @@ function scalingSection(r: ScalingResults, rel: string, chart: string): string {
  * Each algorithm's speed-up over full recompute at each length, beside the ratio of rows the two recompute: where
  * the first tracks the second, the time goes where the work is, and skipping rows pays in full. Null without full.
  */
-export function speedupTable(r: ScalingResults, lengths: number[], algs: string[]): string | null {
-  const at = (alg: string, n: number) => r.points.find((p) => p.algorithm === alg && p.context_tokens === n);
+function speedupTable(at: (alg: string, n: number) => ScalingPoint | undefined, lengths: number[], algs: string[]): string | null {
   const measured = lengths.filter((n) => at('full', n));
   const others = algs.filter((a) => a !== 'full' && measured.some((n) => at(a, n)));
   if (!measured.length || !others.length) return null;
