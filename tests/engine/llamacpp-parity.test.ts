@@ -63,7 +63,7 @@ import type { LlamaContext } from 'node-llama-cpp';
 import { openModel } from '../../src/node/session';
 import { argmax } from '../../src/generate/sampling';
 import { writeF32Gguf } from '../helpers/gguf-f32';
-import { logitRangeError } from '../helpers/compare';
+import { logitRangeError, top2Gap } from '../../src/bench/logits';
 
 const MODELS_DIR = join(import.meta.dirname, '../../.cache/models');
 
@@ -138,16 +138,6 @@ function llamaLogits(probs: Map<number, number>, vocab: number): Float64Array {
   for (const [id, p] of probs) x[id] = Math.log(p);
   assert.ok(x.every(Number.isFinite), 'every llama.cpp probability is positive (no underflow)');
   return x;
-}
-
-/** The gap between the best and the second-best logit (how close greedy is to a tie). */
-function top2Gap(x: ArrayLike<number>): number {
-  let a = -Infinity, b = -Infinity;
-  for (let i = 0; i < x.length; i++) {
-    if (x[i] > a) [a, b] = [x[i], a];
-    else if (x[i] > b) b = x[i];
-  }
-  return a - b;
 }
 
 interface RefRun {

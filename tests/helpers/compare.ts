@@ -9,33 +9,7 @@ export function maxDiffOverRange(got: ArrayLike<number>, want: ArrayLike<number>
   return { d, range: hi - lo };
 }
 
-/** log-softmax in f64. */
-export function logSoftmax(x: ArrayLike<number>): Float64Array {
-  let m = -Infinity;
-  for (let i = 0; i < x.length; i++) m = Math.max(m, x[i]);
-  let s = 0;
-  for (let i = 0; i < x.length; i++) s += Math.exp(x[i] - m);
-  const lse = m + Math.log(s);
-  const out = new Float64Array(x.length);
-  for (let i = 0; i < x.length; i++) out[i] = x[i] - lse;
-  return out;
-}
-
-/**
- * Two runs' logits compared as log-softmax (so a constant offset never counts): max |ours - ref| over the range
- * of ref's, and the index of the largest difference.
- */
-export function logitRangeError(ours: ArrayLike<number>, ref: ArrayLike<number>): { err: number; at: number } {
-  const a = logSoftmax(ours), b = logSoftmax(ref);
-  let lo = Infinity, hi = -Infinity, worst = 0, at = 0;
-  for (let i = 0; i < b.length; i++) {
-    lo = Math.min(lo, b[i]);
-    hi = Math.max(hi, b[i]);
-    const d = Math.abs(a[i] - b[i]);
-    if (d > worst) [worst, at] = [d, i];
-  }
-  return { err: worst / (hi - lo), at };
-}
+export { logSoftmax, logitRangeError } from '../../src/bench/logits';
 
 /** Largest |got - want| over (1 + the reference's largest magnitude): what assertClose(got, want, t, t) bounds by t. */
 export function scaledMaxDiff(got: ArrayLike<number>, want: ArrayLike<number>): number {
