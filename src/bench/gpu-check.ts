@@ -19,6 +19,9 @@
  *      profile: with it (5 and 6), one decode step's GPU time kernel by kernel (profile.ts), and decode
  *      with the fused launches and without, and with each single-row attention kernel, side by side (fuse.ts);
  *   7. link: TTFT of linking algorithms at long contexts in 512-token chunks.
+ * With --real-model DIR (after copy, before the rest): a real GGUF that earlier device calls gathered in DIR
+ * (npm run gpu:model): joined, verified, checked against llama.cpp's tokens and this machine's logits, and timed
+ * (real-model.ts).
  * Everything goes to one JSON file, rewritten after every step, so a run cut
  * short still leaves what it measured. Every figure carries the adapter.
  *
@@ -43,6 +46,7 @@ import { uploadBandwidth } from './upload';
 import { formatProfile, profileDecode } from './profile';
 import { decodeAttentionWays, decodeBothWays, decodeGemvWays, formatFuse } from './fuse';
 import { GpuTier } from '../kvstore/gpu-tier';
+import { realStage } from './real-model';
 
 const { values: a } = parseArgs({
   options: {
@@ -64,6 +68,10 @@ const { values: a } = parseArgs({
     'profile-models': { type: 'string' },
     // Also link in host memory with Engine.submitEachLayer flipped, to see what the per-layer submission does to uploads.
     'link-other-way': { type: 'boolean', default: false },
+    // A real GGUF's parts (npm run gpu:model), gathered in these folders (comma-separated) by earlier calls.
+    'real-model': { type: 'string' },
+    'real-lengths': { type: 'string', default: '512,2048' },
+    'real-contexts': { type: 'string', default: '8000' },
   },
 });
 const t0 = performance.now();
@@ -185,6 +193,14 @@ async function main() {
     const upload = await uploadBandwidth(gpu.device, [512 * 192 * 4, 4 << 20], gpu.adapter.isFallback ? 64 << 20 : 1 << 30);
     report.copy = { adapter, gbytes_per_s: copyGBps, counts: 'bytes read + bytes written', upload };
     log(`copy bandwidth: ${copyGBps.toFixed(0)} GB/s; upload (writeBuffer) ${upload.map((u) => `${(u.block / 1024).toFixed(0)} KiB blocks ${u.gbytes_per_s.toFixed(1)} GB/s`).join(', ')}`);
+    save();
+  }
+  if (a['real-model']) {
+    const num = (k: string) => a[k as 'real-lengths']!.split(',').map(Number);
+    report.real = await realStage(gpu, {
+      dirs: a['real-model'].split(','), copyGBps, lengths: num('real-lengths'), contexts: num('real-contexts'),
+      algorithms: ['full', 'legolink:16', 'naive'], chunkTokens: Number(a['chunk-tokens']), decodeSteps: Number(a['decode-steps']), budgetS: left(), log,
+    }).catch((err) => ({ adapter, error: String(err?.stack ?? err) }));
     save();
   }
   if (stages.has('quant')) await quantStage(gpu, adapter, copyGBps);
@@ -337,7 +353,8 @@ async function main() {
   // A failed parity test or a stage that threw makes the run fail (the rehearsal in CI relies on it).
   const p = report.parity as { status: number | null; pass: number } | undefined;
   const errors = ['quant', 'matmul', 'attention', 'engine', 'link'].flatMap((k) => ((report[k] as { error?: string }[] | undefined) ?? []).filter((r) => r.error));
-  if ((p && (p.status !== 0 || !(p.pass > 0))) || errors.length) process.exitCode = 1;
+  const real = report.real as { error?: string; check?: { pass: boolean } } | undefined;
+  if ((p && (p.status !== 0 || !(p.pass > 0))) || errors.length || (real && (real.error || !real.check?.pass))) process.exitCode = 1;
 }
 
 /**

@@ -14,6 +14,14 @@ type KernelRow = { variant?: string; half?: boolean; rowsPerThread?: number; key
 type EngineRow = PrefillRow & { adapter: string; model: string; weight_bytes: number; weight_dtype: string; weights?: string; profile?: DecodeProfile | string; fuse?: DecodeWay[]; attention?: DecodeWay[]; gemv?: DecodeWay[]; skipped?: string; error?: string };
 type TorchRow = { model: string; tokens: number; tokens_per_s: number; gflops: number; decode_tokens_per_s?: number; skipped?: string; error?: string };
 type LinkRow = { model: string; context: number; chunks: number; chunk_tokens: number; tier?: 'host' | 'host-f16' | 'gpu'; kv_dtype?: 'f32' | 'f16'; gpu_rows?: 'f32' | 'f16'; submit_each_layer?: boolean; results?: TtftRow[]; ratios?: Record<string, number>; skipped?: string; error?: string };
+type RealRun = {
+  model: string; file: string; bytes: number; parts: number; gather_ms: number; load_ms?: number; weight_bytes?: number; profile?: string; half?: boolean; tolerance?: number;
+  reference: { llama: string; adapter: string; profile: string };
+  check?: { prompts: { text: string; answer: string; tokens: number[]; greedy_equal: boolean; max_err: number; min_gap: number }[]; max_err: number; pass: boolean };
+  throughput?: (PrefillRow & { decode_share_of_roofline?: number; decode_roofline_tokens_per_s?: number })[];
+  link?: { context: number; chunks: number; chunk_tokens: number; results: TtftRow[]; ratios: Record<string, number> }[];
+  error?: string;
+};
 export interface GpuRun {
   command: string;
   kit: {
@@ -26,6 +34,7 @@ export interface GpuRun {
     engine?: EngineRow[];
     quant?: EngineRow[];
     link?: LinkRow[];
+    real?: RealRun;
   };
   torch: { device: string; torch: string; transformers: string; copy_gbytes_per_s: number; rows: TorchRow[] } | null;
 }
@@ -74,6 +83,7 @@ export function gpuSection(runs: { file: string; r: GpuRun }[]): string {
     }
     if (k.copy) lines.push(`Copy bandwidth (bytes read + written): WebGPU \`copyBufferToBuffer\` ${n0(k.copy.gbytes_per_s)} GB/s` + (t ? `; PyTorch \`copy_\` ${n0(t.copy_gbytes_per_s)} GB/s.` : '.') +
       (k.copy.upload?.length ? ` Host to GPU through \`writeBuffer\` (what a link's host-tier load does): ${k.copy.upload.map((u) => `${n0(u.block / 1024)} KiB blocks ${u.gbytes_per_s.toFixed(1)} GB/s`).join(', ')}.` : ''), '');
+    if (k.real) lines.push(...realModel(k.real, k.copy?.gbytes_per_s));
     const clocked = [...(k.matmul ?? []), ...(k.attention ?? [])].filter((x) => x.ms);
     if (clocked.length && !clocked.some((x) => x.clock)) {
       lines.push('These kernel timings are wall-clock slopes between two repetition counts. Submission and read-back jitter was as large as the work, so single figures can be off by several times (rows faster than the GPU can compute are left out); later runs time kernels with GPU timestamps.', '');
@@ -94,15 +104,13 @@ export function gpuSection(runs: { file: string; r: GpuRun }[]): string {
     }
     const eng = k.engine ?? [];
     const torchRow = (m: string, n: number) => t?.rows.find((x) => x.model === m && x.tokens === n && !x.skipped && !x.error);
-    lines.push('Prefill (tokens/s; GFLOP/s counts matmuls and attention):', '');
-    lines.push(table(['model', 'tokens', 'LegoKV tok/s', 'LegoKV GFLOP/s', 'PyTorch tok/s', 'PyTorch GFLOP/s', 'LegoKV / PyTorch'], eng.filter((x) => x.tokens).map((x) => {
+    if (eng.some((x) => x.tokens)) lines.push('Prefill (tokens/s; GFLOP/s counts matmuls and attention):', '', table(['model', 'tokens', 'LegoKV tok/s', 'LegoKV GFLOP/s', 'PyTorch tok/s', 'PyTorch GFLOP/s', 'LegoKV / PyTorch'], eng.filter((x) => x.tokens).map((x) => {
       const p = torchRow(x.model, x.tokens);
       return [x.model, x.tokens, n0(x.tokens_per_s), n0(x.gflops), n0(p?.tokens_per_s), n0(p?.gflops), pc(p ? x.tokens_per_s / p.tokens_per_s : undefined)];
     })), '');
     const bw = Math.max(t?.copy_gbytes_per_s ?? 0, k.copy?.gbytes_per_s ?? 0);
     const rate = t ? `the GPU's best measured copy rate, ${n0(bw)} GB/s` : `WebGPU's own copy rate, ${n0(bw)} GB/s (this run had no PyTorch to measure what the memory can do)`;
-    lines.push(`Decode (tokens/s after a ${eng.find((x) => x.decode_context)?.decode_context ?? '?'}-token prefill; the roofline is ${rate}, over the weight bytes one step reads; LegoKV tok/s is greedy decode, the token picked on the GPU, except in runs without a "reading logits" figure, which read every step's logits back as that column does):`, '');
-    lines.push(table(['model', 'weights', 'LegoKV tok/s', 'reading logits tok/s', 'GPU busy / wall per step (ms)', 'roofline tok/s', 'LegoKV / roofline', 'PyTorch tok/s'], eng.filter((x) => x.decode_tokens_per_s).map((x) => {
+    if (eng.some((x) => x.decode_tokens_per_s)) lines.push(`Decode (tokens/s after a ${eng.find((x) => x.decode_context)?.decode_context ?? '?'}-token prefill; the roofline is ${rate}, over the weight bytes one step reads; LegoKV tok/s is greedy decode, the token picked on the GPU, except in runs without a "reading logits" figure, which read every step's logits back as that column does):`, '', table(['model', 'weights', 'LegoKV tok/s', 'reading logits tok/s', 'GPU busy / wall per step (ms)', 'roofline tok/s', 'LegoKV / roofline', 'PyTorch tok/s'], eng.filter((x) => x.decode_tokens_per_s).map((x) => {
       const roof = bw ? (bw * 1e9) / x.weight_bytes : undefined;
       const busy = x.decode_gpu_ms === undefined ? '–' : `${x.decode_gpu_ms.toFixed(1)} / ${(1000 / x.decode_tokens_per_s!).toFixed(1)}`;
       return [x.model, `${n0(x.weight_bytes / 2 ** 20)} MiB ${x.weight_dtype}`, n1(x.decode_tokens_per_s), n1(x.decode_logits_tokens_per_s), busy, n0(roof), pc(roof ? x.decode_tokens_per_s! / roof : undefined), n1(t?.rows.find((p) => p.model === x.model && p.decode_tokens_per_s)?.decode_tokens_per_s)];
@@ -137,6 +145,35 @@ export function gpuSection(runs: { file: string; r: GpuRun }[]): string {
     ]), '');
   }
   return lines.join('\n');
+}
+
+/** A real GGUF on the GPU (the kit's real stage): its check against llama.cpp and this machine, its speed, its links. */
+function realModel(x: RealRun, copyGBps: number | undefined): string[] {
+  const mib = (b: number) => `${(b / 2 ** 20).toFixed(0)} MiB`;
+  // Refused before it loaded (a part missing or corrupt): the reason alone.
+  if (!x.file) return [`- the real model's stage failed: ${x.error?.split('\n')[0]}`, ''];
+  const out = [`A real model on this GPU: **${x.model}** (\`${x.file}\`, ${mib(x.bytes)}, carried in ${x.parts} parts over as many device calls, joined and verified by its sha256 there in ${(x.gather_ms / 1000).toFixed(1)} s)` +
+    (x.load_ms === undefined ? '.' : `, loaded in ${(x.load_ms / 1000).toFixed(1)} s with its quantized matrices kept packed on the GPU (${mib(x.weight_bytes!)} of weights; ${x.profile} kernel profile).`), ''];
+  if (x.error) out.push(`- the real model's stage failed: ${x.error.split('\n')[0]}`, '');
+  if (x.check) {
+    out.push(`Fed each prompt and its greedy continuation by ${x.reference.llama}: the token this GPU picks at each step against llama.cpp's, and its logits against those taken on ${x.reference.adapter} (${x.reference.profile} profile; max |Δ log-softmax| over the range, tolerance ${x.tolerance}${x.half ? ', the GPU\'s tiled products taking f16 slices' : ', f32 math on both'}):`, '');
+    out.push(table(['prompt', 'answer on this GPU', 'llama.cpp\'s tokens', 'max error', 'smallest top-2 gap'], x.check.prompts.map((p) => [
+      JSON.stringify(p.text.replace(/<[^>]*>/g, ' ').replace(/\s+/g, ' ').trim()), JSON.stringify(p.answer), p.greedy_equal ? `all ${p.tokens.length} equal` : 'differ', p.max_err.toExponential(1), p.min_gap.toFixed(2),
+    ])), '');
+  }
+  const tp = (x.throughput ?? []).filter((r) => r.tokens);
+  if (tp.length) {
+    const d = tp.find((r) => r.decode_tokens_per_s);
+    out.push(`Its speed: prefill ${tp.map((r) => `${n0(r.tokens_per_s)} tok/s at ${r.tokens}`).join(', ')}` + (d ? `; decode ${n1(d.decode_tokens_per_s)} tok/s after ${d.decode_context}` +
+      (d.decode_share_of_roofline === undefined ? '' : `, ${pc(d.decode_share_of_roofline)} of the ${n0(d.decode_roofline_tokens_per_s)} tok/s that its weight bytes allow at WebGPU's copy rate (${n0(copyGBps)} GB/s)`) : '') + '.', '');
+  }
+  for (const l of x.link ?? []) {
+    out.push(`Its TTFT at ${l.context} tokens in ${l.chunks} chunks of about ${l.chunk_tokens} (ms; chunks compiled ahead and kept in host memory):`, '');
+    out.push(table(['algorithm', 'TTFT', 'load', 'recompute', 'first token', 'recomputed rows', '× legolink:16'], l.results.map((r) => [
+      r.algorithm, n0(r.totalMs), n0(r.loadMs), n0(r.recomputeMs), n0(r.firstTokenMs), `${r.recomputed} / ${r.tokens}`, n1(l.ratios[`${r.algorithm}/legolink:16`] ?? (r.algorithm === 'legolink:16' ? 1 : undefined)),
+    ])), '');
+  }
+  return out;
 }
 
 /** An H100's f32 peak without tensor cores is about 67 TFLOP/s; no kernel of ours can time faster than this. */

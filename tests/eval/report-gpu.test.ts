@@ -53,3 +53,40 @@ test('the GPU section shows writeBuffer beside the copy rate, and the link from 
   assert.match(md, /\| llama-3\.2-1b \| f16 \| fused, gemv \| 240\.0 \| 4\.17 \| – \| 130 \| {2}\|/);
   assert.doesNotMatch(md, /One decode step kernel by kernel/);
 });
+
+test('a real model\'s run shows its answers, its check against llama.cpp and the reference, its speed and its links; a failed one says why', () => {
+  const prompt = (question: string, answer: string, equal: boolean) => ({
+    text: `<|im_start|>user\n${question}<|im_end|>\n<|im_start|>assistant\n`, answer, tokens: [1, 2, 3], greedy_equal: equal, max_err: 2.5e-6, min_gap: 0.96,
+  });
+  const run = (real: NonNullable<GpuRun['kit']['real']>): GpuRun => ({
+    command: 'bash scripts/gpu-check.sh',
+    kit: { started: '2026-11-27T00:00:00Z', budget_s: 300, node: 'v20', adapter: { description: 'Test GPU', vendor: 'test', features: [], limits: { maxStorageBufferBindingSize: 2 ** 31 } }, copy: { gbytes_per_s: 800 }, real },
+    torch: null,
+  });
+  const base = {
+    model: 'smollm2-135m-instruct', file: 'SmolLM2-135M-Instruct.Q4_1.gguf', bytes: 98362432, parts: 3, gather_ms: 400,
+    reference: { llama: 'llama.cpp (CPU)', adapter: 'SwiftShader', profile: 'cpu' },
+  };
+  const md = gpuSection([{ file: 'gpu-test.json', r: run({
+    ...base, load_ms: 1500, weight_bytes: 96 * 2 ** 20, profile: 'gpu', half: false, tolerance: 2e-5,
+    check: { prompts: [prompt('What is the capital of France?', 'The capital of France is Paris.\n', true), prompt('What is the capital of Italy?', 'Rome, of course', false)], max_err: 2.5e-6, pass: false },
+    throughput: [{ tokens: 512, prefill_ms: 20, tokens_per_s: 25600, gflops: 1, attention_share: 0, decode_tokens_per_s: 400, decode_context: 512, decode_share_of_roofline: 0.05, decode_roofline_tokens_per_s: 8000 }],
+    link: [{ context: 8000, chunks: 16, chunk_tokens: 512, results: [ttft('full', 300, 0), ttft('legolink:16', 20, 10)], ratios: { 'full/legolink:16': 15 } }],
+  }) }]);
+  assert.match(md, /A real model on this GPU: \*\*smollm2-135m-instruct\*\* \(`SmolLM2-135M-Instruct\.Q4_1\.gguf`, 94 MiB, carried in 3 parts over as many device calls, joined and verified by its sha256 there in 0\.4 s\), loaded in 1\.5 s with its quantized matrices kept packed on the GPU \(96 MiB of weights; gpu kernel profile\)\./);
+  assert.match(md, /tolerance 0\.00002, f32 math on both\)/);
+  assert.match(md, /\| "user What is the capital of France\? assistant" \| "The capital of France is Paris\.\\n" \| all 3 equal \| 2\.5e-6 \| 0\.96 \|/);
+  assert.match(md, /\| "user What is the capital of Italy\? assistant" \| "Rome, of course" \| differ \|/);
+  assert.match(md, /Its speed: prefill 25600 tok\/s at 512; decode 400\.0 tok\/s after 512, 5% of the 8000 tok\/s that its weight bytes allow at WebGPU's copy rate \(800 GB\/s\)\./);
+  assert.match(md, /Its TTFT at 8000 tokens in 16 chunks of about 512/);
+  assert.match(md, /\| full \| 300 \| 0 \| 300 \| 1 \| 32776 \/ 32776 \| 15\.0 \|/);
+  // A run with no engine rows (the real model's call alone) draws no empty prefill or decode table.
+  assert.doesNotMatch(md, /^Prefill \(tokens\/s/m);
+  const failed = gpuSection([{ file: 'gpu-test.json', r: run({ ...base, error: 'Error: real model: part 2 of 3 is corrupt\n    at gatherModel' }) }]);
+  assert.match(failed, /- the real model's stage failed: Error: real model: part 2 of 3 is corrupt\n/);
+  assert.doesNotMatch(failed, /Its speed/);
+  // Refused while gathering, before anything was known of the model (gpu-check records the adapter and the error).
+  const refused = gpuSection([{ file: 'gpu-test.json', r: run({ error: 'Error: real model: part 3 of 3 (m.part3) is missing' } as NonNullable<GpuRun['kit']['real']>) }]);
+  assert.match(refused, /- the real model's stage failed: Error: real model: part 3 of 3 \(m\.part3\) is missing\n/);
+  assert.doesNotMatch(refused, /A real model on this GPU/);
+});
