@@ -18,7 +18,8 @@
  *      weight bytes and the measured copy bandwidth allow;
  *      profile: with it (5 and 6), one decode step's GPU time kernel by kernel (profile.ts), and decode
  *      with the fused launches and without, and with each single-row attention kernel, side by side (fuse.ts);
- *   7. link: TTFT of linking algorithms at long contexts in 512-token chunks.
+ *   7. link: TTFT of linking algorithms at long contexts in 512-token chunks; with profile, full and
+ *      legolink:16 kernel by kernel (profile.ts).
  * With --real-model DIR (after copy, before the rest): a real GGUF that earlier device calls gathered in DIR
  * (npm run gpu:model): joined, verified, checked against llama.cpp's tokens and this machine's logits, and timed
  * (real-model.ts).
@@ -39,11 +40,11 @@ import { Engine } from '../engine';
 import { SHAPE_NAMES, shapeConfig, syntheticWeights } from './shapes';
 import { isQuant, type QuantType } from '../engine';
 import { benchPrefillDecode, prefillFlops } from './prefill';
-import { asF32, asHalves, benchTtft, compileBenchChunks, ttftRatios } from './ttft';
+import { asF32, asHalves, benchParts, benchTtft, compileBenchChunks, ttftRatios } from './ttft';
 import { timeMatmuls } from './matmul';
 import { timeAttention, type AttentionCase } from './attention';
-import { uploadBandwidth } from './upload';
-import { formatProfile, profileDecode } from './profile';
+import { copyBandwidth, uploadBandwidth } from './upload';
+import { formatLinkProfile, formatProfile, profileDecode, profileLink } from './profile';
 import { decodeAttentionWays, decodeBothWays, decodeGemvWays, formatFuse } from './fuse';
 import { GpuTier } from '../kvstore/gpu-tier';
 import { realStage } from './real-model';
@@ -125,39 +126,6 @@ function adapterInfo(gpu: NodeGpu) {
   };
 }
 
-/** Stage 2: copyBufferToBuffer bandwidth, counting bytes read plus bytes written (METHOD.md's convention). */
-async function copyBandwidth(gpu: NodeGpu): Promise<number> {
-  const dev = gpu.device;
-  // 1 GiB each way on a GPU (far past any cache); CPU adapters get 64 MiB, and any size halves until it fits.
-  let size = Math.min(gpu.adapter.isFallback ? 1 << 26 : 1 << 30, dev.limits.maxBufferSize) & ~255;
-  const usage = GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST | GPUBufferUsage.STORAGE;
-  let src: GPUBuffer, dst: GPUBuffer;
-  for (;;) {
-    dev.pushErrorScope('out-of-memory');
-    src = dev.createBuffer({ size, usage });
-    dst = dev.createBuffer({ size, usage });
-    if (!(await dev.popErrorScope())) break;
-    src.destroy();
-    dst.destroy();
-    if (size <= 1 << 24) throw new Error('copy bandwidth: not even 16 MiB buffers could be allocated');
-    size /= 2;
-  }
-  const run = async (reps: number) => {
-    const enc = dev.createCommandEncoder();
-    for (let i = 0; i < reps; i++) enc.copyBufferToBuffer(i % 2 ? dst : src, 0, i % 2 ? src : dst, 0, size);
-    dev.queue.submit([enc.finish()]);
-    await dev.queue.onSubmittedWorkDone();
-  };
-  await run(2);
-  const reps = gpu.adapter.isFallback ? 2 : 20;
-  const s = performance.now();
-  await run(reps);
-  const gbps = (2 * size * reps) / ((performance.now() - s) / 1000) / 1e9;
-  src.destroy();
-  dst.destroy();
-  return gbps;
-}
-
 /** A real-shape model with random weights: f16, or matrices packed as `quant` (quant.ts). */
 async function withModel<T>(gpu: NodeGpu, shape: string, fn: (e: Engine) => Promise<T>, quant?: QuantType): Promise<T> {
   const c = shapeConfig(shape);
@@ -188,7 +156,7 @@ async function main() {
   save();
   let copyGBps = 0;
   if (stages.has('copy')) {
-    copyGBps = await copyBandwidth(gpu);
+    copyGBps = await copyBandwidth(gpu.device, gpu.adapter.isFallback);
     // A SmolLM2 chunk's layer of 512 rows (kvDim 192, f32) as the link uploads it, and 4 MiB blocks.
     const upload = await uploadBandwidth(gpu.device, [512 * 192 * 4, 4 << 20], gpu.adapter.isFallback ? 64 << 20 : 1 << 30);
     report.copy = { adapter, gbytes_per_s: copyGBps, counts: 'bytes read + bytes written', upload };
@@ -334,10 +302,16 @@ async function main() {
           // Full recompute reads no cached row, so its host-tier time stands for both.
           const tier = new GpuTier(gpu.device, Infinity);
           try {
-            const g = await benchTtft(e, resident.map((c) => tier.put(c)), { algorithms: algorithms.filter((x) => x !== 'full'), log: (l) => log(`[${adapter}] ${shape} ${context} GPU tier ${l}`) });
+            const onTier = resident.map((c) => tier.put(c));
+            const g = await benchTtft(e, onTier, { algorithms: algorithms.filter((x) => x !== 'full'), log: (l) => log(`[${adapter}] ${shape} ${context} GPU tier ${l}`) });
             const gr = ttftRatios(full ? [full, ...g] : g);
-            rows.push({ adapter, model: shape, context, chunks, chunk_tokens: chunkTokens, tier: 'gpu', gpu_rows: e.kvDtype, results: g, ratios: gr });
+            // With the profile stage: where full's and legolink's GPU time goes, kernel by kernel (legolink from the tier).
+            const profiles = stages.has('profile') && algorithms.includes('legolink:16')
+              ? [await profileLink(e, benchParts(compiled), 'full'), await profileLink(e, benchParts(onTier), 'legolink:16')].filter((p) => p)
+              : [];
+            rows.push({ adapter, model: shape, context, chunks, chunk_tokens: chunkTokens, tier: 'gpu', gpu_rows: e.kvDtype, results: g, ratios: gr, ...(profiles.length ? { profiles } : {}) });
             log(`[${adapter}] ${shape} ${context} GPU tier: ${Object.entries(gr).map(([k, v]) => `TTFT(${k.replace('/', ')/TTFT(')}) = ${v.toFixed(1)}`).join(', ')}`);
+            for (const p of profiles) log(`[${adapter}] ${shape} ${context} ${formatLinkProfile(p!)}`);
           } finally {
             tier.clear();
           }

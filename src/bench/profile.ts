@@ -6,6 +6,9 @@
  * one pass) says how much of the step is spent between dispatches.
  */
 import type { Engine } from '../engine';
+import type { LinkPart } from '../types/kv';
+import { link } from '../kvlink/link';
+import { parseAlgorithm } from '../kvlink/algorithms';
 import { benchTokens } from './prefill';
 
 export interface KernelTime {
@@ -62,15 +65,7 @@ export async function profileDecode(e: Engine, context = 512, steps = 8): Promis
     d.startGpuTimer(true);
     for (let i = 0; i < steps; i++) await e.decode(cache, tokens[context + 1 + i]);
     await d.stopGpuTimer();
-    const byName = new Map<string, KernelTime>();
-    for (const [label, t] of d.gpuTimeByKernel()) {
-      const kernel = label.split('|')[0];
-      const k = byName.get(kernel) ?? { kernel, dispatches: 0, us: 0 };
-      k.dispatches += t.passes / steps;
-      k.us += (t.ms * 1000) / steps;
-      byName.set(kernel, k);
-    }
-    const kernels = [...byName.values()].sort((x, y) => y.us - x.us);
+    const kernels = kernelTimes(e, steps);
     return {
       context, steps, step_gpu_ms: stepGpu, step_wall_ms: wall, submit_each_layer: chosen, step_wall_ms_other_way: other,
       kernels_gpu_ms: kernels.reduce((s, k) => s + k.us, 0) / 1000, kernels,
@@ -78,6 +73,49 @@ export async function profileDecode(e: Engine, context = 512, steps = 8): Promis
   } finally {
     cache.destroy();
   }
+}
+
+/** The last per-dispatch timing by kernel file (its defines folded together), slowest first; `per` divides (decode steps). */
+function kernelTimes(e: Engine, per = 1): KernelTime[] {
+  const byName = new Map<string, KernelTime>();
+  for (const [label, t] of e.ops.d.gpuTimeByKernel()) {
+    const kernel = label.split('|')[0];
+    const k = byName.get(kernel) ?? { kernel, dispatches: 0, us: 0 };
+    k.dispatches += t.passes / per;
+    k.us += (t.ms * 1000) / per;
+    byName.set(kernel, k);
+  }
+  return [...byName.values()].sort((x, y) => y.us - x.us);
+}
+
+export interface LinkProfile {
+  algorithm: string;
+  tokens: number;
+  recomputed: number;
+  /** The link's TTFT and GPU time with every dispatch in a pass of its own (both above a plain link's). */
+  ttft_ms: number;
+  kernels_gpu_ms: number;
+  /** Per kernel over the whole link (dispatches and µs summed). */
+  kernels: KernelTime[];
+}
+
+/** One link kernel by kernel (after a plain link, so pipelines are built); null without timestamp queries. */
+export async function profileLink(e: Engine, parts: LinkPart[], spec: string): Promise<LinkProfile | null> {
+  const d = e.ops.d;
+  if (!e.gpu.device.features.has('timestamp-query')) return null;
+  d.profileEveryTimer = true;
+  let r;
+  try {
+    r = await link(e, parts, parseAlgorithm(spec), { bosId: e.config.bosId });
+  } finally {
+    d.profileEveryTimer = false;
+  }
+  r.cache.destroy();
+  const kernels = kernelTimes(e);
+  return {
+    algorithm: spec, tokens: r.layout.tokens.length, recomputed: r.recomputed, ttft_ms: r.ttft.totalMs,
+    kernels_gpu_ms: kernels.reduce((s, k) => s + k.us, 0) / 1000, kernels,
+  };
 }
 
 /** One line per kernel, for logs. */
@@ -89,4 +127,10 @@ export function formatProfile(p: DecodeProfile): string[] {
   ];
   for (const k of p.kernels) lines.push(`  ${k.kernel.padEnd(20)} ${String(k.dispatches).padStart(4)} dispatches ${k.us.toFixed(0).padStart(7)} µs`);
   return lines;
+}
+
+/** A link's profile on one line, its kernels after. */
+export function formatLinkProfile(p: LinkProfile): string {
+  return `${p.algorithm} kernel by kernel (each dispatch in a pass of its own): TTFT ${p.ttft_ms.toFixed(0)} ms, kernels ${p.kernels_gpu_ms.toFixed(1)} ms in ` +
+    `${p.kernels.reduce((s, k) => s + k.dispatches, 0)} dispatches, ${p.recomputed}/${p.tokens} rows: ` + p.kernels.slice(0, 6).map((k) => `${k.kernel} ${(k.us / 1000).toFixed(1)} ms`).join(', ');
 }

@@ -36,10 +36,15 @@ export async function compileBenchChunks(e: Engine, context: number, chunks: num
   return out;
 }
 
+/** The chunks in order, then a short question of fixed tokens: what every TTFT bench links. */
+export function benchParts(compiled: CompiledChunk[]): LinkPart[] {
+  return [...compiled.map((chunk) => ({ kind: 'cache' as const, chunk })), { kind: 'text', tokens: [5, 6, 7, 8, 9, 10, 11, 12] }];
+}
+
 export async function benchTtft(e: Engine, compiled: CompiledChunk[], opts: Omit<TtftBenchOptions, 'context' | 'chunks'>): Promise<TtftRow[]> {
   const log = opts.log ?? (() => {});
   const bosId = e.config.bosId;
-  const parts: LinkPart[] = [...compiled.map((chunk) => ({ kind: 'cache' as const, chunk })), { kind: 'text', tokens: [5, 6, 7, 8, 9, 10, 11, 12] }];
+  const parts = benchParts(compiled);
   const rows: TtftRow[] = [];
   for (const spec of opts.algorithms) {
     await link(e, parts, parseAlgorithm(spec), { bosId }).then((r) => r.cache.destroy()); // warm

@@ -1,7 +1,8 @@
 /**
- * Host-to-GPU upload bandwidth through `queue.writeBuffer`, for the GPU kit's copy stage: the path a linked
- * chunk's rows take from the host tier (kvlink's RowWriter writes each chunk's layer with one call per keys and
- * one per values). Beside the link's load times it says whether they are bound by the upload itself.
+ * The GPU kit's copy stage: the adapter's buffer-to-buffer copy rate (the decode roofline's bandwidth), and
+ * host-to-GPU upload bandwidth through `queue.writeBuffer`, the path a linked chunk's rows take from the host tier
+ * (kvlink's RowWriter writes each chunk's layer with one call per keys and one per values). Beside the link's load
+ * times it says whether they are bound by the upload itself.
  */
 export interface UploadTiming {
   /** Bytes a writeBuffer call. */
@@ -38,4 +39,36 @@ export async function uploadBandwidth(dev: GPUDevice, blocks: number[], total: n
     dst.destroy();
   }
   return out;
+}
+
+/** copyBufferToBuffer bandwidth (the GPU kit's copy stage), counting bytes read plus bytes written. */
+export async function copyBandwidth(dev: GPUDevice, cpuAdapter: boolean): Promise<number> {
+  // 1 GiB each way on a GPU (far past any cache); CPU adapters get 64 MiB, and any size halves until it fits.
+  let size = Math.min(cpuAdapter ? 1 << 26 : 1 << 30, dev.limits.maxBufferSize) & ~255;
+  const usage = GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST | GPUBufferUsage.STORAGE;
+  let src: GPUBuffer, dst: GPUBuffer;
+  for (;;) {
+    dev.pushErrorScope('out-of-memory');
+    src = dev.createBuffer({ size, usage });
+    dst = dev.createBuffer({ size, usage });
+    if (!(await dev.popErrorScope())) break;
+    src.destroy();
+    dst.destroy();
+    if (size <= 1 << 24) throw new Error('copy bandwidth: not even 16 MiB buffers could be allocated');
+    size /= 2;
+  }
+  const run = async (reps: number) => {
+    const enc = dev.createCommandEncoder();
+    for (let i = 0; i < reps; i++) enc.copyBufferToBuffer(i % 2 ? dst : src, 0, i % 2 ? src : dst, 0, size);
+    dev.queue.submit([enc.finish()]);
+    await dev.queue.onSubmittedWorkDone();
+  };
+  await run(2);
+  const reps = cpuAdapter ? 2 : 20;
+  const s = performance.now();
+  await run(reps);
+  const gbps = (2 * size * reps) / ((performance.now() - s) / 1000) / 1e9;
+  src.destroy();
+  dst.destroy();
+  return gbps;
 }

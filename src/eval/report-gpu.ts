@@ -6,14 +6,14 @@
  */
 import type { PrefillRow } from '../bench/prefill';
 import type { TtftRow } from '../bench/ttft';
-import type { DecodeProfile } from '../bench/profile';
+import type { DecodeProfile, LinkProfile } from '../bench/profile';
 import { wayLabel, type DecodeWay } from '../bench/fuse';
 import { mdTable } from './markdown';
 
 type KernelRow = { variant?: string; half?: boolean; rowsPerThread?: number; keysPerTile?: number; splits?: number | string; T: number; K?: number; N?: number; n?: number; H?: number; HD?: number; ms: number; gflops: number; weightGBps?: number; chosen: boolean; clock?: string };
 type EngineRow = PrefillRow & { adapter: string; model: string; weight_bytes: number; weight_dtype: string; weights?: string; profile?: DecodeProfile | string; fuse?: DecodeWay[]; attention?: DecodeWay[]; gemv?: DecodeWay[]; skipped?: string; error?: string };
 type TorchRow = { model: string; tokens: number; tokens_per_s: number; gflops: number; decode_tokens_per_s?: number; skipped?: string; error?: string };
-type LinkRow = { model: string; context: number; chunks: number; chunk_tokens: number; tier?: 'host' | 'host-f16' | 'gpu'; kv_dtype?: 'f32' | 'f16'; gpu_rows?: 'f32' | 'f16'; submit_each_layer?: boolean; results?: TtftRow[]; ratios?: Record<string, number>; skipped?: string; error?: string };
+type LinkRow = { model: string; context: number; chunks: number; chunk_tokens: number; tier?: 'host' | 'host-f16' | 'gpu'; kv_dtype?: 'f32' | 'f16'; gpu_rows?: 'f32' | 'f16'; submit_each_layer?: boolean; results?: TtftRow[]; ratios?: Record<string, number>; profiles?: LinkProfile[]; skipped?: string; error?: string };
 type RealRun = {
   model: string; file: string; bytes: number; parts: number; gather_ms: number; load_ms?: number; weight_bytes?: number; profile?: string; half?: boolean; tolerance?: number;
   reference: { llama: string; adapter: string; profile: string };
@@ -132,6 +132,12 @@ export function gpuSection(runs: { file: string; r: GpuRun }[]): string {
       lines.push(table(['algorithm', 'TTFT', 'load', 'recompute', 'first token', 'GPU busy', 'recomputed rows', '× legolink:16'], l.results.map((x) => [
         x.algorithm, n0(x.totalMs), n0(x.loadMs), n0(x.recomputeMs), n0(x.firstTokenMs), n0(x.gpuMs ?? undefined), `${x.recomputed} / ${x.tokens}`, n1(l.ratios?.[`${x.algorithm}/legolink:16`] ?? (x.algorithm === 'legolink:16' ? 1 : undefined)),
       ])), '');
+      if (l.profiles?.length) {
+        lines.push(`Where those links' GPU time goes, kernel by kernel (${l.context} tokens; GPU timestamps, each dispatch in a pass of its own, so both times run above the plain links'; legolink:16 from the GPU tier):`, '');
+        lines.push(table(['algorithm', 'TTFT ms', 'kernels ms', 'dispatches', 'where the kernels\' time goes (ms)'], l.profiles.map((p) => [
+          p.algorithm, n0(p.ttft_ms), n1(p.kernels_gpu_ms), n0(p.kernels.reduce((s, k) => s + k.dispatches, 0)), p.kernels.slice(0, 5).map((k) => `${k.kernel} ${n1(k.us / 1000)}`).join(', '),
+        ])), '');
+      }
     }
     const g = gpuTargets(r);
     lines.push('The GPU issue\'s targets, from this run:', '');

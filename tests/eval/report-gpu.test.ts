@@ -23,7 +23,12 @@ test('the GPU section shows writeBuffer beside the copy rate, and the link from 
       started: '2026-11-27T00:00:00Z', budget_s: 300, node: 'v20',
       adapter: { description: 'Test GPU', vendor: 'test', features: [], limits: { maxStorageBufferBindingSize: 2 ** 31 } },
       copy: { gbytes_per_s: 800, upload: [{ block: 393216, gbytes_per_s: 2.5 }, { block: 4 << 20, gbytes_per_s: 11.25 }] },
-      link: [link('host', 1600), link('host-f16', 1000), link('gpu', 400)],
+      link: [link('host', 1600), link('host-f16', 1000), {
+        ...link('gpu', 400), profiles: [
+          { algorithm: 'full', tokens: 32776, recomputed: 32776, ttft_ms: 8100, kernels_gpu_ms: 7900, kernels: [{ kernel: 'attention_tiled', dispatches: 30, us: 6_500_000 }, { kernel: 'matmul_tiled', dispatches: 90, us: 1_400_000 }] },
+          { algorithm: 'legolink:16', tokens: 32776, recomputed: 1016, ttft_ms: 450, kernels_gpu_ms: 420.5, kernels: [{ kernel: 'attention_tiled', dispatches: 30, us: 300_000 }, { kernel: 'kv_scatter', dispatches: 90, us: 120_500 }] },
+        ],
+      }],
       engine: [{
         adapter: 'Test GPU', model: 'llama-3.2-1b', weight_bytes: 2e9, weight_dtype: 'f16', tokens: 512, prefill_ms: 100, tokens_per_s: 5120, gflops: 1, attention_share: 0,
         profile: 'no timestamp queries',
@@ -52,6 +57,10 @@ test('the GPU section shows writeBuffer beside the copy rate, and the link from 
   assert.match(md, /\| llama-3\.2-1b \| f16 \| fused, gemv_sg \| 260\.0 \| 3\.85 \| – \| 130 \| yes \|/);
   assert.match(md, /\| llama-3\.2-1b \| f16 \| fused, gemv \| 240\.0 \| 4\.17 \| – \| 130 \| {2}\|/);
   assert.doesNotMatch(md, /One decode step kernel by kernel/);
+  // Both links kernel by kernel, below the GPU tier's table.
+  assert.match(md, /Where those links' GPU time goes, kernel by kernel \(32768 tokens;/);
+  assert.match(md, /\| full \| 8100 \| 7900\.0 \| 120 \| attention_tiled 6500\.0, matmul_tiled 1400\.0 \|/);
+  assert.match(md, /\| legolink:16 \| 450 \| 420\.5 \| 120 \| attention_tiled 300\.0, kv_scatter 120\.5 \|/);
 });
 
 test('a real model\'s run shows its answers, its check against llama.cpp and the reference, its speed and its links; a failed one says why', () => {

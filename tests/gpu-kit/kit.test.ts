@@ -89,6 +89,19 @@ test('npm run gpu:kit builds a kit under 60 MiB whose smoke run passes on this a
   // The same chunks linked from rows kept as halves (KVStore's f16 blobs) beside them.
   const halves = (r.link as { tier: string; results: { algorithm: string; recomputed: number }[] }[]).find((x) => x.tier === 'host-f16');
   assert.deepEqual(halves?.results.map((x) => [x.algorithm, x.recomputed]), link.results.slice(1).map((x) => [x.algorithm, x.recomputed]));
+  // Full and legolink:16 kernel by kernel (the profile stage): every kernel's dispatches, the recomputed rows of each.
+  type LinkProfile = { algorithm: string; recomputed: number; kernels_gpu_ms: number; kernels: { kernel: string; dispatches: number; us: number }[] };
+  const links = (r.link as { tier: string; profiles?: LinkProfile[] }[]).find((x) => x.tier === 'gpu')?.profiles;
+  assert.deepEqual(links?.map((p) => p.algorithm), ['full', 'legolink:16'], JSON.stringify(links));
+  assert.deepEqual(links!.map((p) => p.recomputed), [link.results[0].recomputed, link.results[2].recomputed]);
+  for (const p of links!) {
+    const names = p.kernels.map((k) => k.kernel);
+    assert.ok(names.includes('attention') && names.some((n) => n.startsWith('matmul')), names.join(', '));
+    assert.ok(p.kernels.every((k) => k.dispatches > 0 && k.us > 0) && p.kernels_gpu_ms > 0, JSON.stringify(p));
+  }
+  // Loading cached rows is work full never does: legolink's link rotates and scatters them (rope, kv_scatter) in its layers.
+  const scatters = (p: LinkProfile) => p.kernels.find((k) => k.kernel === 'kv_scatter')?.dispatches ?? 0;
+  assert.ok(scatters(links![1]) > scatters(links![0]), JSON.stringify(links!.map((p) => p.kernels)));
   assert.match(readFileSync(join(out, 'gpu-check.log'), 'utf8'), /parity: \{"pass":\d+,"fail":0\}/);
 });
 

@@ -151,9 +151,15 @@ export class Dispatcher {
     this.flush();
     this.timer ??= new GpuTimer(this.device);
     this.timer.start();
-    this.profiling = perDispatch;
+    this.profiling = perDispatch || this.profileEveryTimer;
     return true;
   }
+
+  /**
+   * Makes every timer per-dispatch, also those that work timing itself starts (a link times its passes): a
+   * profiler sets it around that work and reads gpuTimeByKernel after.
+   */
+  profileEveryTimer = false;
 
   /** GPU milliseconds of the passes since startGpuTimer, or null without timestamp queries. */
   async stopGpuTimer(): Promise<number | null> {
