@@ -261,7 +261,7 @@ async function main() {
           // The full recompute dominates: estimate it from the last context (quadratic in attention, linear in matmul).
           if (fullMsAt) {
             const c = e.config, f0 = prefillFlops(c, fullMsAt[0]), f1 = prefillFlops(c, context);
-            const est = (fullMsAt[1] / 1000) * ((f1.matmul + f1.attention) / (f0.matmul + f0.attention)) * 3 + (context / fullMsAt[0]) * 5;
+            const est = (fullMsAt[1] / 1000) * ((f1.matmul + f1.attention) / (f0.matmul + f0.attention)) * (stages.has('profile') ? 4 : 3) + (context / fullMsAt[0]) * 5;
             if (est > left(LINK_END)) {
               rows.push({ adapter, model: shape, context, skipped: `about ${est.toFixed(0)} s needed, ${left(LINK_END).toFixed(0)} s left` });
               log(`[${adapter}] ${shape} link ${context}: skipped (about ${est.toFixed(0)} s needed, ${left(LINK_END).toFixed(0)} left)`);
