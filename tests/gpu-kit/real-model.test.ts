@@ -7,6 +7,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gatherModel, MANIFEST, sha256, type RealManifest } from '../../src/bench/real-model';
@@ -91,4 +92,24 @@ test('parts of two different builds are not mixed, and a folder without a manife
   assert.throws(() => gatherModel([join(dir, 'empty')]), /no model\.json in .*build the parts with npm run gpu:model/);
   writeFileSync(join(dir, 'empty', MANIFEST), '{"kind":"other"}');
   assert.throws(() => gatherModel([join(dir, 'empty')]), /is not a manifest written by npm run gpu:model/);
+}));
+
+test('gpu:collect folds the real model\'s later call into the kit run\'s file, and names a folder without results', () => withTmp((dir) => {
+  const put = (d: string, f: string, o: unknown) => {
+    mkdirSync(join(dir, d), { recursive: true });
+    writeFileSync(join(dir, d, f), JSON.stringify(o));
+  };
+  put('kit', 'gpu-check.json', { adapter: { description: 'GPU' }, parity: { pass: 3, tail: 'log' }, copy: { gbytes_per_s: 800 }, link: [1] });
+  put('kit', 'torch.json', { device: 'H100' });
+  put('real', 'gpu-check.json', { adapter: { description: 'GPU' }, copy: { gbytes_per_s: 790 }, real: { model: 'm', check: { pass: true } } });
+  const out = join(dir, 'gpu.json');
+  const collect = (dirs: string) => spawnSync(process.execPath, ['scripts/gpu/collect.mjs', dirs, out, 'the calls'], { cwd: join(import.meta.dirname, '../..'), encoding: 'utf8' });
+  const ok = collect(`${join(dir, 'kit')},${join(dir, 'real')}`);
+  assert.equal(ok.status, 0, ok.stderr);
+  const r = JSON.parse(readFileSync(out, 'utf8'));
+  // The kit run's own figures stay (its copy rate too); the later call adds what the first did not measure.
+  assert.deepEqual(r, { command: 'the calls', kit: { adapter: { description: 'GPU' }, parity: { pass: 3 }, copy: { gbytes_per_s: 800 }, link: [1], real: { model: 'm', check: { pass: true } } }, torch: { device: 'H100' } });
+  const bad = collect(`${join(dir, 'kit')},${join(dir, 'nothing')}`);
+  assert.equal(bad.status, 1);
+  assert.match(bad.stderr, /nothing holds no gpu-check\.json/);
 }));
