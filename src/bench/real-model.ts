@@ -14,7 +14,7 @@
  */
 import { createHash } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
-import { closeSync, existsSync, openSync, readFileSync, readdirSync, renameSync, statSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { Engine, loadModelFiles, type LoadOptions } from '../engine';
 import { argmax } from '../generate/sampling';
@@ -106,20 +106,26 @@ export function gatherModel(dirs: string[]): { path: string; manifest: RealManif
   };
   const path = join(dirs[0], manifest.file);
   const h = createHash('sha256');
+  // Joined under a temporary name, renamed only once whole and verified: a failed join leaves nothing behind.
   const fd = openSync(`${path}.tmp`, 'w');
   try {
-    manifest.parts.forEach((p, i) => {
-      const b = read(p, `part ${i + 1} of ${manifest.parts.length}`);
-      h.update(b);
-      writeSync(fd, b);
-    });
-  } finally {
-    closeSync(fd);
+    try {
+      manifest.parts.forEach((p, i) => {
+        const b = read(p, `part ${i + 1} of ${manifest.parts.length}`);
+        h.update(b);
+        writeSync(fd, b);
+      });
+    } finally {
+      closeSync(fd);
+    }
+    if (h.digest('hex') !== manifest.sha256) throw new Error(`real model: the joined ${manifest.file} does not match its sha256 (parts of different builds?)`);
+  } catch (e) {
+    rmSync(`${path}.tmp`, { force: true });
+    throw e;
   }
-  if (h.digest('hex') !== manifest.sha256) throw new Error(`real model: the joined ${manifest.file} does not match its sha256 (parts of different builds?)`);
   renameSync(`${path}.tmp`, path);
   const r = read(manifest.reference, 'the reference logits');
-  const reference = new Float32Array(r.buffer, r.byteOffset, r.byteLength / 4);
+  const reference = new Float32Array(r.buffer.slice(r.byteOffset, r.byteOffset + r.byteLength));
   return { path, manifest, reference, ms: performance.now() - t0 };
 }
 

@@ -66,7 +66,7 @@ test('a missing part names the folder to carry, and nothing is left that could p
   fakeParts(dir);
   const into = gather(dir, ['1', '3']);
   assert.throws(() => gatherModel([into]), /part 2 of 3 \(m\.gguf\.part2\) is missing from .*: carry the folder 2 of npm run gpu:model's output first/);
-  assert.ok(!existsSync(join(into, 'm.gguf')), 'no joined model');
+  assert.ok(!existsSync(join(into, 'm.gguf')) && !existsSync(join(into, 'm.gguf.tmp')), 'no joined model, not even in part');
 }));
 
 test('a corrupt or truncated part, or reference, is refused with its sizes and digests', () => withTmp((dir) => {
@@ -77,7 +77,7 @@ test('a corrupt or truncated part, or reference, is refused with its sizes and d
   b[100] ^= 1;
   writeFileSync(p1, b);
   assert.throws(() => gatherModel([into]), /part 1 of 3 \(m\.gguf\.part1\) is corrupt or truncated: 1200 bytes, sha256 \w+…, expected 1200 and \w+…/);
-  assert.ok(!existsSync(join(into, 'm.gguf')), 'no joined model');
+  assert.ok(!existsSync(join(into, 'm.gguf')) && !existsSync(join(into, 'm.gguf.tmp')), 'no joined model, not even in part');
   b[100] ^= 1;
   writeFileSync(p1, b);
   writeFileSync(join(into, 'reference.f32'), new Uint8Array(8));
