@@ -29,7 +29,7 @@
  *   node gpu-check.mjs --out DIR [--stages parity,copy,quant,engine,profile,link] [--models a,b]
  *     [--quant-model llama-3.2-1b] [--quant-types f16,q4_k,q4_0,q8_0] [--quant-lengths 512,2048]
  *     [--lengths 512,2048,8192] [--contexts 8192,32768] [--link-models smollm2-135m]
- *     [--budget-s 300] [--tests a.test.mjs,...]
+ *     [--budget-s 300] [--tests a.test.mjs,...] [--real-model DIR[,DIR...]] [--real-lengths 512,2048] [--real-contexts 8000]
  */
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
