@@ -97,7 +97,8 @@ test('npm run gpu:kit builds a kit under 60 MiB whose smoke run passes on this a
   for (const p of links!) {
     const names = p.kernels.map((k) => k.kernel);
     assert.ok(names.includes('attention') && names.some((n) => n.startsWith('matmul')), names.join(', '));
-    assert.ok(p.kernels.every((k) => k.dispatches > 0 && k.us > 0) && p.kernels_gpu_ms > 0, JSON.stringify(p));
+    // A kernel as short as embed can read 0 µs: SwiftShader's timestamps tick in steps of about 131 µs.
+    assert.ok(p.kernels.every((k) => k.dispatches > 0 && k.us >= 0) && p.kernels_gpu_ms > 0, JSON.stringify(p));
   }
   // Loading cached rows is work full never does: legolink's link rotates and scatters them (rope, kv_scatter) in its layers.
   const scatters = (p: LinkProfile) => p.kernels.find((k) => k.kernel === 'kv_scatter')?.dispatches ?? 0;
