@@ -190,7 +190,7 @@ export async function realStage(gpu: NodeGpu, o: RealStageOptions): Promise<Reco
   o.log(`real model: ${manifest.file} joined from ${manifest.parts.length} parts and verified in ${(g.ms / 1000).toFixed(1)} s`);
   const t0 = performance.now();
   const files = await loadModelFiles(nodeModelFiles(g.path), basename(g.path));
-  const e = Engine.create(gpu, loadKernelSources());
+  let e = Engine.create(gpu, loadKernelSources());
   const report: Record<string, unknown> = {
     adapter, model: manifest.model, file: manifest.file, bytes: manifest.bytes, sha256: manifest.sha256, parts: manifest.parts.length,
     gather_ms: g.ms, reference: { llama: manifest.reference.llama, adapter: manifest.reference.adapter, profile: manifest.reference.profile, commit: manifest.reference.commit },
@@ -198,8 +198,7 @@ export async function realStage(gpu: NodeGpu, o: RealStageOptions): Promise<Reco
   try {
     await e.load(files.config, files.weights, manifest.load);
     report.load_ms = performance.now() - t0;
-    report.weight_bytes = e.model!.bytes;
-    report.matrix_bytes = e.model!.matrixBytes;
+    report.check_weight_bytes = e.model!.bytes;
     report.profile = gpu.profile;
     const half = e.ops.halfByDefault();
     const tolerance = half ? REAL_TOLERANCE.half : REAL_TOLERANCE.f32;
@@ -211,6 +210,12 @@ export async function realStage(gpu: NodeGpu, o: RealStageOptions): Promise<Reco
     for (const c of checks) {
       o.log(`[${adapter}] real ${manifest.model}: ${JSON.stringify(c.text.slice(-40))} -> ${JSON.stringify(c.answer)}; llama.cpp's tokens ${c.greedy_equal ? 'equal' : 'DIFFER'}; max error ${c.max_err.toExponential(2)} of the logit range against ${manifest.reference.adapter} (tolerance ${tolerance}${half ? ', f16 slices' : ''})`);
     }
+    // Timed as the app runs it: its own weight and KV dtypes (f16 keys and values above 50M weights), not the f32
+    // the check loads to compare exactly.
+    e.destroy();
+    e = Engine.create(gpu, loadKernelSources());
+    await e.load(files.config, files.weights, {});
+    Object.assign(report, { weight_bytes: e.model!.bytes, matrix_bytes: e.model!.matrixBytes, weight_dtype: e.model!.dtype, kv_dtype: e.kvDtype });
     const rows = await benchPrefillDecode(e, { lengths: o.lengths, budgetS: Math.max(5, o.budgetS / 4), decodeSteps: o.decodeSteps, log: (l) => o.log(`[${adapter}] real ${manifest.model} ${l}`) });
     const roofline = o.copyGBps ? (o.copyGBps * 1e9) / e.model!.bytes : undefined;
     report.throughput = rows.map((r) => (r.decode_tokens_per_s && roofline ? { ...r, decode_roofline_tokens_per_s: roofline, decode_share_of_roofline: r.decode_tokens_per_s / roofline } : r));

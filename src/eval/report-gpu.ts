@@ -15,7 +15,9 @@ type EngineRow = PrefillRow & { adapter: string; model: string; weight_bytes: nu
 type TorchRow = { model: string; tokens: number; tokens_per_s: number; gflops: number; decode_tokens_per_s?: number; skipped?: string; error?: string };
 type LinkRow = { model: string; context: number; chunks: number; chunk_tokens: number; tier?: 'host' | 'host-f16' | 'gpu'; kv_dtype?: 'f32' | 'f16'; gpu_rows?: 'f32' | 'f16'; submit_each_layer?: boolean; results?: TtftRow[]; ratios?: Record<string, number>; profiles?: LinkProfile[]; skipped?: string; error?: string };
 type RealRun = {
-  model: string; file: string; bytes: number; parts: number; gather_ms: number; load_ms?: number; weight_bytes?: number; profile?: string; half?: boolean; tolerance?: number;
+  model: string; file: string; bytes: number; parts: number; gather_ms: number; load_ms?: number; check_weight_bytes?: number; profile?: string; half?: boolean; tolerance?: number;
+  /** How the speed and links were timed: as the app loads the model. */
+  weight_bytes?: number; weight_dtype?: string; kv_dtype?: string;
   reference: { llama: string; adapter: string; profile: string };
   check?: { prompts: { text: string; answer: string; tokens: number[]; greedy_equal: boolean; max_err: number; min_gap: number }[]; max_err: number; pass: boolean };
   throughput?: (PrefillRow & { decode_share_of_roofline?: number; decode_roofline_tokens_per_s?: number })[];
@@ -159,7 +161,7 @@ function realModel(x: RealRun, copyGBps: number | undefined): string[] {
   // Refused before it loaded (a part missing or corrupt): the reason alone.
   if (!x.file) return [`- the real model's stage failed: ${x.error?.split('\n')[0]}`, ''];
   const out = [`A real model on this GPU: **${x.model}** (\`${x.file}\`, ${mib(x.bytes)}, carried in ${x.parts} parts over as many device calls, joined and verified by its sha256 there in ${(x.gather_ms / 1000).toFixed(1)} s)` +
-    (x.load_ms === undefined ? '.' : `, loaded in ${(x.load_ms / 1000).toFixed(1)} s with its quantized matrices kept packed on the GPU (${mib(x.weight_bytes!)} of weights; ${x.profile} kernel profile).`), ''];
+    (x.load_ms === undefined ? '.' : `, loaded in ${(x.load_ms / 1000).toFixed(1)} s with its quantized matrices kept packed on the GPU (${mib(x.check_weight_bytes!)} of weights; ${x.profile} kernel profile).`), ''];
   if (x.error) out.push(`- the real model's stage failed: ${x.error.split('\n')[0]}`, '');
   if (x.check) {
     out.push(`Fed each prompt and its greedy continuation by ${x.reference.llama}: the token this GPU picks at each step against llama.cpp's, and its logits against those taken on ${x.reference.adapter} (${x.reference.profile} profile; max |Δ log-softmax| over the range, tolerance ${x.tolerance}${x.half ? ', the GPU\'s tiled products taking f16 slices' : ', f32 math on both'}):`, '');
@@ -170,11 +172,11 @@ function realModel(x: RealRun, copyGBps: number | undefined): string[] {
   const tp = (x.throughput ?? []).filter((r) => r.tokens);
   if (tp.length) {
     const d = tp.find((r) => r.decode_tokens_per_s);
-    out.push(`Its speed: prefill ${tp.map((r) => `${n0(r.tokens_per_s)} tok/s at ${r.tokens}`).join(', ')}` + (d ? `; decode ${n1(d.decode_tokens_per_s)} tok/s after ${d.decode_context}` +
+    out.push(`Its speed, loaded as the app loads it (${mib(x.weight_bytes!)} of weights, ${x.weight_dtype} where not packed; ${x.kv_dtype} keys and values): prefill ${tp.map((r) => `${n0(r.tokens_per_s)} tok/s at ${r.tokens}`).join(', ')}` + (d ? `; decode ${n1(d.decode_tokens_per_s)} tok/s after ${d.decode_context}` +
       (d.decode_share_of_roofline === undefined ? '' : `, ${pc(d.decode_share_of_roofline)} of the ${n0(d.decode_roofline_tokens_per_s)} tok/s that its weight bytes allow at WebGPU's copy rate (${n0(copyGBps)} GB/s)`) : '') + '.', '');
   }
   for (const l of x.link ?? []) {
-    out.push(`Its TTFT at ${l.context} tokens in ${l.chunks} chunks of about ${l.chunk_tokens} (ms; chunks compiled ahead and kept in host memory):`, '');
+    out.push(`Its TTFT at ${l.context} tokens in ${l.chunks} chunks of about ${l.chunk_tokens} (ms; loaded as above, chunks compiled ahead and kept in host memory):`, '');
     out.push(table(['algorithm', 'TTFT', 'load', 'recompute', 'first token', 'recomputed rows', '× legolink:16'], l.results.map((r) => [
       r.algorithm, n0(r.totalMs), n0(r.loadMs), n0(r.recomputeMs), n0(r.firstTokenMs), `${r.recomputed} / ${r.tokens}`, n1(l.ratios[`${r.algorithm}/legolink:16`] ?? (r.algorithm === 'legolink:16' ? 1 : undefined)),
     ])), '');

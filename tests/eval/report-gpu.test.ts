@@ -77,7 +77,7 @@ test('a real model\'s run shows its answers, its check against llama.cpp and the
     reference: { llama: 'llama.cpp (CPU)', adapter: 'SwiftShader', profile: 'cpu' },
   };
   const md = gpuSection([{ file: 'gpu-test.json', r: run({
-    ...base, load_ms: 1500, weight_bytes: 96 * 2 ** 20, profile: 'gpu', half: false, tolerance: 2e-5,
+    ...base, load_ms: 1500, check_weight_bytes: 96 * 2 ** 20, weight_bytes: 90 * 2 ** 20, weight_dtype: 'f16', kv_dtype: 'f16', profile: 'gpu', half: false, tolerance: 2e-5,
     check: { prompts: [prompt('What is the capital of France?', 'The capital of France is Paris.\n', true), prompt('What is the capital of Italy?', 'Rome, of course', false)], max_err: 2.5e-6, pass: false },
     throughput: [{ tokens: 512, prefill_ms: 20, tokens_per_s: 25600, gflops: 1, attention_share: 0, decode_tokens_per_s: 400, decode_context: 512, decode_share_of_roofline: 0.05, decode_roofline_tokens_per_s: 8000 }],
     link: [{ context: 8000, chunks: 16, chunk_tokens: 512, results: [ttft('full', 300, 0), ttft('legolink:16', 20, 10)], ratios: { 'full/legolink:16': 15 } }],
@@ -86,7 +86,7 @@ test('a real model\'s run shows its answers, its check against llama.cpp and the
   assert.match(md, /tolerance 0\.00002, f32 math on both\)/);
   assert.match(md, /\| "user What is the capital of France\? assistant" \| "The capital of France is Paris\.\\n" \| all 3 equal \| 2\.5e-6 \| 0\.96 \|/);
   assert.match(md, /\| "user What is the capital of Italy\? assistant" \| "Rome, of course" \| differ \|/);
-  assert.match(md, /Its speed: prefill 25600 tok\/s at 512; decode 400\.0 tok\/s after 512, 5% of the 8000 tok\/s that its weight bytes allow at WebGPU's copy rate \(800 GB\/s\)\./);
+  assert.match(md, /Its speed, loaded as the app loads it \(90 MiB of weights, f16 where not packed; f16 keys and values\): prefill 25600 tok\/s at 512; decode 400\.0 tok\/s after 512, 5% of the 8000 tok\/s that its weight bytes allow at WebGPU's copy rate \(800 GB\/s\)\./);
   assert.match(md, /Its TTFT at 8000 tokens in 16 chunks of about 512/);
   assert.match(md, /\| full \| 300 \| 0 \| 300 \| 1 \| 32776 \/ 32776 \| 15\.0 \|/);
   // A run with no engine rows (the real model's call alone) draws no empty prefill or decode table.
