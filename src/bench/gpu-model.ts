@@ -10,7 +10,7 @@
  *   npm run gpu:model [-- --model smollm2-135m-instruct] [--out .cache/gpu-model] [--carry-mib 64] [--new-tokens 10]
  */
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { argmax } from '../generate/sampling';
@@ -79,6 +79,10 @@ async function main() {
   const path = KNOWN_MODELS[a.model!];
   const prompts = PROMPTS[a.model!];
   if (!path || !prompts) throw new Error(`gpu:model: no prompts for ${a.model} (one of ${Object.keys(PROMPTS).join(', ')})`);
+  const out = resolve(a.out!);
+  // The folder is rewritten whole: only ever one that holds nothing, or an earlier build's numbered folders.
+  const earlier = existsSync(out) ? readdirSync(out) : [];
+  if (!earlier.every((f) => /^\d+$/.test(f) && existsSync(join(out, f, MANIFEST)))) throw new Error(`gpu:model: ${out} holds other files than an earlier gpu:model build; give --out an empty or new folder`);
   const file = path.split('/').pop()!;
   let bytes: Buffer;
   try {
@@ -130,7 +134,6 @@ async function main() {
   if (room < 4 * MiB) throw new Error(`gpu:model: the checkout leaves ${(room / MiB).toFixed(1)} MiB of a ${a['carry-mib']} MiB call`);
   const folders = Math.ceil(total / room);
   const each = Math.ceil(total / folders);
-  const out = resolve(a.out!);
   rmSync(out, { recursive: true, force: true });
   const parts: PartFile[] = [];
   for (let i = 0, off = 0; i < folders; i++) {
