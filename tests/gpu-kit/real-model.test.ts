@@ -113,3 +113,11 @@ test('gpu:collect folds the real model\'s later call into the kit run\'s file, a
   assert.equal(bad.status, 1);
   assert.match(bad.stderr, /nothing holds no gpu-check\.json/);
 }));
+
+test('npm run gpu:model will not clear a folder that holds anything but an earlier build of its own', () => withTmp((dir) => {
+  writeFileSync(join(dir, 'keep.txt'), 'mine');
+  const r = spawnSync(process.execPath, ['scripts/gpu-env.mjs', 'src/bench/gpu-model.ts', '--out', dir], { cwd: join(import.meta.dirname, '../..'), encoding: 'utf8' });
+  assert.equal(r.status, 1, r.stdout + r.stderr);
+  assert.match(r.stderr, /holds other files than an earlier gpu:model build; give --out an empty or new folder/);
+  assert.equal(readFileSync(join(dir, 'keep.txt'), 'utf8'), 'mine');
+}));
