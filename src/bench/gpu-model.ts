@@ -16,7 +16,7 @@ import { parseArgs } from 'node:util';
 import { argmax } from '../generate/sampling';
 import { openModel } from '../node/session';
 import { KNOWN_MODELS } from '../eval/tokenizer';
-import { checkoutBytes, MANIFEST, sha256, type PartFile, type RealManifest, type RealPrompt } from './real-model';
+import { alongTokens, checkoutBytes, MANIFEST, sha256, type PartFile, type RealManifest, type RealPrompt } from './real-model';
 import type { LoadOptions } from '../engine';
 
 const ROOT = resolve(import.meta.dirname, '../..');
@@ -104,18 +104,11 @@ async function main() {
     const refPrompts: RealPrompt[] = [];
     for (const [i, input] of inputs.entries()) {
       const tokens = llama.tokens[i];
-      const cache = s.engine.newCache(input.length + tokens.length + 4);
-      try {
-        let x = (await s.engine.prefill(cache, input)).logits;
-        for (let j = 0; j < tokens.length; j++) {
-          if (argmax(x) !== tokens[j]) throw new Error(`gpu:model: on ${s.gpu.adapter.description} our token ${j} of ${JSON.stringify(prompts[i])} is ${argmax(x)}, llama.cpp's ${tokens[j]}: no reference to check a GPU against`);
-          logits.set(x, at);
-          at += V;
-          if (j + 1 < tokens.length) x = await s.engine.decode(cache, tokens[j]);
-        }
-      } finally {
-        cache.destroy();
-      }
+      await alongTokens(s.engine, input, tokens, (x, j) => {
+        if (argmax(x) !== tokens[j]) throw new Error(`gpu:model: on ${s.gpu.adapter.description} our token ${j} of ${JSON.stringify(prompts[i])} is ${argmax(x)}, llama.cpp's ${tokens[j]}: no reference to check a GPU against`);
+        logits.set(x, at);
+        at += V;
+      });
       refPrompts.push({ text: prompts[i], input, tokens });
     }
     let commit = 'unknown';

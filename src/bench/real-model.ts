@@ -14,7 +14,7 @@
  */
 import { createHash } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
-import { closeSync, existsSync, openSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readFileSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { Engine, loadModelFiles, type LoadOptions } from '../engine';
 import { argmax } from '../generate/sampling';
@@ -90,12 +90,9 @@ export function gatherModel(dirs: string[]): { path: string; manifest: RealManif
   if (!m) throw new Error(`real model: no ${MANIFEST} in ${dirs.join(', ')} (build the parts with npm run gpu:model and carry each folder)`);
   const manifest = JSON.parse(readFileSync(m, 'utf8')) as RealManifest;
   if (manifest.kind !== 'legokv-gpu-model') throw new Error(`real model: ${m} is not a manifest written by npm run gpu:model`);
-  for (const d of dirs) {
-    for (const f of existsSync(d) ? readdirSync(d) : []) {
-      if (f !== MANIFEST) continue;
-      const other = JSON.parse(readFileSync(join(d, f), 'utf8')) as RealManifest;
-      if (other.sha256 !== manifest.sha256 || other.built !== manifest.built) throw new Error(`real model: ${d} holds parts of another build (${other.file}, built ${other.built}) than ${m} (${manifest.file}, built ${manifest.built})`);
-    }
+  for (const d of dirs.filter((d) => existsSync(join(d, MANIFEST)))) {
+    const other = JSON.parse(readFileSync(join(d, MANIFEST), 'utf8')) as RealManifest;
+    if (other.sha256 !== manifest.sha256 || other.built !== manifest.built) throw new Error(`real model: ${d} holds parts of another build (${other.file}, built ${other.built}) than ${m} (${manifest.file}, built ${manifest.built})`);
   }
   const read = (p: PartFile, what: string) => {
     const at = find(p.name);
@@ -142,6 +139,23 @@ export interface RealPromptCheck {
   min_gap: number;
 }
 
+/**
+ * Feeds `input`, then `tokens` one at a time (teacher-forced), on a cache of its own; `step` gets the logits before
+ * each of `tokens`. How both machines walk a prompt: gpu:model taking the reference, checkReal comparing with it.
+ */
+export async function alongTokens(e: Engine, input: number[], tokens: number[], step: (logits: Float32Array, j: number) => void): Promise<void> {
+  const cache = e.newCache(input.length + tokens.length + 4);
+  try {
+    let x = (await e.prefill(cache, input)).logits;
+    for (let j = 0; j < tokens.length; j++) {
+      step(x, j);
+      if (j + 1 < tokens.length) x = await e.decode(cache, tokens[j]);
+    }
+  } finally {
+    cache.destroy();
+  }
+}
+
 /** The model, fed each prompt and llama.cpp's continuation of it, against llama.cpp's tokens and the reference machine's logits. */
 export async function checkReal(e: Engine, ref: RealManifest['reference'], logits: Float32Array): Promise<RealPromptCheck[]> {
   const V = ref.vocab;
@@ -149,22 +163,15 @@ export async function checkReal(e: Engine, ref: RealManifest['reference'], logit
   let at = 0;
   const out: RealPromptCheck[] = [];
   for (const p of ref.prompts) {
-    const cache = e.newCache(p.input.length + p.tokens.length + 4);
-    try {
-      let x = (await e.prefill(cache, p.input)).logits;
-      const ours: number[] = [];
-      let maxErr = 0, minGap = Infinity;
-      for (let i = 0; i < p.tokens.length; i++) {
-        ours.push(argmax(x));
-        maxErr = Math.max(maxErr, logitRangeError(x, logits.subarray(at, at + V)).err);
-        minGap = Math.min(minGap, top2Gap(x));
-        at += V;
-        if (i + 1 < p.tokens.length) x = await e.decode(cache, p.tokens[i]);
-      }
-      out.push({ text: p.text, input_tokens: p.input.length, tokens: p.tokens, ours_tokens: ours, greedy_equal: ours.every((t, i) => t === p.tokens[i]), max_err: maxErr, min_gap: minGap });
-    } finally {
-      cache.destroy();
-    }
+    const ours: number[] = [];
+    let maxErr = 0, minGap = Infinity;
+    await alongTokens(e, p.input, p.tokens, (x) => {
+      ours.push(argmax(x));
+      maxErr = Math.max(maxErr, logitRangeError(x, logits.subarray(at, at + V)).err);
+      minGap = Math.min(minGap, top2Gap(x));
+      at += V;
+    });
+    out.push({ text: p.text, input_tokens: p.input.length, tokens: p.tokens, ours_tokens: ours, greedy_equal: ours.every((t, i) => t === p.tokens[i]), max_err: maxErr, min_gap: minGap });
   }
   if (at !== logits.length) throw new Error(`real model: the reference holds ${logits.length / V} logit vectors, the prompts ${at / V}`);
   return out;
