@@ -164,9 +164,9 @@ async function main() {
     save();
   }
   if (a['real-model']) {
-    const num = (k: string) => a[k as 'real-lengths']!.split(',').map(Number);
+    const numbers = (list: string) => list.split(',').map(Number);
     report.real = await realStage(gpu, {
-      dirs: a['real-model'].split(','), copyGBps, lengths: num('real-lengths'), contexts: num('real-contexts'),
+      dirs: a['real-model'].split(','), copyGBps, lengths: numbers(a['real-lengths']!), contexts: numbers(a['real-contexts']!),
       algorithms: ['full', 'legolink:16', 'naive'], chunkTokens: Number(a['chunk-tokens']), decodeSteps: Number(a['decode-steps']), budgetS: left(), log,
     }).catch((err) => ({ adapter, error: String(err?.stack ?? err) }));
     save();
