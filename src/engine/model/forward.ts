@@ -291,7 +291,9 @@ export class ForwardPass {
     const joined = new Map<string, ScoresResult[]>();
     for (const p of parts) {
       const key = `${p.layer}:${p.head}`;
-      joined.set(key, [...(joined.get(key) ?? []), p]);
+      const list = joined.get(key);
+      if (list) list.push(p);
+      else joined.set(key, [p]);
     }
     return [...joined.values()].map((ps) => {
       if (ps.length === 1) return ps[0];
