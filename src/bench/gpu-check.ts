@@ -39,7 +39,7 @@ import { createNodeGpu, loadKernelSources, type NodeGpu } from '../node/gpu';
 import { Engine } from '../engine';
 import { SHAPE_NAMES, shapeConfig, syntheticWeights } from './shapes';
 import { isQuant, type QuantType } from '../engine';
-import { benchPrefillDecode, prefillFlops } from './prefill';
+import { appDecodeTokS, benchPrefillDecode, prefillFlops, withRoofline } from './prefill';
 import { asF32, asHalves, benchParts, benchTtft, compileBenchChunks, ttftRatios } from './ttft';
 import { timeMatmuls } from './matmul';
 import { timeAttention, type AttentionCase } from './attention';
@@ -240,11 +240,9 @@ async function main() {
         });
         // Memory traffic per decode step is at least the weights, read once; the copy rate counts every byte moved.
         const rooflineTokS = copyGBps ? (copyGBps * 1e9) / weightBytes : undefined;
-        for (const row of r) {
-          const roof = row.decode_tokens_per_s && rooflineTokS ? { decode_roofline_tokens_per_s: rooflineTokS, decode_share_of_roofline: row.decode_tokens_per_s / rooflineTokS } : {};
-          rows.push({ adapter, model: shape, weight_dtype: e.model!.dtype, weight_bytes: weightBytes, params: e.model!.plan.params, ...row, ...roof });
-        }
-        if (rooflineTokS && r[0]?.decode_tokens_per_s) log(`[${adapter}] ${shape} decode ${r[0].decode_tokens_per_s.toFixed(1)} tok/s = ${((r[0].decode_tokens_per_s / rooflineTokS) * 100).toFixed(1)}% of the ${rooflineTokS.toFixed(0)} tok/s its ${(weightBytes / 2 ** 20).toFixed(0)} MiB of weights allow at the copy bandwidth`);
+        for (const row of r) rows.push({ adapter, model: shape, weight_dtype: e.model!.dtype, weight_bytes: weightBytes, params: e.model!.plan.params, ...withRoofline(row, rooflineTokS) });
+        const d = r[0] && appDecodeTokS(r[0]);
+        if (rooflineTokS && d) log(`[${adapter}] ${shape} decode ${d.toFixed(1)} tok/s as the app decodes = ${((d / rooflineTokS) * 100).toFixed(1)}% of the ${rooflineTokS.toFixed(0)} tok/s its ${(weightBytes / 2 ** 20).toFixed(0)} MiB of weights allow at the copy bandwidth`);
         await profileInto(rows, e, lengths[0], { adapter, model: shape, weight_dtype: e.model!.dtype }, `[${adapter}] ${shape}`);
       }).catch((err) => rows.push({ adapter, model: shape, error: String(err?.stack ?? err) }));
       save();
@@ -357,11 +355,8 @@ async function quantStage(gpu: NodeGpu, adapter: string, copyGBps: number) {
         log: (l) => log(`[${adapter}] ${shape} ${type} ${l}`),
       });
       const rooflineTokS = copyGBps ? (copyGBps * 1e9) / weightBytes : undefined;
-      for (const row of r) {
-        const roof = row.decode_tokens_per_s && rooflineTokS ? { decode_roofline_tokens_per_s: rooflineTokS, decode_share_of_roofline: row.decode_tokens_per_s / rooflineTokS } : {};
-        rows.push({ adapter, model: shape, weights: type, weight_bytes: weightBytes, matrix_bytes: e.model!.matrixBytes, ...row, ...roof });
-      }
-      const d = r[0]?.decode_tokens_per_s;
+      for (const row of r) rows.push({ adapter, model: shape, weights: type, weight_bytes: weightBytes, matrix_bytes: e.model!.matrixBytes, ...withRoofline(row, rooflineTokS) });
+      const d = r[0] && appDecodeTokS(r[0]);
       log(`[${adapter}] ${shape} ${type}: ${(weightBytes / 2 ** 20).toFixed(0)} MiB of weights; ` +
         r.map((x) => `prefill ${x.tokens} ${x.tokens_per_s.toFixed(0)} tok/s`).join(', ') +
         (d ? `; decode ${d.toFixed(1)} tok/s` + (rooflineTokS ? ` = ${((d / rooflineTokS) * 100).toFixed(1)}% of the ${rooflineTokS.toFixed(0)} tok/s roofline (${copyGBps.toFixed(0)} GB/s copy)` : '') : ''));

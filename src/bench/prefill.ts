@@ -26,8 +26,20 @@ export interface PrefillRow {
   gflops: number;
   attention_share: number;
   /** Decode steps/s right after this prefill (only after the first length). */
-  /** Greedy decode (the token picked on the GPU, 4 bytes read back a step). */
+  /** Greedy decode step by step (the token picked on the GPU, 4 bytes read back a step, then the next recorded). */
   decode_tokens_per_s?: number;
+  /**
+   * Greedy decode with steps recorded ahead (Engine.greedySteps: the GPU feeds each token to the next step, the
+   * host reads tokens behind it): what the app's decode loop runs where the engine's decodeAhead is above 1.
+   */
+  decode_ahead_tokens_per_s?: number;
+  /** decodeAhead of the engine measured: 1 where the app decodes step by step. */
+  decode_ahead?: number;
+  /**
+   * Host milliseconds a step takes to record and submit, in the run recorded ahead: the floor of a step's wall
+   * time once the GPU's work hides behind it, or the reverse.
+   */
+  decode_record_ms?: number;
   /** Decode reading back each step's logits (sampling with a temperature). */
   decode_logits_tokens_per_s?: number;
   decode_context?: number;
@@ -36,6 +48,20 @@ export interface PrefillRow {
   decode_wall_ms?: number;
   /** Decode's achieved GFLOP/s (decodeFlops over its wall time). */
   decode_gflops?: number;
+}
+
+/**
+ * Decode tok/s as the app's decode loop runs it on the adapter measured: steps recorded ahead where the engine's
+ * decodeAhead is above 1, else step by step (also for rows measured before steps were recorded ahead).
+ */
+export function appDecodeTokS(r: Pick<PrefillRow, 'decode_tokens_per_s' | 'decode_ahead_tokens_per_s' | 'decode_ahead'>): number | undefined {
+  return (r.decode_ahead ?? 1) > 1 && r.decode_ahead_tokens_per_s ? r.decode_ahead_tokens_per_s : r.decode_tokens_per_s;
+}
+
+/** A row with its decode (the app's way) as a share of the roofline its weight bytes allow, where both are known. */
+export function withRoofline<R extends PrefillRow>(row: R, rooflineTokS: number | undefined): R & { decode_roofline_tokens_per_s?: number; decode_share_of_roofline?: number } {
+  const d = appDecodeTokS(row);
+  return d && rooflineTokS ? { ...row, decode_roofline_tokens_per_s: rooflineTokS, decode_share_of_roofline: d / rooflineTokS } : row;
 }
 
 export interface PrefillBenchOptions {
@@ -73,7 +99,7 @@ export async function benchPrefillDecode(e: Engine, opts: PrefillBenchOptions): 
     }
     const tokens = benchTokens(n, c.vocabSize);
     const steps = rows.length === 0 ? opts.decodeSteps ?? 16 : 0;
-    const cache = e.newCache(n + 3 * steps + 2);
+    const cache = e.newCache(n + 4 * steps + 12);
     try {
       // Warm up at this very length: on a GPU the kernel variants (and their pipelines) depend on the row count.
       if (!rows.length || (e.gpu.profile === 'gpu' && n <= 4096)) {
@@ -98,6 +124,13 @@ export async function benchPrefillDecode(e: Engine, opts: PrefillBenchOptions): 
         const t2 = performance.now();
         for (let i = 1; i <= steps; i++) await e.decode(cache, tokens[i]);
         row.decode_logits_tokens_per_s = (steps / (performance.now() - t2)) * 1000;
+        await e.greedySteps(cache, tokens[0], { count: 2, stopIds: [] }); // its bind groups
+        const stats = { recordMs: 0 };
+        const t3 = performance.now();
+        await e.greedySteps(cache, tokens[1], { count: steps, stopIds: [], stats });
+        row.decode_ahead_tokens_per_s = (steps / (performance.now() - t3)) * 1000;
+        row.decode_ahead = e.decodeAhead;
+        row.decode_record_ms = stats.recordMs / steps;
         row.decode_context = n;
         row.decode_wall_ms = 1000 / row.decode_tokens_per_s;
         row.decode_gflops = decodeFlops(c, n + steps / 2) / row.decode_wall_ms / 1e6;
@@ -111,7 +144,7 @@ export async function benchPrefillDecode(e: Engine, opts: PrefillBenchOptions): 
       rows.push(row);
       log(
         `prefill ${n}: ${ms.toFixed(0)} ms, ${row.tokens_per_s.toFixed(0)} tok/s, ${gflops.toFixed(1)} GFLOP/s ` +
-          `(${(row.attention_share * 100).toFixed(0)}% attention)` + (row.decode_tokens_per_s ? `; decode ${row.decode_tokens_per_s.toFixed(1)} tok/s greedy, ${row.decode_logits_tokens_per_s!.toFixed(1)} reading logits` : '') +
+          `(${(row.attention_share * 100).toFixed(0)}% attention)` + (row.decode_tokens_per_s ? `; decode ${row.decode_tokens_per_s.toFixed(1)} tok/s greedy, ${row.decode_ahead_tokens_per_s!.toFixed(1)} with steps recorded ahead (${row.decode_record_ms!.toFixed(2)} ms a step to record), ${row.decode_logits_tokens_per_s!.toFixed(1)} reading logits` : '') +
           (row.decode_gpu_ms !== undefined ? ` (GPU busy ${row.decode_gpu_ms.toFixed(2)} of ${row.decode_wall_ms!.toFixed(2)} ms a step)` : ''),
       );
     } finally {

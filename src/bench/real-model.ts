@@ -21,7 +21,7 @@ import { argmax } from '../generate/sampling';
 import { loadKernelSources, type NodeGpu } from '../node/gpu';
 import { nodeModelFiles } from '../node/files';
 import { logitRangeError, top2Gap } from './logits';
-import { benchPrefillDecode } from './prefill';
+import { benchPrefillDecode, withRoofline } from './prefill';
 import { benchTtft, compileBenchChunks, ttftRatios } from './ttft';
 
 export const MANIFEST = 'model.json';
@@ -225,7 +225,7 @@ export async function realStage(gpu: NodeGpu, o: RealStageOptions): Promise<Reco
     Object.assign(report, { weight_bytes: e.model!.bytes, matrix_bytes: e.model!.matrixBytes, weight_dtype: e.model!.dtype, kv_dtype: e.kvDtype });
     const rows = await benchPrefillDecode(e, { lengths: o.lengths, budgetS: Math.max(5, o.budgetS / 4), decodeSteps: o.decodeSteps, log: (l) => o.log(`[${adapter}] real ${manifest.model} ${l}`) });
     const roofline = o.copyGBps ? (o.copyGBps * 1e9) / e.model!.bytes : undefined;
-    report.throughput = rows.map((r) => (r.decode_tokens_per_s && roofline ? { ...r, decode_roofline_tokens_per_s: roofline, decode_share_of_roofline: r.decode_tokens_per_s / roofline } : r));
+    report.throughput = rows.map((r) => withRoofline(r, roofline));
     const links: Record<string, unknown>[] = [];
     report.link = links;
     for (const context of o.contexts) {

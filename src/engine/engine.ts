@@ -30,6 +30,9 @@ import { KVCache } from './model/kv-cache';
 import { readRows, readValues, RowWriter, writeRows, type LayerRows, type RowBlock } from './model/kv-io';
 import { floatsToHalves, halfRows } from './f16';
 import { Scratch } from './model/scratch';
+import { greedySteps, type GreedyStepsOptions } from './model/greedy-steps';
+
+export type { GreedyStepsOptions };
 import type { HostWeights } from './model/weights';
 import { Ops, type StoreDType } from './ops';
 import type { QuantType } from './quant';
@@ -101,6 +104,12 @@ export class Engine {
    */
   submitEachLayer: boolean;
   /**
+   * Greedy tokens a decode loop asks for in one call of greedySteps: on real GPUs enough that recording the next
+   * steps hides behind the GPU's work; 1 on CPU adapters, whose "GPU" shares the host's cores (nothing to hide
+   * behind) and whose tokens should stream one by one.
+   */
+  decodeAhead: number;
+  /**
    * The most rows a pass computes together in a layer; default (undefined): as many as one binding of its largest
    * temporary holds (ForwardPass.maxRows). Tests set fewer to exercise the blocks on small models.
    */
@@ -114,6 +123,7 @@ export class Engine {
     this.ops.matmulProfile = gpu.profile;
     this.ops.fuse = gpu.fuse;
     this.submitEachLayer = gpu.profile === 'gpu';
+    this.decodeAhead = gpu.profile === 'gpu' ? 16 : 1;
     this.scratch = new Scratch(gpu.device, () => d.flush());
   }
 
@@ -210,6 +220,17 @@ export class Engine {
   /** A decode step that can also return attention scores of the new row (for the attention maps). */
   step(cache: KVCache, token: number, position?: number, opts: StepOptions = {}): Promise<PassResult> {
     return this.exclusive((e) => e.step(cache, token, position, opts));
+  }
+
+  /**
+   * Greedy decode steps, feeding `token` first, with the GPU choosing each next token and the next step embedding
+   * it from there: the host records up to `depth` steps ahead of the one whose token it waits for, so on a real
+   * GPU it never waits for a step before recording the next. Returns the tokens picked, at most `count`, the last
+   * being the first stop token met; steps recorded past it are undone (the cache keeps the rows of the tokens fed
+   * up to it). The tokens are those of as many serial greedy `step`s.
+   */
+  greedySteps(cache: KVCache, token: number, opts: GreedyStepsOptions): Promise<number[]> {
+    return this.exclusive(() => greedySteps(this, cache, token, opts));
   }
 
   /** The locked calls without the lock, for `exclusive`'s callback (which holds it). */

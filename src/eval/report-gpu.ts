@@ -4,7 +4,7 @@
  * real adapter, prefill and decode of the real-shape models beside PyTorch
  * on the same GPU in the same call, and TTFT of the linking algorithms.
  */
-import type { PrefillRow } from '../bench/prefill';
+import { appDecodeTokS, type PrefillRow } from '../bench/prefill';
 import type { TtftRow } from '../bench/ttft';
 import type { DecodeProfile, LinkProfile } from '../bench/profile';
 import { wayLabel, type DecodeWay } from '../bench/fuse';
@@ -60,9 +60,9 @@ export function gpuTargets(r: GpuRun) {
   const link = (tier: 'host' | 'host-f16' | 'gpu') => (r.kit.link ?? []).find((x) => x.context === 32768 && (x.tier ?? 'host') === tier && x.ratios)?.ratios?.['full/legolink:16'];
   return {
     prefill: ours && theirs ? ours.tokens_per_s / theirs.tokens_per_s : undefined,
-    decode: dec && roof ? dec.decode_tokens_per_s! / roof : undefined,
+    decode: dec && roof ? appDecodeTokS(dec)! / roof : undefined,
     roofline: roof,
-    decodeWebGpu: dec && roofWebGpu ? dec.decode_tokens_per_s! / roofWebGpu : undefined,
+    decodeWebGpu: dec && roofWebGpu ? appDecodeTokS(dec)! / roofWebGpu : undefined,
     rooflineWebGpu: roofWebGpu,
     link32k: link('host'),
     link32kHalves: link('host-f16'),
@@ -112,10 +112,10 @@ export function gpuSection(runs: { file: string; r: GpuRun }[]): string {
     })), '');
     const bw = Math.max(t?.copy_gbytes_per_s ?? 0, k.copy?.gbytes_per_s ?? 0);
     const rate = t ? `the GPU's best measured copy rate, ${n0(bw)} GB/s` : `WebGPU's own copy rate, ${n0(bw)} GB/s (this run had no PyTorch to measure what the memory can do)`;
-    if (eng.some((x) => x.decode_tokens_per_s)) lines.push(`Decode (tokens/s after a ${eng.find((x) => x.decode_context)?.decode_context ?? '?'}-token prefill; the roofline is ${rate}, over the weight bytes one step reads; LegoKV tok/s is greedy decode, the token picked on the GPU, except in runs without a "reading logits" figure, which read every step's logits back as that column does):`, '', table(['model', 'weights', 'LegoKV tok/s', 'reading logits tok/s', 'GPU busy / wall per step (ms)', 'roofline tok/s', 'LegoKV / roofline', 'PyTorch tok/s'], eng.filter((x) => x.decode_tokens_per_s).map((x) => {
+    if (eng.some((x) => x.decode_tokens_per_s)) lines.push(`Decode (tokens/s after a ${eng.find((x) => x.decode_context)?.decode_context ?? '?'}-token prefill; the roofline is ${rate}, over the weight bytes one step reads; greedy decode, the token picked on the GPU: *step by step* reads each step's token before recording the next, except in runs without a "reading logits" figure, which read every step's logits back as that column does; *recorded ahead* lets the GPU feed each token to the next step while the host records steps ahead of it, which the app's decode loop does on this adapter; LegoKV / roofline takes the app's way):`, '', table(['model', 'weights', 'step by step tok/s', 'recorded ahead tok/s', 'reading logits tok/s', 'GPU busy / wall per step (ms)', 'host records a step (ms)', 'roofline tok/s', 'LegoKV / roofline', 'PyTorch tok/s'], eng.filter((x) => x.decode_tokens_per_s).map((x) => {
       const roof = bw ? (bw * 1e9) / x.weight_bytes : undefined;
       const busy = x.decode_gpu_ms === undefined ? '–' : `${x.decode_gpu_ms.toFixed(1)} / ${(1000 / x.decode_tokens_per_s!).toFixed(1)}`;
-      return [x.model, `${n0(x.weight_bytes / 2 ** 20)} MiB ${x.weight_dtype}`, n1(x.decode_tokens_per_s), n1(x.decode_logits_tokens_per_s), busy, n0(roof), pc(roof ? x.decode_tokens_per_s! / roof : undefined), n1(t?.rows.find((p) => p.model === x.model && p.decode_tokens_per_s)?.decode_tokens_per_s)];
+      return [x.model, `${n0(x.weight_bytes / 2 ** 20)} MiB ${x.weight_dtype}`, n1(x.decode_tokens_per_s), n1(x.decode_ahead_tokens_per_s), n1(x.decode_logits_tokens_per_s), busy, x.decode_record_ms === undefined ? '–' : x.decode_record_ms.toFixed(2), n0(roof), pc(roof ? appDecodeTokS(x)! / roof : undefined), n1(t?.rows.find((p) => p.model === x.model && p.decode_tokens_per_s)?.decode_tokens_per_s)];
     })), '');
     lines.push(...quantAndProfiles(k.quant ?? [], eng, bw));
     const notes = [...eng.filter((x) => x.skipped || x.error), ...(t?.rows ?? []).filter((x) => x.skipped || x.error)];
@@ -172,7 +172,7 @@ function realModel(x: RealRun, copyGBps: number | undefined): string[] {
   const tp = (x.throughput ?? []).filter((r) => r.tokens);
   if (tp.length) {
     const d = tp.find((r) => r.decode_tokens_per_s);
-    out.push(`Its speed, loaded as the app loads it (${mib(x.weight_bytes!)} of weights, ${x.weight_dtype} where not packed; ${x.kv_dtype} keys and values): prefill ${tp.map((r) => `${n0(r.tokens_per_s)} tok/s at ${r.tokens}`).join(', ')}` + (d ? `; decode ${n1(d.decode_tokens_per_s)} tok/s after ${d.decode_context}` +
+    out.push(`Its speed, loaded as the app loads it (${mib(x.weight_bytes!)} of weights, ${x.weight_dtype} where not packed; ${x.kv_dtype} keys and values): prefill ${tp.map((r) => `${n0(r.tokens_per_s)} tok/s at ${r.tokens}`).join(', ')}` + (d ? `; decode ${n1(appDecodeTokS(d))} tok/s after ${d.decode_context}${d.decode_ahead_tokens_per_s ? ` as the app decodes (${n1(d.decode_tokens_per_s)} step by step, ${n1(d.decode_ahead_tokens_per_s)} with steps recorded ahead)` : ''}` +
       (d.decode_share_of_roofline === undefined ? '' : `, ${pc(d.decode_share_of_roofline)} of the ${n0(d.decode_roofline_tokens_per_s)} tok/s that its weight bytes allow at WebGPU's copy rate (${n0(copyGBps)} GB/s)`) : '') + '.', '');
   }
   for (const l of x.link ?? []) {
@@ -198,8 +198,8 @@ function quantAndProfiles(quant: EngineRow[], eng: EngineRow[], bw: number): str
     lines.push(table(['model', 'weights', 'bytes', 'prefill tok/s', 'decode tok/s', 'GPU busy / wall per step (ms)', 'decode / roofline'], [...byType].map(([type, rows]) => {
       const d = rows.find((x) => x.decode_tokens_per_s);
       const roof = bw && d ? (bw * 1e9) / d.weight_bytes : undefined;
-      return [rows[0].model, type, `${n0(rows[0].weight_bytes / 2 ** 20)} MiB`, rows.map((x) => `${n0(x.tokens_per_s)} at ${x.tokens}`).join(', '), n1(d?.decode_tokens_per_s),
-        d?.decode_gpu_ms === undefined ? '–' : `${d.decode_gpu_ms.toFixed(1)} / ${(1000 / d.decode_tokens_per_s!).toFixed(1)}`, pc(roof ? d!.decode_tokens_per_s! / roof : undefined)];
+      return [rows[0].model, type, `${n0(rows[0].weight_bytes / 2 ** 20)} MiB`, rows.map((x) => `${n0(x.tokens_per_s)} at ${x.tokens}`).join(', '), n1(d && appDecodeTokS(d)),
+        d?.decode_gpu_ms === undefined ? '–' : `${d.decode_gpu_ms.toFixed(1)} / ${(1000 / d.decode_tokens_per_s!).toFixed(1)}`, pc(roof ? appDecodeTokS(d!)! / roof : undefined)];
     })), '');
   }
   const profiles = [...eng, ...quant].filter((x): x is EngineRow & { profile: DecodeProfile } => typeof x.profile === 'object');

@@ -18,6 +18,11 @@ export interface DecodeOptions {
    * next token is sampled, so a caller can pace the loop (the studio's slow motion) or collect what it needs.
    */
   onStep?: (step: DecodeStep) => void | Promise<void>;
+  /**
+   * Greedy tokens to ask the engine for at once when there are no scores or onStep to serve each step
+   * (Engine.greedySteps, which records the next steps while the GPU runs one); default: the engine's decodeAhead.
+   */
+  ahead?: number;
 }
 
 export interface DecodeStep {
@@ -35,18 +40,34 @@ export async function* decodeTokens(engine: Engine, cache: KVCache, logits: Floa
   const random = rng(o.sampling.seed ?? 42);
   // Greedy decoding picks each next token on the GPU and reads back its id alone, not the vocabulary's logits.
   const greedy = !(o.sampling.temperature > 0);
+  const ahead = greedy && !o.scores && !o.onStep ? Math.max(1, o.ahead ?? engine.decodeAhead) : 1;
+  // Tokens picked ahead and not yet yielded. Once `next` is taken from them, the cache holds rows serial steps
+  // would not have yet (for `next` and each queued token but the last): as many as are queued.
+  const queued: number[] = [];
   let next = sample(logits, o.sampling, random);
-  for (let i = 0; i < o.maxNewTokens; i++) {
-    if (o.signal?.aborted) return;
-    if (o.stopIds.includes(next)) return;
-    yield next;
-    if (i + 1 >= o.maxNewTokens) {
-      await o.onStep?.({ index: i, token: next, scores: [] });
-      continue;
+  try {
+    for (let i = 0; i < o.maxNewTokens; i++) {
+      if (o.signal?.aborted) return;
+      if (o.stopIds.includes(next)) return;
+      yield next;
+      if (i + 1 >= o.maxNewTokens) {
+        await o.onStep?.({ index: i, token: next, scores: [] });
+        continue;
+      }
+      if (ahead > 1) {
+        // A stop token ends its batch, and the batch never runs past the budget: neither is left queued.
+        if (!queued.length) queued.push(...(await engine.greedySteps(cache, next, { count: Math.min(ahead, o.maxNewTokens - 1 - i), stopIds: o.stopIds })));
+        next = queued.shift()!;
+        continue;
+      }
+      const r = await engine.step(cache, next, undefined, { greedy, ...(o.scores ? { scores: { ...o.scores, rows: [0] } } : {}) });
+      await o.onStep?.({ index: i, token: next, scores: r.scores });
+      next = greedy ? r.token! : sample(r.logits, o.sampling, random);
     }
-    const r = await engine.step(cache, next, undefined, { greedy, ...(o.scores ? { scores: { ...o.scores, rows: [0] } } : {}) });
-    await o.onStep?.({ index: i, token: next, scores: r.scores });
-    next = greedy ? r.token! : sample(r.logits, o.sampling, random);
+  } finally {
+    // Stopped early (an abort, or the caller leaving): drop the rows of tokens picked ahead but never yielded, so
+    // the cache holds what serial steps would have left.
+    if (queued.length) cache.truncate(cache.length - queued.length);
   }
 }
 

@@ -99,3 +99,25 @@ test('a real model\'s run shows its answers, its check against llama.cpp and the
   assert.match(refused, /- the real model's stage failed: Error: real model: part 3 of 3 \(m\.part3\) is missing\n/);
   assert.doesNotMatch(refused, /A real model on this GPU/);
 });
+
+test('decode is judged the way the app decodes on the adapter: steps recorded ahead where its engine does so', () => {
+  const run = (ahead: number): GpuRun => ({
+    command: 'bash scripts/gpu-check.sh',
+    kit: {
+      started: '2026-11-27T00:00:00Z', budget_s: 300, node: 'v20',
+      adapter: { description: 'Test GPU', vendor: 'test', features: [], limits: { maxStorageBufferBindingSize: 2 ** 31 } },
+      copy: { gbytes_per_s: 800 },
+      engine: [{
+        adapter: 'Test GPU', model: 'llama-3.2-1b', weight_bytes: 2e9, weight_dtype: 'f16', tokens: 512, prefill_ms: 100, tokens_per_s: 5120, gflops: 1, attention_share: 0,
+        decode_tokens_per_s: 200, decode_ahead_tokens_per_s: 320, decode_ahead: ahead, decode_logits_tokens_per_s: 150, decode_context: 512, decode_gpu_ms: 2.5, decode_record_ms: 1.25,
+      }],
+    },
+    torch: { device: 'Test GPU', torch: '2', transformers: '5', copy_gbytes_per_s: 3000, rows: [] },
+  });
+  // Roofline: 3000 GB/s over 2 GB of weights, 1500 tok/s.
+  assert.equal(gpuTargets(run(16)).decode, 320 / 1500);
+  assert.equal(gpuTargets(run(1)).decode, 200 / 1500);
+  const md = gpuSection([{ file: 'gpu-test.json', r: run(16) }]);
+  assert.match(md, /\| llama-3\.2-1b \| 1907 MiB f16 \| 200\.0 \| 320\.0 \| 150\.0 \| 2\.5 \/ 5\.0 \| 1\.25 \| 1500 \| 21% \| – \|/);
+  assert.match(md, /\| Decode of llama-3\.2-1b, against its roofline \| 21% of 1500 tok\/s \| ≥ 50% \| no \|/);
+});

@@ -110,16 +110,27 @@ export class ForwardPass {
     return this.m.config;
   }
 
-  /** Embeds `tokens` as the pass's rows, placed at cache rows `rows`. Positions come from the cache. */
-  begin(tokens: ArrayLike<number>, rows: ArrayLike<number>) {
-    if (tokens.length !== rows.length) throw new Error('begin: tokens and rows differ in length');
+  /**
+   * Embeds `tokens` as the pass's rows, placed at cache rows `rows`. Positions come from the cache. The tokens may
+   * be a GPU buffer of rows.length u32 ids instead (an earlier pass's `greedyOn`), so a decode step can follow the
+   * one before it without the host reading its token.
+   */
+  begin(tokens: ArrayLike<number> | GPUBuffer, rows: ArrayLike<number>) {
+    const onGpu = 'mapAsync' in tokens;
+    if (onGpu ? tokens.size < 4 * rows.length : tokens.length !== rows.length) throw new Error('begin: tokens and rows differ in length');
     for (const r of Array.from(rows)) if (r >= this.cache.length) throw new Error(`begin: row ${r} is outside the cache (${this.cache.length})`);
     this.ops.d.flush();
     this.cache.syncPositions();
     const spans = this.setRows(Uint32Array.from(rows));
-    const ids = Uint32Array.from(tokens);
+    if (onGpu && spans.length > 1) throw new Error(`begin: tokens on the GPU fill one block, not ${spans.length}`);
     // Every block's buffers before any launch: a scratch buffer that grows submits the work recorded so far.
     this.blocks = spans.map(([a, b], k) => ({ a, b, x: this.s.x(0, b - a, k), other: this.s.x(1, b - a, k) }));
+    if (onGpu) {
+      // Ids unknown to the host: every part of a split table is launched, each writing the rows it holds.
+      this.ops.embedParts({ tokens, table: this.m.embed, x: this.blocks[0].x, T: this.T, scale: this.c.embedScale });
+      return;
+    }
+    const ids = Uint32Array.from(tokens);
     for (const blk of this.blocks) {
       const part = ids.subarray(blk.a, blk.b);
       const tok = this.s.putTokens(part);
@@ -320,10 +331,15 @@ export class ForwardPass {
 
   /** Greedy sampling of the last pass row on the GPU: its argmax token, reading back 4 bytes instead of V floats. */
   async greedy(): Promise<number> {
+    return new Uint32Array(await this.ops.d.read(this.greedyOn(), 0, 4))[0];
+  }
+
+  /** Records greedy sampling of the last pass row; returns the u32 buffer its token lands in, unread. */
+  greedyOn(): GPUBuffer {
     const out = this.logitsOn([this.T - 1]);
     const token = this.s.argmax();
     this.ops.argmax({ x: out, out: token, R: 1, V: this.c.vocabSize });
-    return new Uint32Array(await this.ops.d.read(token, 0, 4))[0];
+    return token;
   }
 
   private async logitsOf(which: number[]): Promise<Float32Array> {

@@ -1,0 +1,74 @@
+/**
+ * Greedy decode steps recorded ahead of the GPU (Engine.greedySteps). Each
+ * step's token is picked by argmax on the GPU and embedded by the next step
+ * straight from there, so the host never has to read a token before it
+ * records the next step: it records up to `depth` steps ahead of the one
+ * whose token it waits for, and on a real GPU its recording (a step is over a
+ * hundred dispatches) hides behind the GPU's work instead of adding to it.
+ * Steps recorded past a stop token are undone by truncating the cache.
+ */
+import type { Ops } from '../ops';
+import type { ModelConfig } from './config';
+import type { ForwardPass } from './forward';
+import type { KVCache } from './kv-cache';
+
+/** Greedy decode steps run ahead on the GPU (Engine.greedySteps). */
+export interface GreedyStepsOptions {
+  /** At most this many steps. */
+  count: number;
+  /** Tokens that end the run: the step that picks one is the last. */
+  stopIds: readonly number[];
+  /** Steps recorded before the host waits for the oldest one's token (default 3; 1 runs them one by one). */
+  depth?: number;
+  /** Adds the host's milliseconds spent recording and submitting the steps (not waiting) to `recordMs`. */
+  stats?: { recordMs: number };
+}
+
+/** What the steps need of the engine. */
+export interface Stepper {
+  pass(cache: KVCache): ForwardPass;
+  readonly ops: Ops;
+  readonly config: ModelConfig;
+  readonly submitEachLayer: boolean;
+}
+
+/** Runs the steps, feeding `token` first; returns the tokens picked (see Engine.greedySteps). */
+export async function greedySteps(e: Stepper, cache: KVCache, token: number, o: GreedyStepsOptions): Promise<number[]> {
+  const depth = Math.max(1, o.depth ?? 3);
+  const base = cache.length;
+  const reads: Promise<number>[] = [];
+  const out: number[] = [];
+  let fed: number | GPUBuffer = token;
+  let stopped = false;
+  const take = async () => {
+    const t = await reads[out.length];
+    out.push(t);
+    stopped = o.stopIds.includes(t);
+  };
+  try {
+    for (let i = 0; i < o.count && !stopped; i++) {
+      const t0 = performance.now();
+      const row = cache.length;
+      cache.setPositions(row, [row ? cache.positions[row - 1] + 1 : 0]);
+      const pass = e.pass(cache);
+      pass.begin(typeof fed === 'number' ? [fed] : fed, [row]);
+      for (let l = 0; l < e.config.nLayers; l++) {
+        pass.layer(l);
+        if (e.submitEachLayer) e.ops.d.flush();
+      }
+      fed = pass.greedyOn();
+      // The read's copy is recorded now, before the next step overwrites the token; its result is awaited later.
+      const read = e.ops.d.read(fed, 0, 4).then((b) => new Uint32Array(b)[0]);
+      read.catch(() => {}); // rejections surface where the read is awaited
+      reads.push(read);
+      if (o.stats) o.stats.recordMs += performance.now() - t0;
+      while (!stopped && reads.length - out.length >= depth) await take();
+    }
+    while (!stopped && out.length < reads.length) await take();
+  } finally {
+    // Steps recorded past a stop (or a failure) still run: let their reads finish, then drop their rows.
+    await Promise.allSettled(reads);
+    cache.truncate(base + out.length);
+  }
+  return out;
+}
