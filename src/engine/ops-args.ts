@@ -95,6 +95,14 @@ export interface ScatterArgs {
   /** A second destination, filled in the same launch from the W values after each source row's first W (keys, then values). */
   dst2?: GPUBuffer;
 }
+/**
+ * Rows [t0, t0 + T) of a placement (kernels/kv_gather.wgsl): source row srcRows[t] of the slab's keys and values
+ * (`k`, `v`, keys before RoPE) goes to cache row idx[t] of dstK/dstV, the key rotated with row t of `cs`.
+ */
+export interface GatherArgs {
+  k: GPUBuffer; v: GPUBuffer; srcDtype: StoreDType; srcRows: GPUBuffer; idx: GPUBuffer; cs: GPUBuffer;
+  dstK: GPUBuffer; dstV: GPUBuffer; dstDtype: StoreDType; t0: number; T: number; W: number; HD: number; interleaved: boolean;
+}
 /** Words [start, start + count) of `src` (each two f16) widened into the same f32 pairs of `dst`; with src2/dst2, a second pair too. */
 export interface UnpackArgs {
   src: GPUBuffer; dst: GPUBuffer; start: number; count: number;

@@ -12,13 +12,13 @@ import { checkQuantShape, isQuant, QUANT, scaleBase, type QuantType } from './qu
 import { attentionSplits, keysSplits, tiledSplits } from './attention-plan';
 
 import type {
-  AttentionArgs, AttentionVariant, EmbedArgs, GemvVariant, GluArgs, MatmulArgs, MatmulProfile, MatmulVariant, RmsNormArgs, RopeArgs,
+  AttentionArgs, AttentionVariant, EmbedArgs, GatherArgs, GemvVariant, GluArgs, MatmulArgs, MatmulProfile, MatmulVariant, RmsNormArgs, RopeArgs,
   ScatterArgs, ScoresArgs, StoreDType, UnpackArgs, WeightDType, WeightMatrix, XPrologue,
 } from './ops-args';
 
 export { attentionSplits, keyBounds, keysSplits, tiledSplits } from './attention-plan';
 export type {
-  AttentionArgs, AttentionVariant, EmbedArgs, GemvVariant, GluArgs, MatmulArgs, MatmulProfile, MatmulVariant, RmsNormArgs, RopeArgs,
+  AttentionArgs, AttentionVariant, EmbedArgs, GatherArgs, GemvVariant, GluArgs, MatmulArgs, MatmulProfile, MatmulVariant, RmsNormArgs, RopeArgs,
   ScatterArgs, ScoresArgs, StoreDType, UnpackArgs, WeightDType, WeightMatrix, XPrologue,
 } from './ops-args';
 
@@ -280,6 +280,13 @@ export class Ops {
     const b: Record<number, GPUBuffer> = { 1: a.src, 2: a.idx, 3: a.dst };
     if (a.dst2) b[4] = a.dst2;
     this.d.run1d(pipe, [u(a.T), u(a.W / 4), u(a.stride), u(a.offset)], b, ((a.dst2 ? 2 : 1) * a.T * a.W) / 4);
+  }
+
+  gather(a: GatherArgs) {
+    if (a.HD % 8 !== 0 || a.W % a.HD !== 0) throw new Error(`kv_gather: rows of ${a.W} in heads of ${a.HD} (a multiple of 8)`);
+    const pipe = this.lib.pipeline('kv_gather', { SRC_F16: a.srcDtype === 'f16', DST_F16: a.dstDtype === 'f16', INTERLEAVED: a.interleaved });
+    const b = { 1: a.k, 2: a.v, 3: a.srcRows, 4: a.idx, 5: a.cs, 6: a.dstK, 7: a.dstV };
+    this.d.run1d(pipe, [u(a.T), u(a.W / 4), u(a.HD), u(a.t0)], b, (a.T * a.W) / 4);
   }
 
   embed(a: EmbedArgs) {

@@ -160,6 +160,27 @@ export function scatter(src: Float32Array, stride: number, offset: number, idx: 
 }
 
 /**
+ * kv_gather: for t in [t0, t0 + T), slab row srcRows[t] of `k` (rotated with row t of `cs`) and of `v` into cache
+ * rows idx[t] of copies of dstK and dstV, which are returned.
+ */
+export function gather(
+  k: Float32Array, v: Float32Array, srcRows: Uint32Array, idx: Uint32Array, cs: Float32Array, t0: number, T: number, W: number, HD: number,
+  interleaved: boolean, dstK: Float32Array, dstV: Float32Array,
+) {
+  const ok = dstK.slice(), ov = dstV.slice();
+  for (let t = t0; t < t0 + T; t++) {
+    const s = srcRows[t] * W;
+    // The row rotated alone, with its own row of the table.
+    const half = HD / 2;
+    const rowCs = cs.subarray(2 * t * half, 2 * (t + 1) * half);
+    const rotated = rope(k.subarray(s, s + W), rowCs, 1, W / HD, HD, W, 0, interleaved);
+    ok.set(rotated, idx[t] * W);
+    ov.set(v.subarray(s, s + W), idx[t] * W);
+  }
+  return { k: ok, v: ov };
+}
+
+/**
  * x[t] = table[tokens[t]] * scale into a new [T, D] array, or, with `part`, where `table` holds only rows
  * [row0, row0 + rows) of the [V, D] table: the rows of part.x whose token is among them (returned).
  */
