@@ -1,34 +1,68 @@
 /**
  * KVStore's hot tier: compiled chunks kept on the GPU (pre-RoPE keys and
- * values, f32 [rows, kvDim] per layer), so linking them moves no bytes from
- * the host. A byte budget with least-recently-used eviction; entries follow
- * the store (an entry expired, cleared or found corrupt there is dropped
- * here too). The host rows stay referenced for CacheBlend's deviation check.
+ * values, [rows, kvDim] per layer, f32 or halves as the chunk keeps them), so
+ * linking them moves no bytes from the host. A byte budget with
+ * least-recently-used eviction; entries follow the store (an entry expired,
+ * cleared or found corrupt there is dropped here too). The host rows stay
+ * referenced for CacheBlend's deviation check.
+ *
+ * Chunks share slabs: a slab is one key and one value buffer per layer, of
+ * the same rows, and a chunk is a run of rows at the same place in all of
+ * them. A link then places every chunk of a slab in one launch a layer
+ * (kernels/kv_gather.wgsl) instead of copying each chunk's layer through a
+ * staging buffer: 64 chunks cost 3840 copies of SmolLM2's 30 layers, which
+ * took the H100's host 66 ms to record (gpu-h100-6.json). Slabs are made as
+ * chunks need them, as many as the budget holds, and a chunk takes the first
+ * run of free rows that fits it.
  *
  * A link holds the chunks it uses (`hold` / `release`) from lookup until its
- * rows are copied: a held chunk is never evicted to make room for another
- * (that chunk then links from host memory instead), and one dropped while
- * held keeps its buffers until the last release. Without this, a link whose
- * chunks outgrow the budget destroyed buffers its own copies still needed.
+ * rows are placed: a held chunk is never evicted to make room for another
+ * (that chunk then links from host memory instead), and the rows of one
+ * dropped while held are not reused until its last release.
  */
-import type { CompiledChunk } from '../types/kv';
+import type { CompiledChunk, GpuLayerRows } from '../types/kv';
 import type { KVStore } from './store';
+
+/** Rows a slab holds at most: large enough that a 32K-token link spans a few slabs. */
+const SLAB_ROWS = 8192;
+
+interface Slab {
+  k: GPUBuffer[];
+  v: GPUBuffer[];
+  rows: number;
+  /** Runs of free rows, [start, length], sorted by start and never adjacent. */
+  free: [number, number][];
+}
 
 interface Entry {
   chunk: CompiledChunk;
   bytes: number;
   lastUsed: number;
+  slab: Slab;
+  row0: number;
+  rows: number;
 }
 
-type GpuRows = NonNullable<CompiledChunk['gpu']>;
+/** What every slab's rows are: layers, values a row, and whether they are halves. */
+interface Shape {
+  layers: number;
+  kvDim: number;
+  half: boolean;
+}
+
+type GpuRows = GpuLayerRows[];
 
 export class GpuTier {
   private entries = new Map<string, Entry>();
   /** GPU copies held by running links, with their hold counts. */
   private held = new Map<GpuRows, number>();
-  /** Copies dropped while held: destroyed on their last release. */
-  private retired = new Set<GpuRows>();
+  /** Rows of entries dropped while held: freed on their last release. */
+  private retired = new Map<GpuRows, Entry>();
+  private slabs: Slab[] = [];
+  private shape: Shape | null = null;
+  private slabRows = 0;
   private clock = 0;
+  /** Bytes of the rows the entries hold. */
   bytes = 0;
   hits = 0;
   misses = 0;
@@ -36,6 +70,8 @@ export class GpuTier {
   constructor(
     private device: GPUDevice,
     public budget = 256 * 2 ** 20,
+    /** Rows a slab holds at most (tests make slabs small to have several). */
+    private maxSlabRows = SLAB_ROWS,
   ) {}
 
   /** Drops entries the store lets go of. */
@@ -62,20 +98,92 @@ export class GpuTier {
     // Rows kept as f16 (LayerRows.halves) stay halves on the GPU: half the bytes, and never widened on the host.
     const half = chunk.layers.every((l) => l.halves);
     const arrays = chunk.layers.map((l) => (half ? l.halves! : { k: l.k, v: l.v }));
-    const bytes = arrays.reduce((n, l) => n + l.k.byteLength + l.v.byteLength, 0);
-    if (bytes > this.budget) return chunk;
-    while (this.bytes + bytes > this.budget) if (!this.evictOldest()) return chunk;
-    const upload = (a: Float32Array | Uint16Array) => {
-      // A row is kvDim values and kvDim is a multiple of 4, so halves fill whole 4-byte words.
-      const b = this.device.createBuffer({ size: Math.max(16, Math.ceil(a.byteLength / 4) * 4), usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST });
-      this.device.queue.writeBuffer(b, 0, a.buffer, a.byteOffset, a.byteLength);
-      return b;
-    };
-    const gpu = arrays.map((l) => ({ k: upload(l.k), v: upload(l.v), ...(half ? { f16: true } : {}) }));
+    const n = chunk.tokens.length;
+    if (!n || !arrays.length) return chunk;
+    const shape = { layers: arrays.length, kvDim: arrays[0].k.length / n, half };
+    if (!this.fits(shape)) return chunk;
+    const place = this.place(n);
+    if (!place) return chunk;
+    const { slab, row0 } = place;
+    const rowBytes = shape.kvDim * (half ? 2 : 4);
+    const at = row0 * rowBytes;
+    arrays.forEach((l, i) => {
+      if (l.k.length !== n * shape.kvDim || l.v.length !== n * shape.kvDim) throw new Error(`GpuTier: layer ${i} of chunk ${chunk.id} has the wrong size`);
+      this.device.queue.writeBuffer(slab.k[i], at, l.k.buffer, l.k.byteOffset, l.k.byteLength);
+      this.device.queue.writeBuffer(slab.v[i], at, l.v.buffer, l.v.byteOffset, l.v.byteLength);
+    });
+    const gpu: GpuRows = arrays.map((_, i) => ({ k: slab.k[i], v: slab.v[i], row0, ...(half ? { f16: true } : {}) }));
     const withGpu = { ...chunk, gpu };
-    this.entries.set(chunk.id, { chunk: withGpu, bytes, lastUsed: ++this.clock });
+    const bytes = 2 * arrays.length * n * rowBytes;
+    this.entries.set(chunk.id, { chunk: withGpu, bytes, lastUsed: ++this.clock, slab, row0, rows: n });
     this.bytes += bytes;
     return withGpu;
+  }
+
+  /**
+   * Whether slabs of this shape can be used: those there are, or new ones once every slab is idle (another model's
+   * rows, or the other precision, dropped first). Sizes the slabs to the budget: as many as it holds, at most
+   * maxSlabRows rows each and no more than one buffer can.
+   */
+  private fits(s: Shape): boolean {
+    const same = this.shape && this.shape.layers === s.layers && this.shape.kvDim === s.kvDim && this.shape.half === s.half;
+    if (same) return this.slabRows > 0;
+    if (this.entries.size || this.retired.size) return false;
+    this.dropSlabs();
+    this.shape = s;
+    const rowBytes = s.kvDim * (s.half ? 2 : 4);
+    const budgetRows = Math.floor(this.budget / (2 * s.layers * rowBytes));
+    const bufferRows = Math.floor(this.device.limits.maxStorageBufferBindingSize / rowBytes);
+    // A budget of several slabs' rows is shared evenly between them, so that slabs use all of it.
+    const most = this.maxSlabRows;
+    const even = Number.isFinite(budgetRows) ? Math.floor(budgetRows / Math.max(1, Math.ceil(budgetRows / most))) : most;
+    this.slabRows = Math.min(bufferRows, even);
+    return this.slabRows > 0;
+  }
+
+  /** Free rows for a chunk of `n`: the first run that fits, in a new slab if the budget allows, else after evicting. */
+  private place(n: number): { slab: Slab; row0: number } | null {
+    if (n > this.slabRows) return null;
+    for (;;) {
+      for (const slab of this.slabs) {
+        const i = slab.free.findIndex(([, len]) => len >= n);
+        if (i < 0) continue;
+        const [start, len] = slab.free[i];
+        if (len === n) slab.free.splice(i, 1);
+        else slab.free[i] = [start + n, len - n];
+        return { slab, row0: start };
+      }
+      if ((this.slabs.length + 1) * this.slabBytes <= this.budget) this.slabs.push(this.newSlab());
+      else if (!this.evictOldest()) return null;
+    }
+  }
+
+  private get slabBytes() {
+    const s = this.shape!;
+    return 2 * s.layers * this.slabRows * s.kvDim * (s.half ? 2 : 4);
+  }
+
+  private newSlab(): Slab {
+    const s = this.shape!;
+    const size = Math.max(16, this.slabRows * s.kvDim * (s.half ? 2 : 4));
+    const make = (label: string) => this.device.createBuffer({ label, size, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST });
+    const id = this.slabs.length;
+    return {
+      k: Array.from({ length: s.layers }, (_, l) => make(`tier${id}.k${l}`)),
+      v: Array.from({ length: s.layers }, (_, l) => make(`tier${id}.v${l}`)),
+      rows: this.slabRows,
+      free: [[0, this.slabRows]],
+    };
+  }
+
+  /** Returns an entry's rows to its slab's free runs, merging with its neighbours. */
+  private free(e: Entry) {
+    const f = e.slab.free;
+    let i = f.findIndex(([start]) => start > e.row0);
+    if (i < 0) i = f.length;
+    f.splice(i, 0, [e.row0, e.rows]);
+    if (i + 1 < f.length && f[i][0] + f[i][1] === f[i + 1][0]) f.splice(i, 2, [f[i][0], f[i][1] + f[i + 1][1]]);
+    if (i > 0 && f[i - 1][0] + f[i - 1][1] === f[i][0]) f.splice(i - 1, 2, [f[i - 1][0], f[i - 1][1] + f[i][1]]);
   }
 
   has(id: string) {
@@ -85,14 +193,14 @@ export class GpuTier {
   delete(id: string) {
     const e = this.entries.get(id);
     if (!e) return;
-    const gpu = e.chunk.gpu;
-    if (gpu && this.held.has(gpu)) this.retired.add(gpu);
-    else if (gpu) destroy(gpu);
+    const gpu = e.chunk.gpu!;
+    if (this.held.has(gpu)) this.retired.set(gpu, e);
+    else this.free(e);
     this.entries.delete(id);
     this.bytes -= e.bytes;
   }
 
-  /** Keeps a chunk's GPU copy alive and in the tier until `release` (one release per hold). */
+  /** Keeps a chunk's GPU rows in place, and in the tier, until `release` (one release per hold). */
   hold(chunk: CompiledChunk) {
     if (chunk.gpu) this.held.set(chunk.gpu, (this.held.get(chunk.gpu) ?? 0) + 1);
   }
@@ -103,31 +211,45 @@ export class GpuTier {
     if (!gpu || !n) return;
     if (n > 1) return void this.held.set(gpu, n - 1);
     this.held.delete(gpu);
-    if (this.retired.delete(gpu)) destroy(gpu);
+    const e = this.retired.get(gpu);
+    if (!e) return;
+    this.retired.delete(gpu);
+    this.free(e);
+    // A clear() while this link ran left the slabs for it to finish with.
+    if (this.cleared && !this.entries.size && !this.retired.size) this.dropSlabs();
   }
 
   /** Drops the least recently used entry that no link holds; false when every entry is held. */
   private evictOldest(): boolean {
     let oldest: string | null = null;
     let t = Infinity;
-    for (const [id, e] of this.entries) if (e.lastUsed < t && !(e.chunk.gpu && this.held.has(e.chunk.gpu))) [oldest, t] = [id, e.lastUsed];
+    for (const [id, e] of this.entries) if (e.lastUsed < t && !this.held.has(e.chunk.gpu!)) [oldest, t] = [id, e.lastUsed];
     if (oldest === null) return false;
     this.delete(oldest);
     return true;
   }
 
+  /** Drops every entry, and the slabs' GPU memory once no link holds rows in them. */
   clear() {
     for (const id of [...this.entries.keys()]) this.delete(id);
+    this.cleared = true;
+    if (!this.retired.size) this.dropSlabs();
+  }
+  private cleared = false;
+
+  private dropSlabs() {
+    for (const s of this.slabs) for (const b of [...s.k, ...s.v]) b.destroy();
+    this.slabs = [];
+    this.shape = null;
+    this.slabRows = 0;
+    this.cleared = false;
   }
 
   stats() {
-    return { bytes: this.bytes, entries: this.entries.size, budget: this.budget, hits: this.hits, misses: this.misses };
-  }
-}
-
-function destroy(gpu: GpuRows) {
-  for (const l of gpu) {
-    l.k.destroy();
-    l.v.destroy();
+    return {
+      bytes: this.bytes, entries: this.entries.size, budget: this.budget, hits: this.hits, misses: this.misses,
+      /** GPU memory the slabs take (never above the budget). */
+      slabBytes: this.shape ? this.slabs.length * this.slabBytes : 0, slabs: this.slabs.length,
+    };
   }
 }

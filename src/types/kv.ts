@@ -19,12 +19,15 @@ export interface LayerRows {
 
 /**
  * A chunk's rows already on the GPU (KVStore's GPU tier): per layer, pre-RoPE keys and values [rows, kvDim], f32,
- * or IEEE halves (two to a u32) where the rows were kept as f16, widened on the GPU as they are linked.
+ * or IEEE halves (two to a u32) where the rows were kept as f16, widened on the GPU as they are linked. The
+ * buffers may hold other chunks' rows too (the tier's shared slabs): this chunk's start at row `row0`.
  */
 export interface GpuLayerRows {
   k: GPUBuffer;
   v: GPUBuffer;
   f16?: boolean;
+  /** The chunk's first row in k and v (default 0). */
+  row0?: number;
 }
 
 /** How many values a layer's keys hold, without widening rows kept as halves. */

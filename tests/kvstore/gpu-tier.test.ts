@@ -1,0 +1,113 @@
+/**
+ * KVStore's GPU tier keeps chunks in shared slabs: rows placed where a run of free rows fits, slabs sized to the
+ * budget and never above it, least-recently-used entries evicted (their runs merged with free neighbours), held
+ * chunks never evicted and their rows not reused until released, another shape taken only once the tier is empty.
+ * And a link's RowWriter places rows from slabs (kv_gather) exactly as it places the same rows from the host,
+ * f32 or halves, whole or mixed with host rows, over several slabs.
+ */
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { openModel } from '../../src/node/session';
+import { GpuTier } from '../../src/kvstore/gpu-tier';
+import { halfRows, floatsToHalves } from '../../src/engine/f16';
+import type { CompiledChunk, LayerRows } from '../../src/types/kv';
+import { fakeLayers } from './helpers';
+
+const s = await openModel(join(import.meta.dirname, '../../public/models/stories260K/stories260K.bin'));
+after(() => s.close());
+const c = s.model.config;
+const L = c.nLayers, kvDim = c.nKvHeads * c.headDim;
+const device = s.engine.gpu.device;
+
+function chunk(id: string, rows: number, seed: number, half = false): CompiledChunk {
+  let layers: LayerRows[] = fakeLayers(L, rows, kvDim, seed).map((l) => ({ k: l.k.map((x) => x / 100), v: l.v.map((x) => x / 100) }));
+  if (half) layers = layers.map((l) => halfRows(floatsToHalves(l.k), floatsToHalves(l.v)));
+  return { id, variant: { kind: 'plain' }, tokens: Array.from({ length: rows }, (_, i) => i), positions: Array.from({ length: rows }, (_, i) => i), layers };
+}
+
+/** Bytes of `rows` rows in every layer's keys and values. */
+const rowBytes = (rows: number, half = false) => 2 * L * rows * kvDim * (half ? 2 : 4);
+
+test('slabs: first fit, the budget kept, LRU eviction merging free runs, a chunk larger than a slab refused', async () => {
+  // Room for 30 rows: one slab of 30.
+  const tier = new GpuTier(device, rowBytes(30));
+  const [a, b, cc] = [tier.put(chunk('a', 10, 1)), tier.put(chunk('b', 10, 2)), tier.put(chunk('c', 10, 3))];
+  assert.deepEqual([a, b, cc].map((x) => x.gpu?.[0].row0), [0, 10, 20]);
+  assert.ok([a, b, cc].every((x) => x.gpu![0].k === a.gpu![0].k), 'one slab');
+  assert.equal(tier.stats().slabs, 1);
+  assert.ok(tier.stats().slabBytes <= tier.stats().budget);
+  tier.get('a'); // a is now used more recently than c
+  tier.delete('b');
+  // 12 rows: no free run fits (b left 10), so the least recently used (c) goes; its run joins b's.
+  const d = tier.put(chunk('d', 12, 4));
+  assert.equal(d.gpu?.[0].row0, 10);
+  assert.deepEqual([tier.has('a'), tier.has('c'), tier.has('d')], [true, false, true]);
+  // Larger than a slab: linked from the host instead.
+  assert.equal(tier.put(chunk('e', 31, 5)).gpu, undefined);
+  assert.equal(tier.has('e'), false);
+  // Rows read back from the slab are the chunk's.
+  const got = new Float32Array(await s.engine.ops.d.read(d.gpu![2].v, 10 * kvDim * 4, 12 * kvDim * 4));
+  assert.deepEqual(got, d.layers[2].v);
+  tier.clear();
+  assert.deepEqual([tier.stats().slabs, tier.stats().bytes], [0, 0]);
+});
+
+test('held chunks are not evicted, and their rows are not reused before release', () => {
+  const tier = new GpuTier(device, rowBytes(20));
+  const a = tier.put(chunk('a', 10, 1));
+  tier.put(chunk('b', 10, 2));
+  tier.hold(a);
+  // a is the least recently used, but held: b goes instead.
+  const x = tier.put(chunk('x', 10, 3));
+  assert.deepEqual([tier.has('a'), tier.has('b'), x.gpu?.[0].row0], [true, false, 10]);
+  // a dropped while held: its rows stay taken (x can't be evicted either while held)...
+  tier.hold(x);
+  tier.delete('a');
+  assert.equal(tier.put(chunk('y', 10, 4)).gpu, undefined, 'no rows free while a and x are held');
+  // ...until its last release.
+  tier.release(a);
+  assert.equal(tier.put(chunk('z', 10, 5)).gpu?.[0].row0, 0);
+  tier.release(x);
+  tier.clear();
+});
+
+test('another shape (halves after f32) waits for an empty tier; a budget of many slabs is shared evenly', () => {
+  const tier = new GpuTier(device, rowBytes(20000));
+  const a = tier.put(chunk('a', 10, 1));
+  assert.equal(tier.put(chunk('h', 10, 2, true)).gpu, undefined, 'f32 slabs hold no halves');
+  tier.delete(a.id);
+  const h = tier.put(chunk('h', 10, 2, true));
+  assert.equal(h.gpu?.[0].f16, true);
+  assert.equal(tier.stats().bytes, rowBytes(10, true));
+  // 40000 rows of halves: 5 slabs of 8000, not 4 of 8192 and a remainder.
+  assert.equal(tier.stats().slabBytes, rowBytes(8000, true));
+  tier.clear();
+});
+
+for (const half of [false, true]) {
+  test(`a link places slab rows as it places host rows (${half ? 'halves' : 'f32'}): whole, mixed, over two slabs`, async () => {
+    // Slabs of 24 rows: the chunks of 9, 7 and 12 rows take two.
+    const tier = new GpuTier(device, rowBytes(48, half), 24);
+    const chunks = [chunk('p', 9, 11, half), chunk('q', 7, 12, half), chunk('r', 12, 13, half)];
+    const onTier = chunks.map((x) => tier.put(x));
+    assert.equal(tier.stats().slabs, 2);
+    const blocks = [{ start: 0, positions: [0, 1, 2, 3, 4, 5, 6, 7, 8] }, { start: 9, positions: [900, 901, 902, 903, 904, 905, 906] }, { start: 16, positions: Array.from({ length: 12 }, (_, i) => 40 + 3 * i) }];
+    const place = async (pick: (i: number, l: number) => LayerRows | NonNullable<CompiledChunk['gpu']>[number]) => {
+      const cache = s.engine.newCache(32);
+      const w = s.engine.rowWriter(cache, blocks);
+      for (let l = 0; l < L; l++) w.layer(l, blocks.map((_, i) => pick(i, l)));
+      const out: Float32Array[] = [];
+      for (let l = 0; l < L; l++) {
+        const r = await s.engine.readRows(cache, l, 0, 28);
+        out.push(r.k, r.v);
+      }
+      cache.destroy();
+      return out;
+    };
+    const host = await place((i, l) => chunks[i].layers[l]);
+    assert.deepEqual(await place((i, l) => onTier[i].gpu![l]), host, 'every block from the slabs');
+    assert.deepEqual(await place((i, l) => (i === 1 ? chunks[i].layers[l] : onTier[i].gpu![l])), host, 'host rows between slab rows');
+    tier.clear();
+  });
+}
