@@ -43,7 +43,7 @@ import { appDecodeTokS, benchPrefillDecode, prefillFlops, withRoofline } from '.
 import { asF32, asHalves, benchParts, benchTtft, compileBenchChunks, ttftRatios } from './ttft';
 import { timeMatmuls } from './matmul';
 import { timeAttention, type AttentionCase } from './attention';
-import { copyBandwidth, uploadBandwidth } from './upload';
+import { copyBandwidth, mappedUploadBandwidth, uploadBandwidth } from './upload';
 import { formatLinkProfile, formatProfile, profileDecode, profileLink } from './profile';
 import { decodeAttentionWays, decodeBothWays, decodeGemvWays, formatFuse } from './fuse';
 import { GpuTier } from '../kvstore/gpu-tier';
@@ -159,8 +159,10 @@ async function main() {
     copyGBps = await copyBandwidth(gpu.device, gpu.adapter.isFallback);
     // A SmolLM2 chunk's layer of 512 rows (kvDim 192, f32) as the link uploads it, and 4 MiB blocks.
     const upload = await uploadBandwidth(gpu.device, [512 * 192 * 4, 4 << 20], gpu.adapter.isFallback ? 64 << 20 : 1 << 30);
-    report.copy = { adapter, gbytes_per_s: copyGBps, counts: 'bytes read + bytes written', upload };
-    log(`copy bandwidth: ${copyGBps.toFixed(0)} GB/s; upload (writeBuffer) ${upload.map((u) => `${(u.block / 1024).toFixed(0)} KiB blocks ${u.gbytes_per_s.toFixed(1)} GB/s`).join(', ')}`);
+    // And through mapped staging buffers reused, in a 32K link's layer of halves (32768 rows of 384 bytes).
+    const mapped = await mappedUploadBandwidth(gpu.device, gpu.adapter.isFallback ? 4 << 20 : 12 << 20, gpu.adapter.isFallback ? 64 << 20 : 1 << 30);
+    report.copy = { adapter, gbytes_per_s: copyGBps, counts: 'bytes read + bytes written', upload, upload_mapped: mapped };
+    log(`copy bandwidth: ${copyGBps.toFixed(0)} GB/s; upload (writeBuffer) ${upload.map((u) => `${(u.block / 1024).toFixed(0)} KiB blocks ${u.gbytes_per_s.toFixed(1)} GB/s`).join(', ')}; mapped staging ${(mapped.block / 2 ** 20).toFixed(0)} MiB blocks ${mapped.gbytes_per_s.toFixed(1)} GB/s`);
     save();
   }
   if (a['real-model']) {

@@ -41,6 +41,40 @@ export async function uploadBandwidth(dev: GPUDevice, blocks: number[], total: n
   return out;
 }
 
+/**
+ * The other way to upload: through staging buffers the host maps and fills itself (MAP_WRITE), then copied on the
+ * GPU. Two staging buffers of `block` bytes take turns, each mapped again once the GPU has copied it, so no
+ * memory is allocated per call as writeBuffer's staging may be (Dawn's upload ring buffers are 4 MiB). Times
+ * `total` bytes this way, twice (the second kept), to compare with writeBuffer's rate in the same run.
+ */
+export async function mappedUploadBandwidth(dev: GPUDevice, block: number, total: number): Promise<UploadTiming> {
+  const dst = dev.createBuffer({ size: block, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST });
+  const ring = [0, 1].map(() => dev.createBuffer({ size: block, usage: GPUBufferUsage.MAP_WRITE | GPUBufferUsage.COPY_SRC, mappedAtCreation: true }));
+  const src = new Uint8Array(block).fill(7);
+  const calls = Math.max(2, Math.round(total / block));
+  let timing: UploadTiming | null = null;
+  try {
+    for (let rep = 0; rep < 2; rep++) {
+      const t0 = performance.now();
+      for (let i = 0; i < calls; i++) {
+        const b = ring[i % 2];
+        if (b.mapState === 'unmapped') await b.mapAsync(GPUMapMode.WRITE);
+        new Uint8Array(b.getMappedRange()).set(src);
+        b.unmap();
+        const enc = dev.createCommandEncoder();
+        enc.copyBufferToBuffer(b, 0, dst, 0, block);
+        dev.queue.submit([enc.finish()]);
+      }
+      await dev.queue.onSubmittedWorkDone();
+      const ms = performance.now() - t0;
+      timing = { block, calls, gbytes_per_s: (calls * block) / ms / 1e6, calls_gbytes_per_s: (calls * block) / ms / 1e6 };
+    }
+  } finally {
+    for (const b of [dst, ...ring]) b.destroy();
+  }
+  return timing!;
+}
+
 /** copyBufferToBuffer bandwidth (the GPU kit's copy stage), counting bytes read plus bytes written. */
 export async function copyBandwidth(dev: GPUDevice, cpuAdapter: boolean): Promise<number> {
   // 1 GiB each way on a GPU (far past any cache); CPU adapters get 64 MiB, and any size halves until it fits.

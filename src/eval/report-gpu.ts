@@ -30,7 +30,7 @@ export interface GpuRun {
     started: string; budget_s: number; node: string;
     adapter: { description: string; vendor: string; features: string[]; adapter_features?: string[]; limits: Record<string, number> };
     parity?: { pass: number; fail: number; skipped: number; failed: string[]; files: string[] };
-    copy?: { gbytes_per_s: number; upload?: { block: number; gbytes_per_s: number }[] };
+    copy?: { gbytes_per_s: number; upload?: { block: number; gbytes_per_s: number }[]; upload_mapped?: { block: number; gbytes_per_s: number } };
     matmul?: KernelRow[];
     attention?: KernelRow[];
     engine?: EngineRow[];
@@ -84,7 +84,8 @@ export function gpuSection(runs: { file: string; r: GpuRun }[]): string {
         (k.parity.failed.length ? ` (${k.parity.failed.join('; ')})` : '') + '.', '');
     }
     if (k.copy) lines.push(`Copy bandwidth (bytes read + written): WebGPU \`copyBufferToBuffer\` ${n0(k.copy.gbytes_per_s)} GB/s` + (t ? `; PyTorch \`copy_\` ${n0(t.copy_gbytes_per_s)} GB/s.` : '.') +
-      (k.copy.upload?.length ? ` Host to GPU through \`writeBuffer\` (what a link's host-tier load does): ${k.copy.upload.map((u) => `${n0(u.block / 1024)} KiB blocks ${u.gbytes_per_s.toFixed(1)} GB/s`).join(', ')}.` : ''), '');
+      (k.copy.upload?.length ? ` Host to GPU through \`writeBuffer\` (what a link's host-tier load does): ${k.copy.upload.map((u) => `${n0(u.block / 1024)} KiB blocks ${u.gbytes_per_s.toFixed(1)} GB/s`).join(', ')}.` : '') +
+      (k.copy.upload_mapped ? ` Through two mapped staging buffers taking turns, ${n0(k.copy.upload_mapped.block / 1024)} KiB each: ${k.copy.upload_mapped.gbytes_per_s.toFixed(1)} GB/s.` : ''), '');
     if (k.real) lines.push(...realModel(k.real, k.copy?.gbytes_per_s));
     const clocked = [...(k.matmul ?? []), ...(k.attention ?? [])].filter((x) => x.ms);
     if (clocked.length && !clocked.some((x) => x.clock)) {

@@ -22,7 +22,7 @@ test('the GPU section shows writeBuffer beside the copy rate, and the link from 
     kit: {
       started: '2026-11-27T00:00:00Z', budget_s: 300, node: 'v20',
       adapter: { description: 'Test GPU', vendor: 'test', features: [], limits: { maxStorageBufferBindingSize: 2 ** 31 } },
-      copy: { gbytes_per_s: 800, upload: [{ block: 393216, gbytes_per_s: 2.5 }, { block: 4 << 20, gbytes_per_s: 11.25 }] },
+      copy: { gbytes_per_s: 800, upload: [{ block: 393216, gbytes_per_s: 2.5 }, { block: 4 << 20, gbytes_per_s: 11.25 }], upload_mapped: { block: 12 << 20, gbytes_per_s: 20.5 } },
       link: [link('host', 1600), link('host-f16', 1000), {
         ...link('gpu', 400), profiles: [
           { algorithm: 'full', tokens: 32776, recomputed: 32776, ttft_ms: 8100, kernels_gpu_ms: 7900, kernels: [{ kernel: 'attention_tiled', dispatches: 30, us: 6_500_000 }, { kernel: 'matmul_tiled', dispatches: 90, us: 1_400_000 }] },
@@ -45,7 +45,7 @@ test('the GPU section shows writeBuffer beside the copy rate, and the link from 
     torch: null,
   };
   const md = gpuSection([{ file: 'gpu-test.json', r }]);
-  assert.match(md, /WebGPU `copyBufferToBuffer` 800 GB\/s\. Host to GPU through `writeBuffer` \(what a link's host-tier load does\): 384 KiB blocks 2\.5 GB\/s, 4096 KiB blocks 11\.3 GB\/s\./);
+  assert.match(md, /WebGPU `copyBufferToBuffer` 800 GB\/s\. Host to GPU through `writeBuffer` \(what a link's host-tier load does\): 384 KiB blocks 2\.5 GB\/s, 4096 KiB blocks 11\.3 GB\/s\. Through two mapped staging buffers taking turns, 12288 KiB each: 20\.5 GB\/s\./);
   assert.match(md, /kept in host memory as halves, as KVStore's f16 blobs hold them, uploaded at link time and widened on the GPU/);
   const g = gpuTargets(r);
   assert.deepEqual([g.link32k, g.link32kHalves, g.link32kGpu], [5, 8, 20]);

@@ -48,7 +48,7 @@ test('npm run gpu:kit builds a kit under 60 MiB whose smoke run passes on this a
   // Upload bandwidth in the blocks a link writes, beside the copy rate.
   const upload = r.copy.upload as { block: number; gbytes_per_s: number }[];
   assert.deepEqual(upload.map((u) => u.block), [512 * 192 * 4, 4 << 20]);
-  assert.ok(r.copy.gbytes_per_s > 0 && upload.every((u) => u.gbytes_per_s > 0), JSON.stringify(r.copy));
+  assert.ok(r.copy.gbytes_per_s > 0 && upload.every((u) => u.gbytes_per_s > 0) && r.copy.upload_mapped.gbytes_per_s > 0, JSON.stringify(r.copy));
   const engine = r.engine as { model: string; adapter: string; tokens_per_s: number; decode_tokens_per_s?: number; decode_ahead_tokens_per_s?: number }[];
   for (const m of ['tiny-llama', 'smollm2-135m']) {
     const row = engine.find((x) => x.model === m);
