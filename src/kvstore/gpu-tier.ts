@@ -99,11 +99,13 @@ export class GpuTier {
     const half = chunk.layers.every((l) => l.halves);
     const arrays = chunk.layers.map((l) => (half ? l.halves! : { k: l.k, v: l.v }));
     const n = chunk.tokens.length;
-    if (!n || !arrays.length) return chunk;
+    // Not kept: the chunk links from host memory (never through a GPU copy it may still name from an earlier put).
+    const { gpu: _, ...host } = chunk;
+    if (!n || !arrays.length) return host;
     const shape = { layers: arrays.length, kvDim: arrays[0].k.length / n, half };
-    if (!this.fits(shape)) return chunk;
+    if (!this.fits(shape)) return host;
     const place = this.place(n);
-    if (!place) return chunk;
+    if (!place) return host;
     const { slab, row0 } = place;
     const rowBytes = shape.kvDim * (half ? 2 : 4);
     const at = row0 * rowBytes;
