@@ -3,7 +3,8 @@
  * parity tests do not) and run on its adapter: with the GPU profile forced (?debug), qa-demo compiles its sample
  * documents and answers with full recompute and legolink:16 exactly as the CPU profile's kernels answer. The GPU
  * profile runs shared-memory matmul tiles, attention_tiled from 32 query rows, attention_decode below, the
- * workgroup RMSNorm, and fused decode through gemv_sg (the adapter has subgroups).
+ * workgroup RMSNorm, fused decode through gemv_sg (the adapter has subgroups), and greedy decode recorded ahead
+ * (Engine.greedySteps, with the attention map's scores).
  */
 import { expect, test } from '@playwright/test';
 import { setKernels } from './helpers';
@@ -25,6 +26,8 @@ test('the GPU profile\'s kernels in Chromium compile chunks and answer as the CP
     expect(k.profile).toBe(profile);
     expect(k.fused).toBe(profile === 'gpu');
     if (profile === 'gpu') expect(k.gemv).toBe('gemv_sg');
+    // And greedy decode as on a real GPU: steps recorded ahead, each token fed on the GPU, scores read behind it.
+    expect(k.decodeAhead).toBe(profile === 'gpu' ? 16 : 1);
     // SwiftShader has no shader-f16: the tiled matmuls keep f32 math, and asking for f16 slices is refused, saying why.
     expect(k.half).toBe(false);
     for (const [algo, spec] of [['full', 'full'], ['legolink', 'legolink:16']] as const) {

@@ -287,11 +287,10 @@ export class ContextCache implements ContextCacheApi {
       const tokens = decodeTokens(this.engine, linked.cache, linked.logits, {
         maxNewTokens: maxTokens, sampling: { temperature: req.temperature ?? 0, topP: req.topP, seed: req.seed },
         stopIds: req.stop ?? config.eosIds, signal: req.signal, scores: req.scores,
-        // A step hook only where one is needed: without one, greedy decoding may run steps ahead on the GPU.
-        onStep: req.scores || delay ? async (s) => {
+        onStep: async (s) => {
           if (s.scores.length) captured.push(s.scores);
           if (delay) await sleep(delay);
-        } : undefined,
+        },
       });
       for await (const id of tokens) {
         ids.push(id);

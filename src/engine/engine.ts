@@ -30,9 +30,9 @@ import { KVCache } from './model/kv-cache';
 import { readRows, readValues, RowWriter, writeRows, type LayerRows, type RowBlock } from './model/kv-io';
 import { floatsToHalves, halfRows } from './f16';
 import { Scratch } from './model/scratch';
-import { greedySteps, type GreedyStepsOptions } from './model/greedy-steps';
+import { greedySteps, type GreedyStepsOptions, type GreedyStepsResult } from './model/greedy-steps';
 
-export type { GreedyStepsOptions };
+export type { GreedyStepsOptions, GreedyStepsResult };
 import type { HostWeights } from './model/weights';
 import { Ops, type StoreDType } from './ops';
 import type { QuantType } from './quant';
@@ -92,6 +92,9 @@ export type StepOptions = Omit<PassOptions, 'logits'> & { greedy?: boolean };
  */
 const PREFILL_BLOCK = { cpu: 1024, gpu: 4096 } as const;
 
+/** Engine.decodeAhead for each kernel profile. */
+export const DECODE_AHEAD = { cpu: 1, gpu: 16 } as const;
+
 export class Engine {
   readonly ops: Ops;
   private scratch: Scratch;
@@ -123,7 +126,7 @@ export class Engine {
     this.ops.matmulProfile = gpu.profile;
     this.ops.fuse = gpu.fuse;
     this.submitEachLayer = gpu.profile === 'gpu';
-    this.decodeAhead = gpu.profile === 'gpu' ? 16 : 1;
+    this.decodeAhead = DECODE_AHEAD[gpu.profile];
     this.scratch = new Scratch(gpu.device, () => d.flush());
   }
 
@@ -227,9 +230,10 @@ export class Engine {
    * it from there: the host records up to `depth` steps ahead of the one whose token it waits for, so on a real
    * GPU it never waits for a step before recording the next. Returns the tokens picked, at most `count`, the last
    * being the first stop token met; steps recorded past it are undone (the cache keeps the rows of the tokens fed
-   * up to it). The tokens are those of as many serial greedy `step`s.
+   * up to it), with each step's scores where asked for. Tokens and scores are those of as many serial greedy
+   * `step`s.
    */
-  greedySteps(cache: KVCache, token: number, opts: GreedyStepsOptions): Promise<number[]> {
+  greedySteps(cache: KVCache, token: number, opts: GreedyStepsOptions): Promise<GreedyStepsResult> {
     return this.exclusive(() => greedySteps(this, cache, token, opts));
   }
 

@@ -14,13 +14,14 @@ export interface DecodeOptions {
   /** Attention scores of each generated row to capture (some layers and heads), handed to `onStep`. */
   scores?: { layer: ScoresRequest['layer']; heads: number[] };
   /**
-   * Called after every decode step (the token fed, the new row's scores when asked for); awaited before the
-   * next token is sampled, so a caller can pace the loop (the studio's slow motion) or collect what it needs.
+   * Called after every decode step (the token fed, the new row's scores when asked for); awaited before the next
+   * token is yielded, so a caller can pace the loop (the studio's slow motion) or collect what it needs. Greedy
+   * decoding may have computed the next steps already (`ahead`).
    */
   onStep?: (step: DecodeStep) => void | Promise<void>;
   /**
-   * Greedy tokens to ask the engine for at once when there are no scores or onStep to serve each step
-   * (Engine.greedySteps, which records the next steps while the GPU runs one); default: the engine's decodeAhead.
+   * Greedy tokens to ask the engine for at once (Engine.greedySteps, which records the next steps while the GPU
+   * runs one, and reads tokens and scores behind it); default: the engine's decodeAhead.
    */
   ahead?: number;
 }
@@ -40,10 +41,12 @@ export async function* decodeTokens(engine: Engine, cache: KVCache, logits: Floa
   const random = rng(o.sampling.seed ?? 42);
   // Greedy decoding picks each next token on the GPU and reads back its id alone, not the vocabulary's logits.
   const greedy = !(o.sampling.temperature > 0);
-  const ahead = greedy && !o.scores && !o.onStep ? Math.max(1, o.ahead ?? engine.decodeAhead) : 1;
+  const ahead = greedy ? Math.max(1, o.ahead ?? engine.decodeAhead) : 1;
   // Tokens picked ahead and not yet yielded. Once `next` is taken from them, the cache holds rows serial steps
-  // would not have yet (for `next` and each queued token but the last): as many as are queued.
+  // would not have yet (for `next` and each queued token but the last): as many as are queued. `rowScores` are
+  // the scores of the rows picked ahead, `next`'s first.
   const queued: number[] = [];
+  let rowScores: ScoresResult[][] = [];
   let next = sample(logits, o.sampling, random);
   try {
     for (let i = 0; i < o.maxNewTokens; i++) {
@@ -55,8 +58,13 @@ export async function* decodeTokens(engine: Engine, cache: KVCache, logits: Floa
         continue;
       }
       if (ahead > 1) {
-        // A stop token ends its batch, and the batch never runs past the budget: neither is left queued.
-        if (!queued.length) queued.push(...(await engine.greedySteps(cache, next, { count: Math.min(ahead, o.maxNewTokens - 1 - i), stopIds: o.stopIds })));
+        if (!queued.length) {
+          // A stop token ends its batch, and the batch never runs past the budget: neither is left queued.
+          const r = await engine.greedySteps(cache, next, { count: Math.min(ahead, o.maxNewTokens - 1 - i), stopIds: o.stopIds, scores: o.scores });
+          queued.push(...r.tokens);
+          rowScores = r.scores;
+        }
+        await o.onStep?.({ index: i, token: next, scores: rowScores.shift()! });
         next = queued.shift()!;
         continue;
       }

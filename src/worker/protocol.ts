@@ -146,6 +146,8 @@ export interface KernelChoice {
   subgroupMin: number | null;
   /** Whether the tiled matmuls multiply f16 and quantized weights' slices in f16 (kernels/matmul_half.wgsl; needs shader-f16). */
   half: boolean;
+  /** Greedy decode steps a call records ahead of the GPU (Engine.decodeAhead): 1 is step by step. */
+  decodeAhead: number;
 }
 
 export interface Calls {

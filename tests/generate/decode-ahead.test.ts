@@ -6,13 +6,14 @@
  * every depth, with the embedding table whole or in row parts; a stop token
  * ends the run with the steps recorded after it undone; and the decode loop
  * leaves the cache as serial steps would when it stops, is aborted, or is
- * left by its caller.
+ * left by its caller; each step's attention scores reach onStep as serial
+ * steps give them, in order, with its pacing kept.
  */
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { openModel, type NodeSession } from '../../src/node/session';
-import { decodeTokens } from '../../src/generate/generate';
+import { decodeTokens, type DecodeStep } from '../../src/generate/generate';
 import type { KVCache } from '../../src/engine';
 
 const path = join(import.meta.dirname, '../../public/models/stories260K/stories260K.bin');
@@ -69,7 +70,7 @@ for (const [name, x] of [['whole', s], ['in row parts', split]] as const) {
       const r = await start(x);
       try {
         const got = await x.engine.greedySteps(r.cache, r.first, { count: 12, stopIds: [], depth });
-        assert.deepEqual(got, want, `depth ${depth}`);
+        assert.deepEqual(got.tokens, want, `depth ${depth}`);
         assert.equal(r.cache.length, r.base + 12);
         const gotRows = await rows(x, r.cache);
         gotRows.forEach((a, i) => assert.deepEqual(a, wantRows[i], `depth ${depth}: layer ${i >> 1} ${i & 1 ? 'v' : 'k'}`));
@@ -90,7 +91,7 @@ test('a stop token ends greedySteps; the steps recorded after it are undone', as
   const r = await start(s);
   try {
     const got = await s.engine.greedySteps(r.cache, r.first, { count: 12, stopIds: [want[at]], depth: 4 });
-    assert.deepEqual(got, want.slice(0, at + 1));
+    assert.deepEqual(got.tokens, want.slice(0, at + 1));
     // Rows for the tokens fed: the first and every token picked before the stop.
     assert.equal(r.cache.length, r.base + at + 1);
     // The cache goes on from there as if the run had been serial.
@@ -137,4 +138,34 @@ test('decodeTokens ahead gives serial tokens and leaves the cache as serial step
     const want = await loop(s, 1, o);
     assert.deepEqual(await loop(s, 4, o), want, JSON.stringify(o));
   }
+});
+
+test('decodeTokens ahead hands onStep every step\'s scores as serial steps do, before the next token', async () => {
+  const run = async (ahead: number) => {
+    const r = await start(s);
+    const log: string[] = [];
+    const steps: DecodeStep[] = [];
+    try {
+      const o = {
+        maxNewTokens: 9, sampling: { temperature: 0 }, stopIds: [], ahead, scores: { layer: [1, 4], heads: [0, 3] },
+        onStep: async (st: DecodeStep) => {
+          steps.push(st);
+          await new Promise((res) => setTimeout(res, 2));
+          log.push(`step ${st.index}`);
+        },
+      };
+      for await (const t of decodeTokens(s.engine, r.cache, r.logits, o)) log.push(`token ${t}`);
+      return { log, steps, rows: r.cache.length - r.base };
+    } finally {
+      r.cache.destroy();
+    }
+  };
+  const serialRun = await run(1);
+  const aheadRun = await run(4);
+  assert.deepEqual(aheadRun.log, serialRun.log, 'tokens and steps interleave alike: each step before the next token');
+  assert.equal(aheadRun.rows, serialRun.rows);
+  assert.equal(serialRun.steps.length, 9);
+  // Two layers and two heads a step, the last token's none (it is never fed).
+  assert.deepEqual(serialRun.steps.map((x) => x.scores.length), [4, 4, 4, 4, 4, 4, 4, 4, 0]);
+  assert.deepEqual(aheadRun.steps, serialRun.steps);
 });

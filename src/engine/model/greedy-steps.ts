@@ -9,7 +9,7 @@
  */
 import type { Ops } from '../ops';
 import type { ModelConfig } from './config';
-import type { ForwardPass } from './forward';
+import type { ForwardPass, ScoresRequest, ScoresResult } from './forward';
 import type { KVCache } from './kv-cache';
 
 /** Greedy decode steps run ahead on the GPU (Engine.greedySteps). */
@@ -22,6 +22,14 @@ export interface GreedyStepsOptions {
   depth?: number;
   /** Adds the host's milliseconds spent recording and submitting the steps (not waiting) to `recordMs`. */
   stats?: { recordMs: number };
+  /** Attention scores of each step's new row to capture (some layers and heads), read back behind the GPU too. */
+  scores?: Omit<ScoresRequest, 'rows'>;
+}
+
+/** The tokens the steps picked, and per step the scores of the row it fed (empty lists unless asked for). */
+export interface GreedyStepsResult {
+  tokens: number[];
+  scores: ScoresResult[][];
 }
 
 /** What the steps need of the engine. */
@@ -33,15 +41,20 @@ export interface Stepper {
 }
 
 /** Runs the steps, feeding `token` first; returns the tokens picked (see Engine.greedySteps). */
-export async function greedySteps(e: Stepper, cache: KVCache, token: number, o: GreedyStepsOptions): Promise<number[]> {
+export async function greedySteps(e: Stepper, cache: KVCache, token: number, o: GreedyStepsOptions): Promise<GreedyStepsResult> {
   const depth = Math.max(1, o.depth ?? 3);
   const base = cache.length;
   const reads: Promise<number>[] = [];
+  // Each step's pass, kept until its scores are read.
+  const passes: ForwardPass[] = [];
+  const scores: ScoresResult[][] = [];
   const out: number[] = [];
+  const req = o.scores && { ...o.scores, rows: [0] };
   let fed: number | GPUBuffer = token;
   let stopped = false;
   const take = async () => {
     const t = await reads[out.length];
+    scores.push(req ? await passes[out.length].scores() : []);
     out.push(t);
     stopped = o.stopIds.includes(t);
   };
@@ -53,10 +66,11 @@ export async function greedySteps(e: Stepper, cache: KVCache, token: number, o: 
       const pass = e.pass(cache);
       pass.begin(typeof fed === 'number' ? [fed] : fed, [row]);
       for (let l = 0; l < e.config.nLayers; l++) {
-        pass.layer(l);
+        pass.layer(l, { scores: req });
         if (e.submitEachLayer) e.ops.d.flush();
       }
       fed = pass.greedyOn();
+      passes.push(pass);
       // The read's copy is recorded now, before the next step overwrites the token; its result is awaited later.
       const read = e.ops.d.read(fed, 0, 4).then((b) => new Uint32Array(b)[0]);
       read.catch(() => {}); // rejections surface where the read is awaited
@@ -67,8 +81,8 @@ export async function greedySteps(e: Stepper, cache: KVCache, token: number, o: 
     while (!stopped && out.length < reads.length) await take();
   } finally {
     // Steps recorded past a stop (or a failure) still run: let their reads finish, then drop their rows.
-    await Promise.allSettled(reads);
+    await Promise.allSettled([...reads, ...passes.slice(out.length).map((p) => p.scores())]);
     cache.truncate(base + out.length);
   }
-  return out;
+  return { tokens: out, scores };
 }
