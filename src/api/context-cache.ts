@@ -213,7 +213,7 @@ export class ContextCache implements ContextCacheApi {
     if (hot) return { chunk: hot, lookupMs: performance.now() - t0, loadMs: 0, tier: 'gpu' as const };
     const r = await this.fromStore(id, sources);
     const t1 = performance.now();
-    const chunk = this.gpuTier.put(r.chunk);
+    const chunk = await this.gpuTier.put(r.chunk);
     return { ...r, chunk, loadMs: r.loadMs + (performance.now() - t1) };
   }
 

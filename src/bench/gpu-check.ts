@@ -302,7 +302,7 @@ async function main() {
           // Full recompute reads no cached row, so its host-tier time stands for both.
           const tier = new GpuTier(gpu.device, Infinity);
           try {
-            const onTier = resident.map((c) => tier.put(c));
+            const onTier = await Promise.all(resident.map((c) => tier.put(c)));
             const g = await benchTtft(e, onTier, { algorithms: algorithms.filter((x) => x !== 'full'), log: (l) => log(`[${adapter}] ${shape} ${context} GPU tier ${l}`) });
             const gr = ttftRatios(full ? [full, ...g] : g);
             // With the profile stage: where full's and legolink's GPU time goes, kernel by kernel (legolink from the tier).

@@ -92,8 +92,18 @@ export class GpuTier {
     return e.chunk;
   }
 
-  /** Uploads a chunk's rows; returns the chunk with its GPU copy, or the chunk alone when it cannot fit. */
-  put(chunk: CompiledChunk): CompiledChunk {
+  /**
+   * Uploads a chunk's rows; returns the chunk with its GPU copy, or the chunk alone when it cannot fit (or the GPU
+   * has no memory for another slab). One put at a time: a slab's creation is awaited.
+   */
+  put(chunk: CompiledChunk): Promise<CompiledChunk> {
+    const run = this.putting.then(() => this.putNow(chunk));
+    this.putting = run.then(() => undefined, () => undefined);
+    return run;
+  }
+  private putting: Promise<void> = Promise.resolve();
+
+  private async putNow(chunk: CompiledChunk): Promise<CompiledChunk> {
     this.delete(chunk.id);
     // Rows kept as f16 (LayerRows.halves) stay halves on the GPU: half the bytes, and never widened on the host.
     const half = chunk.layers.every((l) => l.halves);
@@ -104,7 +114,7 @@ export class GpuTier {
     if (!n || !arrays.length) return host;
     const shape = { layers: arrays.length, kvDim: arrays[0].k.length / n, half };
     if (!this.fits(shape)) return host;
-    const place = this.place(n);
+    const place = await this.place(n);
     if (!place) return host;
     const { slab, row0 } = place;
     const rowBytes = shape.kvDim * (half ? 2 : 4);
@@ -143,8 +153,11 @@ export class GpuTier {
     return this.slabRows > 0;
   }
 
-  /** Free rows for a chunk of `n`: the first run that fits, in a new slab if the budget allows, else after evicting. */
-  private place(n: number): { slab: Slab; row0: number } | null {
+  /**
+   * Free rows for a chunk of `n`: the first run that fits, in a new slab if the budget (and the GPU's memory)
+   * allows, else after evicting.
+   */
+  private async place(n: number): Promise<{ slab: Slab; row0: number } | null> {
     if (n > this.slabRows) return null;
     for (;;) {
       for (const slab of this.slabs) {
@@ -155,7 +168,8 @@ export class GpuTier {
         else slab.free[i] = [start + n, len - n];
         return { slab, row0: start };
       }
-      if ((this.slabs.length + 1) * this.slabBytes <= this.budget) this.slabs.push(this.newSlab());
+      const slab = (this.slabs.length + 1) * this.slabBytes <= this.budget && this.slabs.length < this.maxSlabs ? await this.newSlab() : null;
+      if (slab) this.slabs.push(slab);
       else if (!this.evictOldest()) return null;
     }
   }
@@ -165,18 +179,29 @@ export class GpuTier {
     return 2 * s.layers * this.slabRows * s.kvDim * (s.half ? 2 : 4);
   }
 
-  private newSlab(): Slab {
+  /**
+   * A new slab, or null when the GPU refuses its memory: the tier then keeps to the slabs it has (a hot tier is
+   * worth no failed link; chunks it cannot hold link from host memory).
+   */
+  private async newSlab(): Promise<Slab | null> {
     const s = this.shape!;
     const size = Math.max(16, this.slabRows * s.kvDim * (s.half ? 2 : 4));
     const make = (label: string) => this.device.createBuffer({ label, size, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST });
     const id = this.slabs.length;
-    return {
+    this.device.pushErrorScope('out-of-memory');
+    const slab: Slab = {
       k: Array.from({ length: s.layers }, (_, l) => make(`tier${id}.k${l}`)),
       v: Array.from({ length: s.layers }, (_, l) => make(`tier${id}.v${l}`)),
       rows: this.slabRows,
       free: [[0, this.slabRows]],
     };
+    if (!(await this.device.popErrorScope())) return slab;
+    for (const b of [...slab.k, ...slab.v]) b.destroy();
+    this.maxSlabs = this.slabs.length;
+    return null;
   }
+  /** Slabs the GPU gave memory for, once it refused one. */
+  private maxSlabs = Infinity;
 
   /** Returns an entry's rows to its slab's free runs, merging with its neighbours. */
   private free(e: Entry) {
@@ -245,6 +270,7 @@ export class GpuTier {
     this.shape = null;
     this.slabRows = 0;
     this.cleared = false;
+    this.maxSlabs = Infinity;
   }
 
   stats() {

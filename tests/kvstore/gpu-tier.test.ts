@@ -1,7 +1,8 @@
 /**
  * KVStore's GPU tier keeps chunks in shared slabs: rows placed where a run of free rows fits, slabs sized to the
  * budget and never above it, least-recently-used entries evicted (their runs merged with free neighbours), held
- * chunks never evicted and their rows not reused until released, another shape taken only once the tier is empty.
+ * chunks never evicted and their rows not reused until released, another shape taken only once the tier is empty,
+ * and a slab the GPU has no memory for not made (the tier keeps to the slabs it has).
  * And a link's RowWriter places rows from slabs (kv_gather) exactly as it places the same rows from the host,
  * f32 or halves, whole or mixed with host rows, over several slabs.
  */
@@ -32,7 +33,7 @@ const rowBytes = (rows: number, half = false) => 2 * L * rows * kvDim * (half ? 
 test('slabs: first fit, the budget kept, LRU eviction merging free runs, a chunk larger than a slab refused', async () => {
   // Room for 30 rows: one slab of 30.
   const tier = new GpuTier(device, rowBytes(30));
-  const [a, b, cc] = [tier.put(chunk('a', 10, 1)), tier.put(chunk('b', 10, 2)), tier.put(chunk('c', 10, 3))];
+  const [a, b, cc] = await Promise.all([tier.put(chunk('a', 10, 1)), tier.put(chunk('b', 10, 2)), tier.put(chunk('c', 10, 3))]);
   assert.deepEqual([a, b, cc].map((x) => x.gpu?.[0].row0), [0, 10, 20]);
   assert.ok([a, b, cc].every((x) => x.gpu![0].k === a.gpu![0].k), 'one slab');
   assert.equal(tier.stats().slabs, 1);
@@ -40,11 +41,11 @@ test('slabs: first fit, the budget kept, LRU eviction merging free runs, a chunk
   tier.get('a'); // a is now used more recently than c
   tier.delete('b');
   // 12 rows: no free run fits (b left 10), so the least recently used (c) goes; its run joins b's.
-  const d = tier.put(chunk('d', 12, 4));
+  const d = await tier.put(chunk('d', 12, 4));
   assert.equal(d.gpu?.[0].row0, 10);
   assert.deepEqual([tier.has('a'), tier.has('c'), tier.has('d')], [true, false, true]);
   // Larger than a slab: linked from the host instead.
-  assert.equal(tier.put(chunk('e', 31, 5)).gpu, undefined);
+  assert.equal((await tier.put(chunk('e', 31, 5))).gpu, undefined);
   assert.equal(tier.has('e'), false);
   // Rows read back from the slab are the chunk's.
   const got = new Float32Array(await s.engine.ops.d.read(d.gpu![2].v, 10 * kvDim * 4, 12 * kvDim * 4));
@@ -53,31 +54,31 @@ test('slabs: first fit, the budget kept, LRU eviction merging free runs, a chunk
   assert.deepEqual([tier.stats().slabs, tier.stats().bytes], [0, 0]);
 });
 
-test('held chunks are not evicted, and their rows are not reused before release', () => {
+test('held chunks are not evicted, and their rows are not reused before release', async () => {
   const tier = new GpuTier(device, rowBytes(20));
-  const a = tier.put(chunk('a', 10, 1));
-  tier.put(chunk('b', 10, 2));
+  const a = await tier.put(chunk('a', 10, 1));
+  await tier.put(chunk('b', 10, 2));
   tier.hold(a);
   // a is the least recently used, but held: b goes instead.
-  const x = tier.put(chunk('x', 10, 3));
+  const x = await tier.put(chunk('x', 10, 3));
   assert.deepEqual([tier.has('a'), tier.has('b'), x.gpu?.[0].row0], [true, false, 10]);
   // a dropped while held: its rows stay taken (x can't be evicted either while held)...
   tier.hold(x);
   tier.delete('a');
-  assert.equal(tier.put(chunk('y', 10, 4)).gpu, undefined, 'no rows free while a and x are held');
+  assert.equal((await tier.put(chunk('y', 10, 4))).gpu, undefined, 'no rows free while a and x are held');
   // ...until its last release.
   tier.release(a);
-  assert.equal(tier.put(chunk('z', 10, 5)).gpu?.[0].row0, 0);
+  assert.equal((await tier.put(chunk('z', 10, 5))).gpu?.[0].row0, 0);
   tier.release(x);
   tier.clear();
 });
 
-test('another shape (halves after f32) waits for an empty tier; a budget of many slabs is shared evenly', () => {
+test('another shape (halves after f32) waits for an empty tier; a budget of many slabs is shared evenly', async () => {
   const tier = new GpuTier(device, rowBytes(20000));
-  const a = tier.put(chunk('a', 10, 1));
-  assert.equal(tier.put(chunk('h', 10, 2, true)).gpu, undefined, 'f32 slabs hold no halves');
+  const a = await tier.put(chunk('a', 10, 1));
+  assert.equal((await tier.put(chunk('h', 10, 2, true))).gpu, undefined, 'f32 slabs hold no halves');
   tier.delete(a.id);
-  const h = tier.put(chunk('h', 10, 2, true));
+  const h = await tier.put(chunk('h', 10, 2, true));
   assert.equal(h.gpu?.[0].f16, true);
   assert.equal(tier.stats().bytes, rowBytes(10, true));
   // 40000 rows of halves: 5 slabs of 8000, not 4 of 8192 and a remainder.
@@ -90,7 +91,7 @@ for (const half of [false, true]) {
     // Slabs of 24 rows: the chunks of 9, 7 and 12 rows take two.
     const tier = new GpuTier(device, rowBytes(48, half), 24);
     const chunks = [chunk('p', 9, 11, half), chunk('q', 7, 12, half), chunk('r', 12, 13, half)];
-    const onTier = chunks.map((x) => tier.put(x));
+    const onTier = await Promise.all(chunks.map((x) => tier.put(x)));
     assert.equal(tier.stats().slabs, 2);
     const blocks = [{ start: 0, positions: [0, 1, 2, 3, 4, 5, 6, 7, 8] }, { start: 9, positions: [900, 901, 902, 903, 904, 905, 906] }, { start: 16, positions: Array.from({ length: 12 }, (_, i) => 40 + 3 * i) }];
     const place = async (pick: (i: number, l: number) => LayerRows | NonNullable<CompiledChunk['gpu']>[number]) => {
@@ -111,3 +112,23 @@ for (const half of [false, true]) {
     tier.clear();
   });
 }
+
+test('a slab the GPU has no memory for: the tier keeps to the slabs it has, evicting instead', async () => {
+  // The device's answers, but every slab after the first refused as out of memory.
+  let slabs = 0;
+  const scopes: string[] = [];
+  const oomAfterOne = {
+    limits: device.limits, queue: device.queue, createBuffer: (d: GPUBufferDescriptor) => device.createBuffer(d),
+    pushErrorScope: (f: GPUErrorFilter) => void scopes.push(f),
+    popErrorScope: async () => (scopes.pop() === 'out-of-memory' && slabs++ >= 1 ? ({ message: 'Out of memory' } as GPUError) : null),
+  } as unknown as GPUDevice;
+  const tier = new GpuTier(oomAfterOne, rowBytes(30), 10);
+  const a = await tier.put(chunk('a', 10, 1));
+  const b = await tier.put(chunk('b', 10, 2));
+  assert.deepEqual([a.gpu?.[0].row0, b.gpu?.[0].row0], [0, 0], 'b takes a\'s rows in the one slab');
+  assert.deepEqual([tier.has('a'), tier.has('b'), tier.stats().slabs, slabs], [false, true, 1, 2]);
+  // No second try: the next chunk evicts too.
+  const c = await tier.put(chunk('c', 10, 3));
+  assert.deepEqual([c.gpu?.[0].row0, tier.has('b'), slabs], [0, false, 2]);
+  tier.clear();
+});
