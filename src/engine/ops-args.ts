@@ -103,11 +103,6 @@ export interface GatherArgs {
   k: GPUBuffer; v: GPUBuffer; srcDtype: StoreDType; srcRows: GPUBuffer; idx: GPUBuffer; cs: GPUBuffer;
   dstK: GPUBuffer; dstV: GPUBuffer; dstDtype: StoreDType; t0: number; T: number; W: number; HD: number; interleaved: boolean;
 }
-/** Words [start, start + count) of `src` (each two f16) widened into the same f32 pairs of `dst`; with src2/dst2, a second pair too. */
-export interface UnpackArgs {
-  src: GPUBuffer; dst: GPUBuffer; start: number; count: number;
-  src2?: GPUBuffer; dst2?: GPUBuffer;
-}
 export interface EmbedArgs {
   tokens: GPUBuffer; table: GPUBuffer; dtype: WeightDType; x: GPUBuffer; T: number; D: number; V: number; scale: number;
   /** The rows of the [V, D] table that `table` holds (default all): only tokens among them are written. */

@@ -13,13 +13,13 @@ import { attentionSplits, keysSplits, tiledSplits } from './attention-plan';
 
 import type {
   AttentionArgs, AttentionVariant, EmbedArgs, GatherArgs, GemvVariant, GluArgs, MatmulArgs, MatmulProfile, MatmulVariant, RmsNormArgs, RopeArgs,
-  ScatterArgs, ScoresArgs, StoreDType, UnpackArgs, WeightDType, WeightMatrix, XPrologue,
+  ScatterArgs, ScoresArgs, StoreDType, WeightDType, WeightMatrix, XPrologue,
 } from './ops-args';
 
 export { attentionSplits, keyBounds, keysSplits, tiledSplits } from './attention-plan';
 export type {
   AttentionArgs, AttentionVariant, EmbedArgs, GatherArgs, GemvVariant, GluArgs, MatmulArgs, MatmulProfile, MatmulVariant, RmsNormArgs, RopeArgs,
-  ScatterArgs, ScoresArgs, StoreDType, UnpackArgs, WeightDType, WeightMatrix, XPrologue,
+  ScatterArgs, ScoresArgs, StoreDType, WeightDType, WeightMatrix, XPrologue,
 } from './ops-args';
 
 const u = (v: number) => ({ u32: v });
@@ -264,14 +264,6 @@ export class Ops {
       u(a.R), u(a.n), u(a.H), u(a.NKV), u(a.qStride), u(a.qOffset), u(a.window), f(a.scale), u(a.head), u(0), u(0), u(0),
     ];
     this.d.run1d(pipe, params, { 1: a.q, 2: a.k, 3: a.rows, 4: a.qpos, 5: a.kpos, 6: a.out }, a.R * a.n);
-  }
-
-  unpackHalves(a: UnpackArgs) {
-    const pair = !!(a.src2 && a.dst2);
-    const pipe = this.lib.pipeline('unpack_f16', { PAIR: pair });
-    const b: Record<number, GPUBuffer> = { 1: a.src, 2: a.dst };
-    if (pair) Object.assign(b, { 3: a.src2!, 4: a.dst2! });
-    this.d.run1d(pipe, [u(a.start), u(a.count)], b, (pair ? 2 : 1) * a.count);
   }
 
   scatter(a: ScatterArgs) {

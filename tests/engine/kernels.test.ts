@@ -334,29 +334,6 @@ test('on GPUs attention_tiled is the default once rows fill a workgroup and atte
   }
 });
 
-test('unpack_f16 widens words [start, start + count) of halves exactly, alone and in pairs', async () => {
-  const h = await harness();
-  // Every kind of half: normal, subnormal, zero, infinities, and NaN (compared by its bits' class below).
-  const words = 150;
-  const a = floatsToHalves(rand(2 * words, 51).map((x, i) => (i % 17 === 3 ? x * 1e-6 : i % 29 === 5 ? 0 : x * 300)));
-  const b = floatsToHalves(rand(2 * words, 52));
-  a[7] = 0x7c00; a[8] = 0xfc00; a[9] = 0x8000;
-  const [start, count] = [11, 130];
-  for (const pair of [false, true]) {
-    const dst = h.upload(new Float32Array(2 * words).fill(-7));
-    const dst2 = h.upload(new Float32Array(2 * words).fill(-7));
-    h.ops.unpackHalves({ src: h.upload(a), dst, start, count, ...(pair ? { src2: h.upload(b), dst2 } : {}) });
-    for (const [src, out, used] of [[a, dst, true], [b, dst2, pair]] as const) {
-      const got = await h.readF32(out, 2 * words);
-      const want = halvesToFloats(src);
-      for (let i = 0; i < 2 * words; i++) {
-        const inside = used && i >= 2 * start && i < 2 * (start + count);
-        assert.equal(got[i], inside ? want[i] : -7, `pair=${pair}: value ${i}${inside ? '' : ' (outside the range: untouched)'}`);
-      }
-    }
-  }
-});
-
 for (const dstDtype of ['f32', 'f16'] as const) {
   test(`kv_scatter ${dstDtype} into chosen cache rows`, async () => {
     const h = await harness();

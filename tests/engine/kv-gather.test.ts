@@ -1,8 +1,9 @@
 /**
  * kv_gather.wgsl against its TypeScript reference (reference.ts `gather`), and against the two launches it
  * replaces for rows already on the GPU (rope.wgsl on a staging copy, then kv_scatter.wgsl): slab rows in any
- * order into chosen cache rows, keys rotated by both RoPE styles, f32 or packed f16 on either side, only the
- * rows [t0, t0 + T) of the placement written.
+ * order into chosen cache rows, keys rotated by both RoPE styles, f32 or packed f16 on either side (halves of every
+ * kind widened exactly, subnormals and infinities too: the link's host rows kept as halves go this way), only the rows [t0, t0 + T) of the
+ * placement written.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -40,6 +41,10 @@ for (const [HD, heads] of [[8, 2], [64, 3]] as const) {
           // The slab's values as the kernel reads them (halves widened exactly).
           let k = rand(SLAB_ROWS * W, 61 + HD, 3), v = rand(SLAB_ROWS * W, 62 + HD, 3);
           const kBits = floatsToHalves(k), vBits = floatsToHalves(v);
+          // Values of every kind of half, copied exactly: subnormals, ±0 (in placed rows 3 and 5), and, widened into
+          // an f32 cache, ±infinity (WGSL's pack2x16float leaves an infinity, and its neighbour, undefined).
+          const special = [[3 * W, 0x0001], [3 * W + 1, 0x83ff], [3 * W + 2, 0x8000], [5 * W + 3, 0x0000], ...(dstDtype === 'f32' ? [[5 * W + 1, 0x7c00], [5 * W + 2, 0xfc00]] : [])];
+          for (const [at, bits] of special) vBits[at] = bits;
           if (srcDtype === 'f16') [k, v] = [halvesToFloats(kBits), halvesToFloats(vBits)];
           const up = (a: Float32Array, bits: Uint16Array) => h.upload(srcDtype === 'f16' ? bits : a);
           const fill = new Float32Array(CACHE_ROWS * W).fill(SENTINEL);

@@ -83,7 +83,8 @@ export function validateConfig(c: ModelConfig): void {
     if (!Number.isInteger(c[k]) || c[k] <= 0) bad(`${k} must be a positive integer, got ${c[k]}`);
   }
   if (c.nHeads % c.nKvHeads !== 0) bad(`nHeads (${c.nHeads}) is not a multiple of nKvHeads (${c.nKvHeads})`);
-  if (c.headDim % 2 !== 0) bad(`headDim (${c.headDim}) must be even for RoPE`);
+  // Kernels read heads in vec4s, and kv_gather rotates the half-heads of RoPE in vec4s.
+  if (c.headDim % 8 !== 0) bad(`headDim (${c.headDim}) must be a multiple of 8`);
   if (c.layerKinds.length !== c.nLayers) bad(`layerKinds has ${c.layerKinds.length} entries for ${c.nLayers} layers`);
   if (c.layerKinds.includes('local') && !(c.slidingWindow > 0)) bad('local layers need a positive slidingWindow');
 }

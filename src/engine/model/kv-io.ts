@@ -27,28 +27,26 @@ export interface RowBlock {
 /**
  * Writes blocks of rows (one per linked chunk) into a cache, one layer at a
  * time, so a caller can interleave the loading of layer l + 1 with the
- * recompute of layer l. Keys are rotated on the way in. Host rows are
- * gathered into one staging buffer (queue writes at their offsets, halves
- * widened on the GPU), then rotated and scattered with three dispatches
- * whatever the number of blocks: per-block uploads would cost a submit each.
- * Rows already on the GPU are placed straight from their buffers, one
- * kv_gather launch for all the blocks that share them (KVStore's GPU tier
- * keeps chunks in shared slabs), with no staging copy.
+ * recompute of layer l. Every row goes in through kv_gather, its key rotated
+ * on the way: rows already on the GPU straight from their buffers, one launch
+ * for all the blocks that share them (KVStore's GPU tier keeps chunks in
+ * shared slabs); host rows after queue writes into a staging buffer of their
+ * own precision (halves stay halves: half the bytes, widened in the launch),
+ * one launch for the f32 rows and one for the halves, whatever the number of
+ * blocks (per-block uploads would cost a submit each).
  *
- * Staging rows: the host blocks' first, then the GPU blocks' grouped by
- * buffer; the order is fixed by the first layer's sources, and every later
- * layer must bring the same kind from the same slab for each block.
+ * Placement rows: the f32 host blocks', the halves', then the GPU blocks'
+ * grouped by buffer; the order is fixed by the first layer's sources, and
+ * every later layer must bring each block from the same kind of source.
  */
 export class RowWriter {
   private idx!: GPUBuffer;
   private src!: GPUBuffer;
   private tables!: { global: GPUBuffer; local: GPUBuffer | null };
-  /** Per block, its first staging row; set by the first layer. */
+  /** Per block, its first placement row; set by the first layer. */
   private offsets: number[] = [];
-  /** Staging rows of host blocks: [0, hostT). */
-  private hostT = 0;
-  /** GPU blocks sharing buffers, as placed in layer 0: their staging rows [t0, t0 + T) and member blocks. */
-  private groups: { t0: number; T: number; blocks: number[] }[] = [];
+  /** Blocks placed by one launch, from one source, in placement rows [t0, t0 + T). */
+  private groups: { from: 'f32' | 'f16' | GPUBuffer; t0: number; T: number; blocks: number[] }[] = [];
   private planned = false;
   readonly T: number;
 
@@ -67,38 +65,33 @@ export class RowWriter {
     this.T = T;
   }
 
-  /** Lays out the staging rows from the first layer's sources and uploads their inputs (rows, positions, tables). */
+  /** Lays out the placement rows from the first layer's sources and uploads their inputs (rows, positions, tables). */
   private plan(sources: (LayerRows | GpuLayerRows)[]) {
     const c = this.m.config;
-    const onGpu = (i: number) => !('halves' in sources[i] && sources[i].halves) && 'mapAsync' in sources[i].k;
-    const order: number[] = [];
-    this.blocks.forEach((_, i) => !onGpu(i) && order.push(i));
-    const host = order.length;
-    const byBuffer = new Map<GPUBuffer, number[]>();
-    this.blocks.forEach((_, i) => {
-      if (!onGpu(i)) return;
-      const k = sources[i].k as GPUBuffer;
-      byBuffer.set(k, [...(byBuffer.get(k) ?? []), i]);
+    const byFrom = new Map<'f32' | 'f16' | GPUBuffer, number[]>([['f32', []], ['f16', []]]);
+    sources.forEach((s, i) => {
+      const from = sourceOf(s);
+      byFrom.set(from, [...(byFrom.get(from) ?? []), i]);
     });
-    for (const members of byBuffer.values()) order.push(...members);
     const positions = new Int32Array(this.T), rows = new Uint32Array(this.T), src = new Uint32Array(this.T);
     this.offsets = new Array(this.blocks.length);
     let t = 0;
-    order.forEach((i, n) => {
-      if (n === host) this.hostT = t;
-      const b = this.blocks[i];
-      const row0 = onGpu(i) ? (sources[i] as GpuLayerRows).row0 ?? 0 : 0;
-      this.offsets[i] = t;
-      for (let j = 0; j < b.positions.length; j++, t++) {
-        positions[t] = b.positions[j];
-        rows[t] = b.start + j;
-        src[t] = row0 + j;
+    for (const [from, members] of byFrom) {
+      if (!members.length) continue;
+      const t0 = t;
+      for (const i of members) {
+        const b = this.blocks[i];
+        // Staging holds host rows from its first row on; a GPU buffer holds the block's from its row0 on.
+        const row0 = typeof from === 'string' ? t - t0 : (sources[i] as GpuLayerRows).row0 ?? 0;
+        this.offsets[i] = t;
+        for (let j = 0; j < b.positions.length; j++, t++) {
+          positions[t] = b.positions[j];
+          rows[t] = b.start + j;
+          src[t] = row0 + j;
+        }
       }
-    });
-    if (host === order.length) this.hostT = t;
-    this.groups = [...byBuffer.values()].map((members) => ({
-      t0: this.offsets[members[0]], T: members.reduce((n, i) => n + this.blocks[i].positions.length, 0), blocks: members,
-    }));
+      this.groups.push({ from, t0, T: t - t0, blocks: members });
+    }
     this.idx = this.scratch.put('io.idx', rows);
     this.src = this.scratch.put('io.src', src);
     this.tables = {
@@ -117,63 +110,52 @@ export class RowWriter {
     if (!this.planned) this.plan(sources);
     const c = this.m.config;
     const cs = (c.layerKinds[l] === 'local' ? this.tables.local : this.tables.global)!;
-    const interleaved = c.ropeStyle === 'interleaved';
-    if (this.hostT) this.hostLayer(l, sources, cs);
     for (const g of this.groups) {
-      const first = sources[g.blocks[0]] as GpuLayerRows;
       for (const i of g.blocks) {
-        const s = sources[i] as GpuLayerRows;
-        if (!('mapAsync' in s.k) || s.k !== first.k || s.v !== first.v) throw new Error(`writeRows: layer ${l} of block ${i} is not where layer 0 was`);
+        const from = sourceOf(sources[i]);
+        if (from !== g.from && !(typeof g.from !== 'string' && typeof from !== 'string' && sameRows(sources[i] as GpuLayerRows, sources[g.blocks[0]] as GpuLayerRows))) {
+          throw new Error(`writeRows: layer ${l} of block ${i} does not come from where its layer 0 came`);
+        }
       }
+      const { k, v, dtype } = typeof g.from === 'string' ? this.stage(l, g, sources, g.from) : { ...(sources[g.blocks[0]] as GpuLayerRows), dtype: (sources[g.blocks[0]] as GpuLayerRows).f16 ? 'f16' as const : 'f32' as const };
       this.ops.gather({
-        k: first.k, v: first.v, srcDtype: first.f16 ? 'f16' : 'f32', srcRows: this.src, idx: this.idx, cs,
-        dstK: this.cache.k[l], dstV: this.cache.v[l], dstDtype: this.cache.dtype, t0: g.t0, T: g.T, W: this.m.kvDim, HD: c.headDim, interleaved,
+        k, v, srcDtype: dtype, srcRows: this.src, idx: this.idx, cs, dstK: this.cache.k[l], dstV: this.cache.v[l], dstDtype: this.cache.dtype,
+        t0: g.t0, T: g.T, W: this.m.kvDim, HD: c.headDim, interleaved: c.ropeStyle === 'interleaved',
       });
     }
   }
 
-  /** The host blocks of layer `l`: uploaded into staging rows [0, hostT), rotated, then scattered into the cache. */
-  private hostLayer(l: number, sources: (LayerRows | GpuLayerRows)[], cs: GPUBuffer) {
+  /** Uploads a group's host rows of layer `l` into staging of their precision, a block after another. */
+  private stage(l: number, g: { t0: number; T: number; blocks: number[] }, sources: (LayerRows | GpuLayerRows)[], dtype: 'f32' | 'f16') {
     const kvDim = this.m.kvDim;
-    const rowBytes = kvDim * 4;
-    const T = this.hostT;
-    const kb = this.scratch.get('io.k', T * rowBytes);
-    const vb = this.scratch.get('io.v', T * rowBytes);
+    const rowBytes = kvDim * (dtype === 'f16' ? 2 : 4);
+    const k = this.scratch.get(dtype === 'f16' ? 'io.k16' : 'io.k', g.T * rowBytes);
+    const v = this.scratch.get(dtype === 'f16' ? 'io.v16' : 'io.v', g.T * rowBytes);
     const queue = this.m.device.queue;
-    // Host rows kept as halves go up as halves (half the bytes) into staging of their own, then are widened into
-    // kb/vb on the GPU, one launch per run of such blocks.
-    let k16: GPUBuffer | null = null, v16: GPUBuffer | null = null;
-    const runs: [number, number][] = [];
-    sources.forEach((src, i) => {
-      const at = this.offsets[i];
-      if (at >= T) return;
+    for (const i of g.blocks) {
       const n = this.blocks[i].positions.length;
-      const rows = src as LayerRows;
-      // Halves first: reading k of rows kept as halves would widen them on the host.
-      const h = rows.halves;
-      if ('mapAsync' in (h?.k ?? rows.k)) throw new Error(`writeRows: layer ${l} of block ${i} is on the GPU, but layer 0 was not`);
-      if (h) {
-        if (h.k.length !== n * kvDim || h.v.length !== n * kvDim) throw new Error(`writeRows: layer ${l} of block ${i} has the wrong size`);
-        k16 ??= this.scratch.get('io.k16', T * kvDim * 2);
-        v16 ??= this.scratch.get('io.v16', T * kvDim * 2);
-        const last = runs[runs.length - 1];
-        if (last && last[0] + last[1] === at) last[1] += n;
-        else runs.push([at, n]);
-        queue.writeBuffer(k16, (at * rowBytes) / 2, h.k.buffer, h.k.byteOffset, h.k.byteLength);
-        queue.writeBuffer(v16, (at * rowBytes) / 2, h.v.buffer, h.v.byteOffset, h.v.byteLength);
-        return;
-      }
-      if (rows.k.length !== n * kvDim || rows.v.length !== n * kvDim) throw new Error(`writeRows: layer ${l} of block ${i} has the wrong size`);
-      queue.writeBuffer(kb, at * rowBytes, rows.k.buffer, rows.k.byteOffset, rows.k.byteLength);
-      queue.writeBuffer(vb, at * rowBytes, rows.v.buffer, rows.v.byteOffset, rows.v.byteLength);
-    });
-    // kvDim is a multiple of 4 (heads of whole vec4s): a row is kvDim / 2 words of halves.
-    for (const [row, n] of runs) this.ops.unpackHalves({ src: k16!, dst: kb, src2: v16!, dst2: vb, start: (row * kvDim) / 2, count: (n * kvDim) / 2 });
-    const c = this.m.config;
-    this.ops.rope({ x: kb, cs, T, H: c.nKvHeads, HD: c.headDim, stride: kvDim, offset: 0, interleaved: c.ropeStyle === 'interleaved' });
-    this.ops.scatter({ src: kb, stride: kvDim, offset: 0, idx: this.idx, dst: this.cache.k[l], dstDtype: this.cache.dtype, T, W: kvDim });
-    this.ops.scatter({ src: vb, stride: kvDim, offset: 0, idx: this.idx, dst: this.cache.v[l], dstDtype: this.cache.dtype, T, W: kvDim });
+      const rows = sources[i] as LayerRows;
+      // Halves as they are: reading k of rows kept as halves would widen them on the host.
+      const h = dtype === 'f16' ? rows.halves! : { k: rows.k, v: rows.v };
+      if (h.k.length !== n * kvDim || h.v.length !== n * kvDim) throw new Error(`writeRows: layer ${l} of block ${i} has the wrong size`);
+      const at = (this.offsets[i] - g.t0) * rowBytes;
+      queue.writeBuffer(k, at, h.k.buffer, h.k.byteOffset, h.k.byteLength);
+      queue.writeBuffer(v, at, h.v.buffer, h.v.byteOffset, h.v.byteLength);
+    }
+    return { k, v, dtype };
   }
+}
+
+/** Where a block's layer comes from: host f32 rows, host halves, or (its keys') GPU buffer. */
+function sourceOf(s: LayerRows | GpuLayerRows): 'f32' | 'f16' | GPUBuffer {
+  // Halves first: reading k of rows kept as halves would widen them on the host.
+  if ('halves' in s && s.halves) return 'f16';
+  return 'mapAsync' in s.k ? s.k : 'f32';
+}
+
+/** Whether two blocks' GPU rows of a layer share buffers (as they did in layer 0, each layer having its own). */
+function sameRows(a: GpuLayerRows, b: GpuLayerRows): boolean {
+  return a.k === b.k && a.v === b.v && !!a.f16 === !!b.f16;
 }
 
 /** Writes every layer of `layers` into cache rows [start, start + positions.length). */
