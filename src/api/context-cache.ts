@@ -206,14 +206,18 @@ export class ContextCache implements ContextCacheApi {
     return chunk;
   }
 
-  /** A compiled chunk from the GPU tier, else the store (then kept on the GPU), recompiled when its blob is corrupt. */
+  /**
+   * A compiled chunk from the GPU tier, else the store (then kept on the GPU), recompiled when its blob is corrupt;
+   * its GPU copy held (release it once linked) from the moment it is found or placed, so no other request's put
+   * can evict it in between.
+   */
   private async load(id: string, sources: Map<string, { tokens: number[]; variant: CompileVariant }>) {
     const t0 = performance.now();
-    const hot = this.gpuTier.get(id);
+    const hot = this.gpuTier.get(id, { hold: true });
     if (hot) return { chunk: hot, lookupMs: performance.now() - t0, loadMs: 0, tier: 'gpu' as const };
     const r = await this.fromStore(id, sources);
     const t1 = performance.now();
-    const chunk = await this.gpuTier.put(r.chunk);
+    const chunk = await this.gpuTier.put(r.chunk, { hold: true });
     return { ...r, chunk, loadMs: r.loadMs + (performance.now() - t1) };
   }
 
@@ -260,7 +264,6 @@ export class ContextCache implements ContextCacheApi {
           return textOnlyChunk(id, tokens, config.bosId);
         }
         const r = await this.load(id, sources);
-        this.gpuTier.hold(r.chunk);
         held.push(r.chunk);
         lookupMs += r.lookupMs;
         hostLoadMs += r.loadMs;

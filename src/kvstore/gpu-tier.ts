@@ -81,7 +81,8 @@ export class GpuTier {
     });
   }
 
-  get(id: string): CompiledChunk | undefined {
+  /** A chunk on the GPU, and with `hold` its GPU copy held (as `hold` does) before anything else can evict it. */
+  get(id: string, o: { hold?: boolean } = {}): CompiledChunk | undefined {
     const e = this.entries.get(id);
     if (!e) {
       this.misses++;
@@ -89,15 +90,21 @@ export class GpuTier {
     }
     this.hits++;
     e.lastUsed = ++this.clock;
+    if (o.hold) this.hold(e.chunk);
     return e.chunk;
   }
 
   /**
    * Uploads a chunk's rows; returns the chunk with its GPU copy, or the chunk alone when it cannot fit (or the GPU
-   * has no memory for another slab). One put at a time: a slab's creation is awaited.
+   * has no memory for another slab); with `hold`, its copy held before the next put starts. One put at a time: a
+   * slab's creation is awaited.
    */
-  put(chunk: CompiledChunk): Promise<CompiledChunk> {
-    const run = this.putting.then(() => this.putNow(chunk));
+  put(chunk: CompiledChunk, o: { hold?: boolean } = {}): Promise<CompiledChunk> {
+    const run = this.putting.then(() => {
+      const placed = this.putNow(chunk);
+      // Held as it is placed: the next put, which may evict, starts only after this one's result is out.
+      return o.hold ? placed.then((c) => (this.hold(c), c)) : placed;
+    });
     this.putting = run.then(() => undefined, () => undefined);
     return run;
   }

@@ -132,3 +132,17 @@ test('a slab the GPU has no memory for: the tier keeps to the slabs it has, evic
   assert.deepEqual([c.gpu?.[0].row0, tier.has('b'), slabs], [0, false, 2]);
   tier.clear();
 });
+
+test('a put or get that holds keeps the chunk from the very next put, however the requests interleave', async () => {
+  // Room for one chunk: two requests at once, the first holding what it placed before the second puts.
+  const tier = new GpuTier(device, rowBytes(10));
+  const [a, b] = await Promise.all([tier.put(chunk('a', 10, 1), { hold: true }), tier.put(chunk('b', 10, 2))]);
+  assert.deepEqual([a.gpu?.[0].row0, b.gpu, tier.has('a')], [0, undefined, true], 'b could not evict a');
+  tier.release(a);
+  // The same for a chunk found on the GPU.
+  const found = tier.get('a', { hold: true })!;
+  assert.equal((await tier.put(chunk('c', 10, 3))).gpu, undefined);
+  tier.release(found);
+  assert.equal((await tier.put(chunk('c', 10, 3))).gpu?.[0].row0, 0, 'released: evicted for c');
+  tier.clear();
+});
