@@ -116,6 +116,9 @@ test('documents → compile → reload → link in a new order → three algorit
     await expect(card.getByTestId('ttft')).toHaveText(/^\d+(\.\d)? ms$/);
     await expect(card.getByTestId('answer-text')).not.toHaveText('…');
   }
+  // The linked chunks now sit in the GPU tier, where the links after the first found them.
+  await expect(page.getByTestId('library-gpu')).toContainText(/GPU tier 3 caches, [\d.]+ KiB of rows in 1 slab \([\d.]+ MiB of 256.0 MiB\), 6 hits/);
+  await expect(page.getByTestId('cache-entry').filter({ hasText: 'GPU + ' })).toHaveCount(3);
   const full = page.getByTestId('answer-card').filter({ has: page.getByRole('heading', { name: 'full' }) }).first();
   const naive = page.getByTestId('answer-card').filter({ has: page.getByRole('heading', { name: 'naive' }) }).first();
   const [fullRe, naiveRe] = [await full.getByTestId('recomputed').textContent(), await naive.getByTestId('recomputed').textContent()];

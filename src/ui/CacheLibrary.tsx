@@ -45,6 +45,7 @@ export function CacheLibrary() {
   };
   const entries = library?.entries ?? [];
   const st = library?.stats;
+  const gpu = library?.gpu;
   return (
     <section className="panel" id="library" aria-labelledby="library-title">
       <div className="row-between">
@@ -93,6 +94,12 @@ export function CacheLibrary() {
         <p className="muted small" data-testid="library-stats">
           {st.opfs.entries} caches · OPFS {formatBytes(st.opfs.bytes)} of {formatBytes(st.opfs.budget)} · RAM {formatBytes(st.ram.bytes)} of{' '}
           {formatBytes(st.ram.budget)} ({st.ram.entries} held) · {st.hits} hits ({st.ramHits} RAM, {st.opfsHits} OPFS), {st.misses} misses, {st.evictions} evictions
+          {gpu && (
+            <span data-testid="library-gpu">
+              {' '}· GPU tier {gpu.entries} caches, {formatBytes(gpu.bytes)} of rows in {gpu.slabs} {gpu.slabs === 1 ? 'slab' : 'slabs'} ({formatBytes(gpu.slabBytes)} of{' '}
+              {formatBytes(gpu.budget)}), {gpu.hits} hits
+            </span>
+          )}
         </p>
       )}
     </section>

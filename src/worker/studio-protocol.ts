@@ -36,17 +36,32 @@ export interface LibraryEntry {
   variant: string;
   tokens: number;
   bytes: number;
-  /** Where its copies are: always OPFS, plus RAM when a decoded copy is held. */
-  tier: 'RAM + OPFS' | 'OPFS';
+  /** Where its copies are: always OPFS, plus RAM when a decoded copy is held, plus GPU when the GPU tier holds its rows. */
+  tier: 'GPU + RAM + OPFS' | 'GPU + OPFS' | 'RAM + OPFS' | 'OPFS';
   createdAt: number;
   lastUsedAt: number;
   hits: number;
   pinned: boolean;
 }
 
+/** KVStore's GPU tier as the studio's ContextCache keeps it (kvstore/gpu-tier.ts). */
+export interface GpuTierStats {
+  /** Bytes of the rows its chunks hold, and how many chunks. */
+  bytes: number;
+  entries: number;
+  budget: number;
+  /** The slabs the rows sit in, and the GPU memory they take. */
+  slabs: number;
+  slabBytes: number;
+  hits: number;
+  misses: number;
+}
+
 export interface LibraryResult {
   entries: LibraryEntry[];
   stats: StoreStats;
+  /** Null before the first model's studio session. */
+  gpu: GpuTierStats | null;
 }
 
 /** TTFT and its parts, in milliseconds: KVLink's breakdown, as it comes out of the link. */

@@ -23,8 +23,9 @@ export interface ModelSession {
   key: string;
 }
 
-const toEntry = (e: EntryInfo): LibraryEntry => ({
-  id: e.id, modelId: e.modelId, variant: e.variant, tokens: e.tokens, bytes: e.bytes, tier: e.inRam ? 'RAM + OPFS' : 'OPFS',
+const toEntry = (e: EntryInfo, onGpu: boolean): LibraryEntry => ({
+  id: e.id, modelId: e.modelId, variant: e.variant, tokens: e.tokens, bytes: e.bytes,
+  tier: `${onGpu ? 'GPU + ' : ''}${e.inRam ? 'RAM + OPFS' : 'OPFS'}` as LibraryEntry['tier'],
   createdAt: e.createdAt, lastUsedAt: e.lastUsedAt, hits: e.hits, pinned: e.pinned,
 });
 
@@ -61,8 +62,9 @@ export class StudioWorker {
   }
 
   async library(): Promise<LibraryResult> {
-    const entries = (await this.store.list()).map(toEntry);
-    return { entries, stats: await this.store.stats() };
+    const tier = this.lego?.gpuTier;
+    const entries = (await this.store.list()).map((e) => toEntry(e, !!tier?.has(e.id)));
+    return { entries, stats: await this.store.stats(), gpu: tier?.stats() ?? null };
   }
 
   async clearLibrary(): Promise<null> {
