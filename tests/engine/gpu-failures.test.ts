@@ -1,7 +1,8 @@
 /**
  * GPU failure paths: a model that cannot fit gives a clear error and leaves
  * nothing allocated; a lost device makes calls fail with DeviceLostError
- * instead of hanging, and a new device can run the model again; work that
+ * instead of hanging, and a new device can run the model again, also when it
+ * goes under decode steps recorded ahead (nothing left unhandled); work that
  * WebGPU rejects fails the next read or sync instead of returning wrong numbers.
  */
 import { test } from 'node:test';
@@ -52,6 +53,30 @@ test('a lost device fails calls with DeviceLostError, and a new device works', a
   assert.deepEqual(after, before);
   e2.destroy();
   again.release();
+});
+
+test('a device lost while decode runs ahead with scores: DeviceLostError, nothing unhandled, no row of an unread token', async () => {
+  const m = await loadModelFiles(nodeModelFiles(STORIES), 'stories260K');
+  const gpu = await createNodeGpu();
+  const engine = Engine.create(gpu, loadKernelSources());
+  await engine.load(m.config, m.weights);
+  const cache = engine.newCache();
+  await engine.prefill(cache, [1, 403, 407]);
+  const unhandled: unknown[] = [];
+  const onUnhandled = (e: unknown) => void unhandled.push(e);
+  process.on('unhandledRejection', onUnhandled);
+  try {
+    // Three steps are recorded (their tokens' and scores' reads pending) before the device goes.
+    const run = engine.greedySteps(cache, 261, { count: 8, stopIds: [], scores: { layer: [0, 4], heads: [0, 1] } });
+    gpu.device.destroy();
+    await assert.rejects(run, DeviceLostError);
+    await new Promise((r) => setTimeout(r, 50));
+    assert.deepEqual(unhandled, []);
+    assert.equal(cache.length, 3, 'the rows of the steps whose tokens were never read are dropped');
+  } finally {
+    process.off('unhandledRejection', onUnhandled);
+    gpu.release();
+  }
 });
 
 // A command WebGPU rejects does not run, and what was computed around it is wrong: the bug behind a chunk's layer

@@ -286,11 +286,13 @@ export class ForwardPass {
     for (const head of req.heads) {
       const out = this.s.probe(head, R, n);
       this.ops.attnScores({ ...common, rows: rowsBuf, R, head, out });
-      this.pendingScores.push(
-        this.ops.d.read(out, 0, R * n * 4).then((b) => ({
-          layer, head, rows: cacheRows, scores: unmaskScores(new Float32Array(b)), keys: n,
-        })),
-      );
+      const read = this.ops.d.read(out, 0, R * n * 4).then((b) => ({
+        layer, head, rows: cacheRows, scores: unmaskScores(new Float32Array(b)), keys: n,
+      }));
+      // A lost device rejects it while the caller awaits another read (a token, or a step recorded before): the
+      // rejection surfaces from scores(), not as an unhandled one.
+      read.catch(() => {});
+      this.pendingScores.push(read);
     }
   }
 
