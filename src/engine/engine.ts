@@ -93,7 +93,7 @@ export type StepOptions = Omit<PassOptions, 'logits'> & { greedy?: boolean };
 const PREFILL_BLOCK = { cpu: 1024, gpu: 4096 } as const;
 
 /** Engine.decodeAhead for each kernel profile. */
-export const DECODE_AHEAD = { cpu: 1, gpu: 16 } as const;
+const DECODE_AHEAD = { cpu: 1, gpu: 16 } as const;
 
 export class Engine {
   readonly ops: Ops;
@@ -106,12 +106,6 @@ export class Engine {
    * "GPU" shares the host's cores. The GPU kit's profile stage times a decode step both ways.
    */
   submitEachLayer: boolean;
-  /**
-   * Greedy tokens a decode loop asks for in one call of greedySteps: on real GPUs enough that recording the next
-   * steps hides behind the GPU's work; 1 on CPU adapters, whose "GPU" shares the host's cores (nothing to hide
-   * behind) and whose tokens should stream one by one.
-   */
-  decodeAhead: number;
   /**
    * The most rows a pass computes together in a layer; default (undefined): as many as one binding of its largest
    * temporary holds (ForwardPass.maxRows). Tests set fewer to exercise the blocks on small models.
@@ -126,7 +120,6 @@ export class Engine {
     this.ops.matmulProfile = gpu.profile;
     this.ops.fuse = gpu.fuse;
     this.submitEachLayer = gpu.profile === 'gpu';
-    this.decodeAhead = DECODE_AHEAD[gpu.profile];
     this.scratch = new Scratch(gpu.device, () => d.flush());
   }
 
@@ -176,6 +169,15 @@ export class Engine {
   newCache(capacity = 256): KVCache {
     const m = this.requireModel();
     return new KVCache(this.gpu.device, m.config.nLayers, m.kvDim, this.kvDtype, capacity);
+  }
+
+  /**
+   * Greedy tokens a decode loop asks for in one call of greedySteps, by the kernel profile in use: on real GPUs
+   * enough that recording the next steps hides behind the GPU's work; 1 on CPU adapters, whose "GPU" shares the
+   * host's cores (nothing to hide behind) and whose tokens should stream one by one.
+   */
+  get decodeAhead(): number {
+    return DECODE_AHEAD[this.ops.matmulProfile];
   }
 
   /** The layer-by-layer stepper over `cache`. */

@@ -3,7 +3,7 @@
  * The engine runs a model on WebGPU and knows nothing about chunks: loading (formats, tokenizers), planning GPU
  * memory, the forward pass over any set of cache rows, and moving rows in and out of a working cache.
  */
-export { DECODE_AHEAD, Engine, type GreedyStepsOptions, type GreedyStepsResult, type LoadOptions, type PassOptions, type PassResult } from './engine';
+export { Engine, type GreedyStepsOptions, type GreedyStepsResult, type LoadOptions, type PassOptions, type PassResult } from './engine';
 export { UnsupportedModelError, type ModelConfig } from './model/config';
 export type { HostTensor, HostWeights } from './model/weights';
 export type { KVCache } from './model/kv-cache';

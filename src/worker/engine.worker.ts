@@ -4,7 +4,7 @@
  * protocol.ts's `Calls` map has one handler here (`handlers`, checked by
  * type); errors go back serialised by name (errors.ts).
  */
-import { createGpuContext, DECODE_AHEAD, Engine, OutOfGpuMemoryError, bundledKernelSources, hfConfigToModelConfig, isQuant, type GpuContext, type LoadedModel } from '../engine';
+import { createGpuContext, Engine, OutOfGpuMemoryError, bundledKernelSources, hfConfigToModelConfig, isQuant, type GpuContext, type LoadedModel } from '../engine';
 import { decodeTokens, TextStream } from '../generate/generate';
 import { parseModel, resolveSource } from './sources';
 import { deleteCachedModel, listCachedModels, opfsRoot } from './opfs-cache';
@@ -160,7 +160,6 @@ const handlers: Handlers = {
     if (half && !e.ops.shaderF16) throw new Error(`f16 slices need the shader-f16 feature, which this adapter (${gpu!.adapter.description}) does not offer`);
     e.ops.matmulProfile = profile ?? gpu!.profile;
     e.submitEachLayer = e.ops.matmulProfile === 'gpu';
-    e.decodeAhead = DECODE_AHEAD[e.ops.matmulProfile];
     e.ops.fuse = fuse ?? undefined;
     e.ops.half = half ?? undefined;
     return { profile: e.ops.matmulProfile, fused: e.ops.fuses(1), gemv: e.ops.pickGemv(), subgroupMin: e.ops.subgroupMin, half: e.ops.halfByDefault(), decodeAhead: e.decodeAhead };
