@@ -29,7 +29,6 @@ const SLAB_ROWS = 8192;
 interface Slab {
   k: GPUBuffer[];
   v: GPUBuffer[];
-  rows: number;
   /** Runs of free rows, [start, length], sorted by start and never adjacent. */
   free: [number, number][];
 }
@@ -51,6 +50,19 @@ interface Shape {
 }
 
 type GpuRows = GpuLayerRows[];
+
+/** What the tier holds (the studio's cache library shows it). */
+export interface GpuTierStats {
+  /** Bytes of the rows its chunks hold, and how many chunks. */
+  bytes: number;
+  entries: number;
+  budget: number;
+  /** The slabs the rows sit in, and the GPU memory they take (never above the budget). */
+  slabs: number;
+  slabBytes: number;
+  hits: number;
+  misses: number;
+}
 
 export class GpuTier {
   private entries = new Map<string, Entry>();
@@ -199,7 +211,6 @@ export class GpuTier {
     const slab: Slab = {
       k: Array.from({ length: s.layers }, (_, l) => make(`tier${id}.k${l}`)),
       v: Array.from({ length: s.layers }, (_, l) => make(`tier${id}.v${l}`)),
-      rows: this.slabRows,
       free: [[0, this.slabRows]],
     };
     if (!(await this.device.popErrorScope())) return slab;
@@ -249,8 +260,7 @@ export class GpuTier {
     if (!e) return;
     this.retired.delete(gpu);
     this.free(e);
-    // A clear() while this link ran left the slabs for it to finish with.
-    if (this.cleared && !this.entries.size && !this.retired.size) this.dropSlabs();
+    this.dropIfIdle();
   }
 
   /** Drops the least recently used entry that no link holds; false when every entry is held. */
@@ -266,24 +276,25 @@ export class GpuTier {
   /** Drops every entry, and the slabs' GPU memory once no link holds rows in them. */
   clear() {
     for (const id of [...this.entries.keys()]) this.delete(id);
-    this.cleared = true;
-    if (!this.retired.size) this.dropSlabs();
+    this.dropIfIdle();
   }
-  private cleared = false;
+
+  /** An empty tier keeps no GPU memory: its slabs go once no entry is left and no link holds rows in them. */
+  private dropIfIdle() {
+    if (!this.entries.size && !this.retired.size) this.dropSlabs();
+  }
 
   private dropSlabs() {
     for (const s of this.slabs) for (const b of [...s.k, ...s.v]) b.destroy();
     this.slabs = [];
     this.shape = null;
     this.slabRows = 0;
-    this.cleared = false;
     this.maxSlabs = Infinity;
   }
 
-  stats() {
+  stats(): GpuTierStats {
     return {
       bytes: this.bytes, entries: this.entries.size, budget: this.budget, hits: this.hits, misses: this.misses,
-      /** GPU memory the slabs take (never above the budget). */
       slabBytes: this.shape ? this.slabs.length * this.slabBytes : 0, slabs: this.slabs.length,
     };
   }

@@ -5,6 +5,7 @@
  * api/ask.ts (studio-ask.ts adds the attention map).
  */
 import type { StoreStats } from '../kvstore/types';
+import type { GpuTierStats } from '../kvstore/gpu-tier';
 import type { TtftBreakdown } from '../kvlink/link';
 import type { SinkGrid } from '../analysis/sink-grid';
 import type { AskFirst } from '../api/ask';
@@ -44,23 +45,10 @@ export interface LibraryEntry {
   pinned: boolean;
 }
 
-/** KVStore's GPU tier as the studio's ContextCache keeps it (kvstore/gpu-tier.ts). */
-export interface GpuTierStats {
-  /** Bytes of the rows its chunks hold, and how many chunks. */
-  bytes: number;
-  entries: number;
-  budget: number;
-  /** The slabs the rows sit in, and the GPU memory they take. */
-  slabs: number;
-  slabBytes: number;
-  hits: number;
-  misses: number;
-}
-
 export interface LibraryResult {
   entries: LibraryEntry[];
   stats: StoreStats;
-  /** Null before the first model's studio session. */
+  /** KVStore's GPU tier as the studio's ContextCache keeps it; null before the first model's studio session. */
   gpu: GpuTierStats | null;
 }
 
