@@ -45,7 +45,7 @@ export async function greedySteps(e: Stepper, cache: KVCache, token: number, o: 
   const depth = Math.max(1, o.depth ?? 3);
   const base = cache.length;
   const reads: Promise<number>[] = [];
-  // Each step's pass, kept until its scores are read.
+  // With scores, each step's pass, kept until its scores are read.
   const passes: ForwardPass[] = [];
   const scores: ScoresResult[][] = [];
   const out: number[] = [];
@@ -70,7 +70,7 @@ export async function greedySteps(e: Stepper, cache: KVCache, token: number, o: 
         if (e.submitEachLayer) e.ops.d.flush();
       }
       fed = pass.greedyOn();
-      passes.push(pass);
+      if (req) passes.push(pass);
       // The read's copy is recorded now, before the next step overwrites the token; its result is awaited later.
       const read = e.ops.d.read(fed, 0, 4).then((b) => new Uint32Array(b)[0]);
       read.catch(() => {}); // rejections surface where the read is awaited

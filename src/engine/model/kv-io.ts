@@ -45,9 +45,8 @@ export class RowWriter {
   private tables!: { global: GPUBuffer; local: GPUBuffer | null };
   /** Per block, its first placement row; set by the first layer. */
   private offsets: number[] = [];
-  /** Blocks placed by one launch, from one source, in placement rows [t0, t0 + T). */
+  /** Blocks placed by one launch, from one source, in placement rows [t0, t0 + T); laid out by the first layer. */
   private groups: { from: 'f32' | 'f16' | GPUBuffer; t0: number; T: number; blocks: number[] }[] = [];
-  private planned = false;
   readonly T: number;
 
   constructor(
@@ -71,7 +70,9 @@ export class RowWriter {
     const byFrom = new Map<'f32' | 'f16' | GPUBuffer, number[]>([['f32', []], ['f16', []]]);
     sources.forEach((s, i) => {
       const from = sourceOf(s);
-      byFrom.set(from, [...(byFrom.get(from) ?? []), i]);
+      const members = byFrom.get(from);
+      if (members) members.push(i);
+      else byFrom.set(from, [i]);
     });
     const positions = new Int32Array(this.T), rows = new Uint32Array(this.T), src = new Uint32Array(this.T);
     this.offsets = new Array(this.blocks.length);
@@ -98,7 +99,6 @@ export class RowWriter {
       global: this.scratch.put('io.cs.global', ropeTable(inverseFrequencies(c, 'global'), positions)),
       local: c.layerKinds.includes('local') ? this.scratch.put('io.cs.local', ropeTable(inverseFrequencies(c, 'local'), positions)) : null,
     };
-    this.planned = true;
   }
 
   /** Stages and places layer `l` of every block, from host arrays or GPU buffers (one source per block, in order). */
@@ -107,17 +107,16 @@ export class RowWriter {
     if (!this.T) return;
     // Work already recorded may still read the staging buffers: submit it before overwriting them.
     this.ops.d.flush();
-    if (!this.planned) this.plan(sources);
+    if (!this.groups.length) this.plan(sources);
     const c = this.m.config;
     const cs = (c.layerKinds[l] === 'local' ? this.tables.local : this.tables.global)!;
     for (const g of this.groups) {
-      for (const i of g.blocks) {
-        const from = sourceOf(sources[i]);
-        if (from !== g.from && !(typeof g.from !== 'string' && typeof from !== 'string' && sameRows(sources[i] as GpuLayerRows, sources[g.blocks[0]] as GpuLayerRows))) {
-          throw new Error(`writeRows: layer ${l} of block ${i} does not come from where its layer 0 came`);
-        }
-      }
-      const { k, v, dtype } = typeof g.from === 'string' ? this.stage(l, g, sources, g.from) : { ...(sources[g.blocks[0]] as GpuLayerRows), dtype: (sources[g.blocks[0]] as GpuLayerRows).f16 ? 'f16' as const : 'f32' as const };
+      // Host blocks bring the same precision in every layer; GPU blocks, this layer's buffers of their slab.
+      const first = sources[g.blocks[0]];
+      const same = (s: LayerRows | GpuLayerRows) => (typeof g.from === 'string' ? sourceOf(s) === g.from : sourceOf(s) === first.k && s.v === first.v);
+      const stray = g.blocks.find((i) => !same(sources[i]));
+      if (stray !== undefined) throw new Error(`writeRows: layer ${l} of block ${stray} does not come from where its layer 0 came`);
+      const { k, v, dtype } = typeof g.from === 'string' ? this.stage(l, g, sources, g.from) : { k: first.k as GPUBuffer, v: first.v as GPUBuffer, dtype: (first as GpuLayerRows).f16 ? 'f16' as const : 'f32' as const };
       this.ops.gather({
         k, v, srcDtype: dtype, srcRows: this.src, idx: this.idx, cs, dstK: this.cache.k[l], dstV: this.cache.v[l], dstDtype: this.cache.dtype,
         t0: g.t0, T: g.T, W: this.m.kvDim, HD: c.headDim, interleaved: c.ropeStyle === 'interleaved',
@@ -151,11 +150,6 @@ function sourceOf(s: LayerRows | GpuLayerRows): 'f32' | 'f16' | GPUBuffer {
   // Halves first: reading k of rows kept as halves would widen them on the host.
   if ('halves' in s && s.halves) return 'f16';
   return 'mapAsync' in s.k ? s.k : 'f32';
-}
-
-/** Whether two blocks' GPU rows of a layer share buffers (as they did in layer 0, each layer having its own). */
-function sameRows(a: GpuLayerRows, b: GpuLayerRows): boolean {
-  return a.k === b.k && a.v === b.v && !!a.f16 === !!b.f16;
 }
 
 /** Writes every layer of `layers` into cache rows [start, start + positions.length). */
