@@ -5,13 +5,13 @@
  * times it says whether they are bound by the upload itself.
  */
 export interface UploadTiming {
-  /** Bytes a writeBuffer call. */
+  /** Bytes a call (a writeBuffer, or a staging buffer's fill and copy). */
   block: number;
   calls: number;
   /** From the first call until the queue is done, bytes uploaded per second. */
   gbytes_per_s: number;
-  /** The calls alone (Dawn copies into its staging memory as it returns), bytes per second. */
-  calls_gbytes_per_s: number;
+  /** writeBuffer's calls alone (Dawn copies into its staging memory as it returns), bytes per second. */
+  calls_gbytes_per_s?: number;
 }
 
 /** Times `total` bytes uploaded in blocks of each size into one destination buffer, twice each (the second kept). */
@@ -67,7 +67,7 @@ export async function mappedUploadBandwidth(dev: GPUDevice, block: number, total
       }
       await dev.queue.onSubmittedWorkDone();
       const ms = performance.now() - t0;
-      timing = { block, calls, gbytes_per_s: (calls * block) / ms / 1e6, calls_gbytes_per_s: (calls * block) / ms / 1e6 };
+      timing = { block, calls, gbytes_per_s: (calls * block) / ms / 1e6 };
     }
   } finally {
     for (const b of [dst, ...ring]) b.destroy();
