@@ -35,20 +35,24 @@ test('a tensor whose rows do not fit one buffer is named in the error, before an
   }
 });
 
-test('a lost device fails calls with DeviceLostError, and a new device works', async () => {
+/** stories260K loaded on a device of its own (which the test may lose). */
+async function storiesOnNewDevice() {
   const m = await loadModelFiles(nodeModelFiles(STORIES), 'stories260K');
   const gpu = await createNodeGpu();
   const engine = Engine.create(gpu, loadKernelSources());
   await engine.load(m.config, m.weights);
+  return { gpu, engine };
+}
+
+test('a lost device fails calls with DeviceLostError, and a new device works', async () => {
+  const { gpu, engine } = await storiesOnNewDevice();
   const cache = engine.newCache();
   const before = (await engine.prefill(cache, [1, 403, 407])).logits;
   gpu.device.destroy();
   assert.match(await gpu.lost, /destroyed/);
   await assert.rejects(engine.prefill(cache, [261]), DeviceLostError);
   gpu.release();
-  const again = await createNodeGpu();
-  const e2 = Engine.create(again, loadKernelSources());
-  await e2.load(m.config, m.weights);
+  const { gpu: again, engine: e2 } = await storiesOnNewDevice();
   const after = (await e2.prefill(e2.newCache(), [1, 403, 407])).logits;
   assert.deepEqual(after, before);
   e2.destroy();
@@ -56,10 +60,7 @@ test('a lost device fails calls with DeviceLostError, and a new device works', a
 });
 
 test('a device lost while decode runs ahead with scores: DeviceLostError, nothing unhandled, no row of an unread token', async () => {
-  const m = await loadModelFiles(nodeModelFiles(STORIES), 'stories260K');
-  const gpu = await createNodeGpu();
-  const engine = Engine.create(gpu, loadKernelSources());
-  await engine.load(m.config, m.weights);
+  const { gpu, engine } = await storiesOnNewDevice();
   const cache = engine.newCache();
   await engine.prefill(cache, [1, 403, 407]);
   const unhandled: unknown[] = [];
