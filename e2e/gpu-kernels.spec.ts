@@ -4,7 +4,8 @@
  * documents and answers with full recompute and legolink:16 exactly as the CPU profile's kernels answer. The GPU
  * profile runs shared-memory matmul tiles, attention_tiled from 32 query rows, attention_decode below, the
  * workgroup RMSNorm, fused decode through gemv_sg (the adapter has subgroups), and greedy decode recorded ahead
- * (Engine.greedySteps, with the attention map's scores).
+ * (Engine.greedySteps, with the attention map's scores); and a load on it times decode's kernel choices, keeps the
+ * fastest and says so.
  */
 import { expect, test } from '@playwright/test';
 import { setKernels } from './helpers';
@@ -46,5 +47,17 @@ test('the GPU profile\'s kernels in Chromium compile chunks and answer as the CP
     expect(texts[1], `${spec}: the GPU profile's answer`).toBe(texts[0]);
   }
   await expect(setKernels(page, 'gpu', null, true)).rejects.toThrow(/shader-f16 feature, which this adapter \(google \/ swiftshader\) does not offer/);
+
+  // On the GPU profile a load times decode's kernel choices and keeps the fastest (Engine.tuneDecode), and the page
+  // says which; CPU adapters are not tuned, and qa-demo's load on this one said nothing of it.
+  await expect(page.getByTestId('decode-tuning')).toHaveCount(0);
+  await setKernels(page, 'gpu');
+  await page.getByLabel('Bundled model').selectOption({ index: 1 });
+  await page.getByRole('button', { name: 'Load bundled' }).click();
+  await expect(page.getByTestId('model-ready')).toContainText('stories260K (bundled)', { timeout: 120_000 });
+  const way = String.raw`gemv(_sg)?, (un)?fused, attention (attention_decode|attention)`;
+  await expect(page.getByTestId('decode-tuning')).toHaveText(
+    new RegExp(String.raw`^Decode kernels, timed on this GPU \(4 ways in \d+\.\d s\): ${way}, \d+\.\d\d ms a token( \(the defaults\)|; the defaults \(gemv_sg, fused, attention attention_decode\) took \d+\.\d\d ms)$`),
+  );
   await setKernels(page, null);
 });

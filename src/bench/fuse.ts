@@ -5,7 +5,7 @@
  * ('rows'); and, on devices with subgroups, with its GEMVs in gemv_sg (the default there) and in gemv. Each way
  * reports its wall and GPU time a step and its dispatches a step.
  */
-import type { AttentionVariant, Engine, GemvVariant } from '../engine';
+import type { AttentionVariant, DecodeSettings, DecodeTuning, Engine, GemvVariant } from '../engine';
 import { benchTokens } from './prefill';
 
 export interface DecodeWay {
@@ -114,4 +114,16 @@ export function formatFuse(rows: DecodeWay[]): string {
     `${wayLabel(r)}${r.chosen ? ' (chosen)' : ''} ${r.decode_tokens_per_s.toFixed(1)} tok/s, ` +
     `${r.decode_wall_ms.toFixed(2)} ms wall${r.decode_gpu_ms !== undefined ? `, ${r.decode_gpu_ms.toFixed(2)} ms GPU` : ''}, ${r.dispatches_per_step} dispatches a step`;
   return `decode ${rows.map(way).join('; ')}`;
+}
+
+/**
+ * Tunes decode's kernels as the app does when it loads a model (Engine.tuneDecode; nothing on the 'cpu' profile),
+ * so what the kit times next is what the app would run, and logs what was chosen and each way's time.
+ */
+export async function tuneAsTheApp(e: Engine, log: (line: string) => void): Promise<DecodeTuning | null> {
+  // A failed timing leaves the defaults in place (tuneDecode restores them): the stage goes on with those.
+  const t = await e.tuneDecode().catch((err) => (log(`decode tuning failed, the defaults kept: ${String(err?.stack ?? err)}`), null));
+  const label = (x: DecodeSettings) => `${x.gemv}, ${x.fuse ? 'fused' : 'unfused'}, attention ${x.attention}`;
+  if (t) log(`decode tuned in ${(t.ms / 1000).toFixed(1)} s: ${t.trials.map((x) => `${label(x.settings)}${x.settings === t.chosen ? ' (chosen)' : ''} ${x.msPerStep.toFixed(2)} ms`).join('; ')}`);
+  return t;
 }

@@ -45,7 +45,7 @@ import { timeMatmuls } from './matmul';
 import { timeAttention, type AttentionCase } from './attention';
 import { copyBandwidth, mappedUploadBandwidth, uploadBandwidth } from './upload';
 import { formatLinkProfile, formatProfile, profileDecode, profileLink } from './profile';
-import { decodeAttentionWays, decodeBothWays, decodeGemvWays, formatFuse } from './fuse';
+import { decodeAttentionWays, decodeBothWays, decodeGemvWays, formatFuse, tuneAsTheApp } from './fuse';
 import { GpuTier } from '../kvstore/gpu-tier';
 import { realStage } from './real-model';
 
@@ -138,6 +138,8 @@ async function withModel<T>(gpu: NodeGpu, shape: string, fn: (e: Engine) => Prom
     w.clear();
     const kinds = Object.entries(e.model!.matrixBytes).map(([k, v]) => `${k} ${(v! / 2 ** 20).toFixed(0)} MiB`).join(', ');
     log(`${shape}: built and uploaded in ${((performance.now() - tb) / 1000).toFixed(1)} s (${(e.model!.bytes / 2 ** 30).toFixed(2)} GiB of weights: ${kinds})`);
+    const tuned = await tuneAsTheApp(e, (l) => log(`[${gpu.adapter.description}] ${shape}${quant ? ` ${quant}` : ''} ${l}`));
+    if (tuned) ((report.tune ??= []) as unknown[]).push({ adapter: gpu.adapter.description, model: shape, quant: quant ?? null, ...tuned });
     return await fn(e);
   } finally {
     e.destroy();

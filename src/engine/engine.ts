@@ -31,6 +31,7 @@ import { readRows, readValues, RowWriter, writeRows, type LayerRows, type RowBlo
 import { floatsToHalves, halfRows } from './f16';
 import { Scratch } from './model/scratch';
 import { greedySteps, type GreedyStepsOptions, type GreedyStepsResult } from './model/greedy-steps';
+import { tuneDecode, type DecodeTuning, type TuneOptions } from './model/tune';
 
 export type { GreedyStepsOptions, GreedyStepsResult };
 import type { HostWeights } from './model/weights';
@@ -237,6 +238,14 @@ export class Engine {
    */
   greedySteps(cache: KVCache, token: number, opts: GreedyStepsOptions): Promise<GreedyStepsResult> {
     return this.exclusive(() => greedySteps(this, cache, token, opts));
+  }
+
+  /**
+   * Times decode's kernel choices (GEMV kernel, fused launches, one-row attention) on this adapter and keeps the
+   * fastest (model/tune.ts); on the 'gpu' profile only, null and nothing changed elsewhere.
+   */
+  tuneDecode(opts?: TuneOptions): Promise<DecodeTuning | null> {
+    return this.exclusive(() => tuneDecode(this, opts));
   }
 
   /** The locked calls without the lock, for `exclusive`'s callback (which holds it). */

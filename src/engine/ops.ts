@@ -54,6 +54,8 @@ export class Ops {
   fuse?: boolean;
   /** The attention kernel every call that names none gets, instead of pickAttention's choice (the GPU kit times decode both ways). */
   attentionVariant?: AttentionVariant;
+  /** The attention kernel pickAttention gives decode's few rows on the 'gpu' profile, where set (Engine.tuneDecode measures it). */
+  decodeAttention?: AttentionVariant;
   /** The GEMV kernel every product of at most 4 rows gets on the 'gpu' profile, instead of pickGemv's (the GPU kit times decode with each). */
   gemvVariant?: GemvVariant;
   /**
@@ -187,10 +189,12 @@ export class Ops {
 
   /**
    * The attention kernel a call gets when it names none: on real GPUs, tiled once the rows fill a workgroup and a
-   * workgroup per row below that (decode); CPU adapters keep attention.wgsl.
+   * workgroup per row below that (decode), unless decodeAttention says otherwise; CPU adapters keep attention.wgsl.
    */
   pickAttention(T: number, HD: number): AttentionVariant {
     if (this.matmulProfile !== 'gpu') return 'rows';
+    const tuned = this.decodeAttention;
+    if (T < TILED_MIN_ROWS && tuned && (tuned !== 'keys' || HD <= 256)) return tuned;
     if (T >= TILED_MIN_ROWS && this.attentionTile(HD) >= 4) return 'tiled';
     return HD <= 256 ? 'keys' : 'rows';
   }

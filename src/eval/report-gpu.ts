@@ -9,6 +9,7 @@ import type { TtftRow } from '../bench/ttft';
 import type { DecodeProfile, LinkProfile } from '../bench/profile';
 import { wayLabel, type DecodeWay } from '../bench/fuse';
 import { mdTable } from './markdown';
+import type { DecodeSettings, DecodeTuning } from '../engine';
 
 type KernelRow = { variant?: string; half?: boolean; rowsPerThread?: number; keysPerTile?: number; splits?: number | string; T: number; K?: number; N?: number; n?: number; H?: number; HD?: number; ms: number; gflops: number; weightGBps?: number; chosen: boolean; clock?: string };
 type EngineRow = PrefillRow & { adapter: string; model: string; weight_bytes: number; weight_dtype: string; weights?: string; profile?: DecodeProfile | string; fuse?: DecodeWay[]; attention?: DecodeWay[]; gemv?: DecodeWay[]; skipped?: string; error?: string };
@@ -37,6 +38,8 @@ export interface GpuRun {
     quant?: EngineRow[];
     link?: LinkRow[];
     real?: RealRun;
+    /** Decode's kernels tuned as the app tunes them at load (Engine.tuneDecode), per model loaded. */
+    tune?: (DecodeTuning & { model: string; quant: string | null })[];
   };
   torch: { device: string; torch: string; transformers: string; copy_gbytes_per_s: number; rows: TorchRow[] } | null;
 }
@@ -118,6 +121,7 @@ export function gpuSection(runs: { file: string; r: GpuRun }[]): string {
       const busy = x.decode_gpu_ms === undefined ? '–' : `${x.decode_gpu_ms.toFixed(1)} / ${(1000 / x.decode_tokens_per_s!).toFixed(1)}`;
       return [x.model, `${n0(x.weight_bytes / 2 ** 20)} MiB ${x.weight_dtype}`, n1(x.decode_tokens_per_s), n1(x.decode_ahead_tokens_per_s), n1(x.decode_logits_tokens_per_s), busy, x.decode_record_ms === undefined ? '–' : x.decode_record_ms.toFixed(2), n0(roof), pc(roof ? appDecodeTokS(x)! / roof : undefined), n1(t?.rows.find((p) => p.model === x.model && p.decode_tokens_per_s)?.decode_tokens_per_s)];
     })), '');
+    lines.push(...tuning(k.tune ?? []));
     lines.push(...quantAndProfiles(k.quant ?? [], eng, bw));
     const notes = [...eng.filter((x) => x.skipped || x.error), ...(t?.rows ?? []).filter((x) => x.skipped || x.error)];
     for (const x of notes) lines.push(`- ${x.model}: ${x.skipped ?? x.error}`);
@@ -154,6 +158,19 @@ export function gpuSection(runs: { file: string; r: GpuRun }[]): string {
     ]), '');
   }
   return lines.join('\n');
+}
+
+/** What tuning decode's kernels at load measured and kept, per model (runs before tuning have none). */
+function tuning(rows: NonNullable<GpuRun['kit']['tune']>): string[] {
+  if (!rows.length) return [];
+  const way = (x: DecodeSettings) => wayLabel({ fused: x.fuse, attention: x.attention, gemv: x.gemv });
+  const t0 = rows[0];
+  return [
+    `Decode's kernels tuned as the app tunes them when it loads a model (Engine.tuneDecode: greedy steps recorded ahead after ${t0.context} cached rows, the fastest of ${t0.reps} runs of ${t0.steps} steps a way; the defaults first, an alternative kept only when over 3% faster; the kit's decode figures above and below use the way kept):`, '',
+    table(['model', 'weights', 'way', 'wall ms a step', 'kept', 'tuning took (s)'], rows.flatMap((r) => r.trials.map((x, i) => [
+      r.model, r.quant ?? 'f16', `${way(x.settings)}${i === 0 ? ' (the defaults)' : ''}`, x.msPerStep.toFixed(2), way(x.settings) === way(r.chosen) ? 'yes' : '', i === 0 ? (r.ms / 1000).toFixed(1) : '',
+    ]))), '',
+  ];
 }
 
 /** A real GGUF on the GPU (the kit's real stage): its check against llama.cpp and this machine, its speed, its links. */
@@ -214,7 +231,7 @@ function quantAndProfiles(quant: EngineRow[], eng: EngineRow[], bw: number): str
   }
   const ways = [...eng, ...quant].flatMap((x) => [...(x.fuse ?? []), ...(x.attention ?? []), ...(x.gemv ?? [])].map((w) => ({ x, w })));
   if (ways.length) {
-    lines.push('Decode each way, side by side on one model and cache (*fused*: RMSNorm and GLU folded into the GEMVs; *attention*: attention_decode.wgsl, `keys`, or attention.wgsl, `rows`; *gemv_sg* or *gemv*: gemv.wgsl summing with subgroup operations or in workgroup memory; *chosen* is the engine\'s default here):', '');
+    lines.push('Decode each way, side by side on one model and cache (*fused*: RMSNorm and GLU folded into the GEMVs; *attention*: attention_decode.wgsl, `keys`, or attention.wgsl, `rows`; *gemv_sg* or *gemv*: gemv.wgsl summing with subgroup operations or in workgroup memory; *chosen* is the way the engine decodes here, after tuning where the run tuned):', '');
     lines.push(table(['model', 'weights', 'way', 'tok/s', 'wall ms', 'GPU ms', 'dispatches', 'chosen'], ways.map(({ x, w }) => [
       x.model, x.weights ?? x.weight_dtype, wayLabel(w),
       n1(w.decode_tokens_per_s), w.decode_wall_ms.toFixed(2), w.decode_gpu_ms === undefined ? '–' : w.decode_gpu_ms.toFixed(2), n0(w.dispatches_per_step), w.chosen ? 'yes' : '',

@@ -11,6 +11,7 @@ import { CachedModels } from './CachedModels';
 import { ModelCatalogue } from './ModelCatalogue';
 import { cancelLoad, hubEndpoint, loadBundled, loadModel } from './actions';
 import { filesFromDrop, filesFromInput, type LocalSelection } from './local-files';
+import type { ModelInfo } from '../worker/protocol';
 
 /** Sets webkitdirectory, which React's typings do not know, on the folder input. */
 const asFolderPicker = (el: HTMLInputElement | null) => el?.setAttribute('webkitdirectory', '');
@@ -137,7 +138,20 @@ export function ModelPicker() {
           {s.model.chatTemplate ? `chat template: ${s.model.chatTemplate}` : 'no chat template'}
         </p>
       )}
+      {s.model?.decodeTuning && <DecodeTuningLine t={s.model.decodeTuning} />}
       <CachedModels />
     </section>
+  );
+}
+
+/** What timing decode's kernels at load chose on this GPU (absent on CPU adapters, which are not tuned). */
+function DecodeTuningLine({ t }: { t: NonNullable<ModelInfo['decodeTuning']> }) {
+  if ('error' in t) return <p className="muted small" data-testid="decode-tuning">Decode kernels: the defaults (timing them failed: {t.error})</p>;
+  const same = t.chosen === t.defaults;
+  return (
+    <p className="muted small" data-testid="decode-tuning">
+      Decode kernels, timed on this GPU ({t.ways} ways in {(t.ms / 1000).toFixed(1)} s): {t.chosen}, {t.msPerStep.toFixed(2)} ms a token
+      {same ? ' (the defaults)' : `; the defaults (${t.defaults}) took ${t.defaultMsPerStep.toFixed(2)} ms`}
+    </p>
   );
 }

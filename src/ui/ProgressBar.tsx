@@ -8,6 +8,7 @@ const STAGES: Record<string, string> = {
   cache: "Copying into the browser's storage",
   parse: 'Reading the model files',
   upload: 'Uploading the weights to the GPU',
+  tune: "Timing decode's kernels on this GPU",
 };
 
 /** Bytes, percentage and ETA of a download or load, with a cancel button; stages without byte counts show a busy bar. */

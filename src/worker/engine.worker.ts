@@ -4,11 +4,11 @@
  * protocol.ts's `Calls` map has one handler here (`handlers`, checked by
  * type); errors go back serialised by name (errors.ts).
  */
-import { createGpuContext, Engine, OutOfGpuMemoryError, bundledKernelSources, hfConfigToModelConfig, isQuant, type GpuContext, type LoadedModel } from '../engine';
+import { createGpuContext, Engine, OutOfGpuMemoryError, bundledKernelSources, hfConfigToModelConfig, isQuant, type DecodeSettings, type GpuContext, type LoadedModel } from '../engine';
 import { decodeTokens, TextStream } from '../generate/generate';
 import { parseModel, resolveSource } from './sources';
 import { deleteCachedModel, listCachedModels, opfsRoot } from './opfs-cache';
-import type { CallType, Calls, GenerateRequest, GenerateResult, InitResult, LoadStage, ModelInfo, ModelSource, Reply, Request } from './protocol';
+import type { CallType, Calls, DecodeTuningInfo, GenerateRequest, GenerateResult, InitResult, LoadStage, ModelInfo, ModelSource, Reply, Request } from './protocol';
 import { StudioWorker, type ModelSession } from './studio';
 import { ModelUploadError, ModelWontFitError, serializeError } from './errors';
 
@@ -74,6 +74,7 @@ async function load(ref: ModelSource, requested: 'f32' | 'f16' | undefined, sign
   modelKey = `${resolved.name}|${weightDtype}${Object.keys(gm.matrixBytes).some(isQuant) ? '|packed' : ''}${engine!.kvDtype === 'f16' ? '|kv-f16' : ''}`;
   // Files from disk stay readable; a Hub model comes back from the cache (or the network) after a lost device.
   modelRef = { ref: resolved.cacheKey && ref.kind === 'files' ? { kind: 'cached', key: resolved.cacheKey } : ref, weightDtype };
+  const decodeTuning = await tuneDecode(engine!, () => progress('tune', 0, 0));
   const c = m.config;
   const plan = gm.plan;
   const format = (m.tokenizer as { chatFormat?: string | null }).chatFormat;
@@ -81,8 +82,25 @@ async function load(ref: ModelSource, requested: 'f32' | 'f16' | undefined, sign
   return {
     id: resolved.name, source: resolved.source, arch: c.arch, params: plan.params, layers: c.nLayers, heads: c.nHeads, hidden: c.hidden,
     vocab: c.vocabSize, gpuBytes: gm.bytes, weightDtype, kvDtype: plan.kvDtype, kvBytesPerToken: plan.kvBytesPerToken, hasChatTemplate: !!chatTemplate,
-    chatTemplate, cacheKey: modelKey,
+    chatTemplate, cacheKey: modelKey, decodeTuning,
   };
+}
+
+/**
+ * On a real GPU, times decode's kernel choices for the model just loaded and keeps the fastest (Engine.tuneDecode:
+ * 26 greedy steps each way, up to four ways). A failed timing keeps the defaults, which are always correct, and says why; a lost device is
+ * also reported to the page by the device's own handler.
+ */
+async function tuneDecode(e: Engine, started: () => void): Promise<DecodeTuningInfo | null> {
+  if (e.ops.matmulProfile !== 'gpu') return null;
+  started();
+  try {
+    const t = (await e.tuneDecode())!;
+    const way = (x: DecodeSettings) => `${x.gemv}, ${x.fuse ? 'fused' : 'unfused'}, attention ${x.attention === 'keys' ? 'attention_decode' : 'attention'}`;
+    return { chosen: way(t.chosen), msPerStep: t.trials.find((x) => x.settings === t.chosen)!.msPerStep, defaults: way(t.defaults), defaultMsPerStep: t.trials[0].msPerStep, ways: t.trials.length, ms: t.ms };
+  } catch (err) {
+    return { error: (err as Error).message };
+  }
 }
 
 /** A model refused before anything was uploaded, because a buffer breaks the adapter's limits; the loaded one stays. */

@@ -102,7 +102,14 @@ export interface ModelInfo {
   chatTemplate: string | null;
   /** Names weights, precision and tokenizer in cache ids (the studio's chunks are cut and hashed for it). */
   cacheKey: string;
+  /** Decode's kernels as timed on this GPU at load (Engine.tuneDecode); null on CPU adapters, which are not tuned. */
+  decodeTuning: DecodeTuningInfo | null;
 }
+
+/** What timing decode's kernels at load chose, in words, or why it failed (the defaults are kept then). */
+export type DecodeTuningInfo =
+  | { chosen: string; msPerStep: number; defaults: string; defaultMsPerStep: number; ways: number; ms: number }
+  | { error: string };
 
 export interface GenerateStats {
   promptTokens: number;
@@ -116,7 +123,7 @@ export interface GenerateStats {
  * local files into OPFS, bytes), `parse` (reading the model files), `upload`
  * (weights to the GPU). A load from the cache starts at `parse`.
  */
-export type LoadStage = 'download' | 'cache' | 'parse' | 'upload';
+export type LoadStage = 'download' | 'cache' | 'parse' | 'upload' | 'tune';
 
 export type InitResult = { adapter: AdapterSummary };
 export type GenerateResult = { text: string; stats: GenerateStats; cancelled: boolean };

@@ -1,6 +1,7 @@
 /**
  * RESULTS.md's GPU section from a kit run: the upload bandwidth beside the copy rate, and the link from rows kept
- * as halves beside the host and GPU tiers, with its own line among the targets; decode timed each way.
+ * as halves beside the host and GPU tiers, with its own line among the targets; decode timed each way, and its
+ * kernels as tuned at load.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -41,10 +42,26 @@ test('the GPU section shows writeBuffer beside the copy rate, and the link from 
           { fused: true, attention: 'default', gemv: 'gemv', chosen: false, steps: 8, decode_tokens_per_s: 240, decode_wall_ms: 4.17, dispatches_per_step: 130 },
         ],
       }],
+      tune: [{
+        model: 'llama-3.2-1b', quant: null, context: 512, steps: 8, reps: 3, ms: 1234,
+        defaults: { gemv: 'gemv_sg', fuse: true, attention: 'keys' }, chosen: { gemv: 'gemv_sg', fuse: false, attention: 'keys' },
+        trials: [
+          { settings: { gemv: 'gemv_sg', fuse: true, attention: 'keys' }, msPerStep: 4 },
+          { settings: { gemv: 'gemv', fuse: true, attention: 'keys' }, msPerStep: 4.1 },
+          { settings: { gemv: 'gemv_sg', fuse: false, attention: 'keys' }, msPerStep: 3.5 },
+          { settings: { gemv: 'gemv_sg', fuse: false, attention: 'rows' }, msPerStep: 3.9 },
+        ],
+      }],
     },
     torch: null,
   };
   const md = gpuSection([{ file: 'gpu-test.json', r }]);
+  // Decode's kernels tuned at load: every way timed, the defaults marked, the one kept.
+  assert.match(md, /after 512 cached rows, the fastest of 3 runs of 8 steps a way/);
+  assert.match(md, /\| llama-3\.2-1b \| f16 \| fused, attention keys, gemv_sg \(the defaults\) \| 4\.00 \| {2}\| 1\.2 \|/);
+  assert.match(md, /\| llama-3\.2-1b \| f16 \| fused, attention keys, gemv \| 4\.10 \| {2}\| {2}\|/);
+  assert.match(md, /\| llama-3\.2-1b \| f16 \| unfused, attention keys, gemv_sg \| 3\.50 \| yes \| {2}\|/);
+  assert.match(md, /\| llama-3\.2-1b \| f16 \| unfused, attention rows, gemv_sg \| 3\.90 \| {2}\| {2}\|/);
   assert.match(md, /WebGPU `copyBufferToBuffer` 800 GB\/s\. Host to GPU through `writeBuffer` \(what a link's host-tier load does\): 384 KiB blocks 2\.5 GB\/s, 4096 KiB blocks 11\.3 GB\/s\. Through two mapped staging buffers taking turns, 12288 KiB each: 20\.5 GB\/s\./);
   assert.match(md, /kept in host memory as halves, as KVStore's f16 blobs hold them, uploaded at link time and widened on the GPU/);
   const g = gpuTargets(r);
