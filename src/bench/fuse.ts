@@ -5,7 +5,7 @@
  * ('rows'); and, on devices with subgroups, with its GEMVs in gemv_sg (the default there) and in gemv. Each way
  * reports its wall and GPU time a step and its dispatches a step.
  */
-import type { AttentionVariant, DecodeSettings, DecodeTuning, Engine, GemvVariant } from '../engine';
+import { describeSettings, type AttentionVariant, type DecodeTuning, type Engine, type GemvVariant } from '../engine';
 import { benchTokens } from './prefill';
 
 export interface DecodeWay {
@@ -123,7 +123,6 @@ export function formatFuse(rows: DecodeWay[]): string {
 export async function tuneAsTheApp(e: Engine, log: (line: string) => void): Promise<DecodeTuning | null> {
   // A failed timing leaves the defaults in place (tuneDecode restores them): the stage goes on with those.
   const t = await e.tuneDecode().catch((err) => (log(`decode tuning failed, the defaults kept: ${String(err?.stack ?? err)}`), null));
-  const label = (x: DecodeSettings) => `${x.gemv}, ${x.fuse ? 'fused' : 'unfused'}, attention ${x.attention}`;
-  if (t) log(`decode tuned in ${(t.ms / 1000).toFixed(1)} s: ${t.trials.map((x) => `${label(x.settings)}${x.settings === t.chosen ? ' (chosen)' : ''} ${x.msPerStep.toFixed(2)} ms`).join('; ')}`);
+  if (t) log(`decode tuned in ${(t.ms / 1000).toFixed(1)} s: ${t.trials.map((x) => `${describeSettings(x.settings)}${x.settings === t.chosen ? ' (chosen)' : ''} ${x.msPerStep.toFixed(2)} ms`).join('; ')}`);
   return t;
 }

@@ -4,7 +4,7 @@
  * protocol.ts's `Calls` map has one handler here (`handlers`, checked by
  * type); errors go back serialised by name (errors.ts).
  */
-import { createGpuContext, Engine, OutOfGpuMemoryError, bundledKernelSources, hfConfigToModelConfig, isQuant, type DecodeSettings, type GpuContext, type LoadedModel } from '../engine';
+import { createGpuContext, Engine, OutOfGpuMemoryError, bundledKernelSources, hfConfigToModelConfig, isQuant, describeSettings, type GpuContext, type LoadedModel } from '../engine';
 import { decodeTokens, TextStream } from '../generate/generate';
 import { parseModel, resolveSource } from './sources';
 import { deleteCachedModel, listCachedModels, opfsRoot } from './opfs-cache';
@@ -96,8 +96,7 @@ async function tuneDecode(e: Engine, started: () => void): Promise<DecodeTuningI
   started();
   try {
     const t = (await e.tuneDecode())!;
-    const way = (x: DecodeSettings) => `${x.gemv}, ${x.fuse ? 'fused' : 'unfused'}, attention ${x.attention === 'keys' ? 'attention_decode' : 'attention'}`;
-    return { chosen: way(t.chosen), msPerStep: t.trials.find((x) => x.settings === t.chosen)!.msPerStep, defaults: way(t.defaults), defaultMsPerStep: t.trials[0].msPerStep, ways: t.trials.length, ms: t.ms };
+    return { chosen: describeSettings(t.chosen), msPerStep: t.trials.find((x) => x.settings === t.chosen)!.msPerStep, defaults: describeSettings(t.defaults), defaultMsPerStep: t.trials[0].msPerStep, ways: t.trials.length, ms: t.ms };
   } catch (err) {
     return { error: (err as Error).message };
   }

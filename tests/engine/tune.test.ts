@@ -9,7 +9,7 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { openModel } from '../../src/node/session';
-import { TUNE_MARGIN, type DecodeSettings, type Engine } from '../../src/engine';
+import { describeSettings, TUNE_MARGIN, type DecodeSettings, type Engine } from '../../src/engine';
 
 const s = await openModel(join(import.meta.dirname, '../../public/models/stories260K/stories260K.bin'));
 const e = s.engine;
@@ -58,6 +58,8 @@ test('the defaults first, then each choice from the best so far; the fastest pas
     assert.deepEqual(r.trials.map((t) => key(t.settings)), expected);
     assert.deepEqual(r.chosen, { gemv: defaults.gemv, fuse: false, attention: 'keys' });
     assert.deepEqual(r.defaults, defaults);
+    assert.equal(describeSettings(r.chosen), `${defaults.gemv}, unfused, attention_decode`);
+    assert.equal(describeSettings({ gemv: 'gemv', fuse: true, attention: 'rows' }), 'gemv, fused, attention');
     assert.ok(0.01 < TUNE_MARGIN && TUNE_MARGIN < 0.1);
     // The engine now decodes that way.
     assert.equal(e.ops.fuses(1), false);

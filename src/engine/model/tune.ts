@@ -74,6 +74,11 @@ export function currentSettings(ops: Ops, c: ModelConfig): DecodeSettings {
   return { gemv: ops.pickGemv(), fuse: ops.fuses(1), attention: ops.pickAttention(1, c.headDim) };
 }
 
+/** A way in words, by its kernels' names: "gemv_sg, fused, attention_decode". */
+export function describeSettings(s: DecodeSettings): string {
+  return `${s.gemv}, ${s.fuse ? 'fused' : 'unfused'}, ${s.attention === 'keys' ? 'attention_decode' : 'attention'}`;
+}
+
 /** Makes `s` the engine's settings for decode. */
 export function applySettings(ops: Ops, s: DecodeSettings) {
   ops.gemvVariant = s.gemv;
