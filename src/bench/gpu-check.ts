@@ -126,8 +126,11 @@ function adapterInfo(gpu: NodeGpu) {
   };
 }
 
-/** A real-shape model with random weights: f16, or matrices packed as `quant` (quant.ts). */
-async function withModel<T>(gpu: NodeGpu, shape: string, fn: (e: Engine) => Promise<T>, quant?: QuantType): Promise<T> {
+/**
+ * A real-shape model with random weights: f16, or matrices packed as `quant` (quant.ts); with `tune`, its decode
+ * tuned as the app's load tunes it (stages that time no decode skip it).
+ */
+async function withModel<T>(gpu: NodeGpu, shape: string, fn: (e: Engine) => Promise<T>, quant?: QuantType, tune = true): Promise<T> {
   const c = shapeConfig(shape);
   const e = Engine.create(gpu, loadKernelSources());
   try {
@@ -138,7 +141,7 @@ async function withModel<T>(gpu: NodeGpu, shape: string, fn: (e: Engine) => Prom
     w.clear();
     const kinds = Object.entries(e.model!.matrixBytes).map(([k, v]) => `${k} ${(v! / 2 ** 20).toFixed(0)} MiB`).join(', ');
     log(`${shape}: built and uploaded in ${((performance.now() - tb) / 1000).toFixed(1)} s (${(e.model!.bytes / 2 ** 30).toFixed(2)} GiB of weights: ${kinds})`);
-    const tuned = await tuneAsTheApp(e, (l) => log(`[${gpu.adapter.description}] ${shape}${quant ? ` ${quant}` : ''} ${l}`));
+    const tuned = tune ? await tuneAsTheApp(e, (l) => log(`[${gpu.adapter.description}] ${shape}${quant ? ` ${quant}` : ''} ${l}`)) : null;
     if (tuned) ((report.tune ??= []) as unknown[]).push({ adapter: gpu.adapter.description, model: shape, quant: quant ?? null, ...tuned });
     return await fn(e);
   } finally {
@@ -319,7 +322,7 @@ async function main() {
           }
           save();
         }
-      }).catch((err) => rows.push({ adapter, model: shape, error: String(err?.stack ?? err) }));
+      }, undefined, false).catch((err) => rows.push({ adapter, model: shape, error: String(err?.stack ?? err) }));
       save();
     }
   }

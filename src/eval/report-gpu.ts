@@ -19,6 +19,8 @@ type RealRun = {
   model: string; file: string; bytes: number; parts: number; gather_ms: number; load_ms?: number; check_weight_bytes?: number; profile?: string; half?: boolean; tolerance?: number;
   /** How the speed and links were timed: as the app loads the model. */
   weight_bytes?: number; weight_dtype?: string; kv_dtype?: string;
+  /** Its decode tuned as the app's load tunes it, before it was timed (null on CPU adapters). */
+  decode_tuning?: DecodeTuning | null;
   reference: { llama: string; adapter: string; profile: string };
   check?: { prompts: { text: string; answer: string; tokens: number[]; greedy_equal: boolean; max_err: number; min_gap: number }[]; max_err: number; pass: boolean };
   throughput?: (PrefillRow & { decode_share_of_roofline?: number; decode_roofline_tokens_per_s?: number })[];
@@ -121,7 +123,8 @@ export function gpuSection(runs: { file: string; r: GpuRun }[]): string {
       const busy = x.decode_gpu_ms === undefined ? '–' : `${x.decode_gpu_ms.toFixed(1)} / ${(1000 / x.decode_tokens_per_s!).toFixed(1)}`;
       return [x.model, `${n0(x.weight_bytes / 2 ** 20)} MiB ${x.weight_dtype}`, n1(x.decode_tokens_per_s), n1(x.decode_ahead_tokens_per_s), n1(x.decode_logits_tokens_per_s), busy, x.decode_record_ms === undefined ? '–' : x.decode_record_ms.toFixed(2), n0(roof), pc(roof ? appDecodeTokS(x)! / roof : undefined), n1(t?.rows.find((p) => p.model === x.model && p.decode_tokens_per_s)?.decode_tokens_per_s)];
     })), '');
-    lines.push(...tuning(k.tune ?? []));
+    const real = k.real?.decode_tuning ? [{ ...k.real.decode_tuning, model: k.real.model, quant: `GGUF, ${k.real.weight_dtype ?? '?'}` }] : [];
+    lines.push(...tuning([...(k.tune ?? []), ...real]));
     lines.push(...quantAndProfiles(k.quant ?? [], eng, bw));
     const notes = [...eng.filter((x) => x.skipped || x.error), ...(t?.rows ?? []).filter((x) => x.skipped || x.error)];
     for (const x of notes) lines.push(`- ${x.model}: ${x.skipped ?? x.error}`);

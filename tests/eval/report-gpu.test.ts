@@ -98,7 +98,14 @@ test('a real model\'s run shows its answers, its check against llama.cpp and the
     check: { prompts: [prompt('What is the capital of France?', 'The capital of France is Paris.\n', true), prompt('What is the capital of Italy?', 'Rome, of course', false)], max_err: 2.5e-6, pass: false },
     throughput: [{ tokens: 512, prefill_ms: 20, tokens_per_s: 25600, gflops: 1, attention_share: 0, decode_tokens_per_s: 400, decode_context: 512, decode_share_of_roofline: 0.05, decode_roofline_tokens_per_s: 8000 }],
     link: [{ context: 8000, chunks: 16, chunk_tokens: 512, results: [ttft('full', 300, 0), ttft('legolink:16', 20, 10)], ratios: { 'full/legolink:16': 15 } }],
+    decode_tuning: {
+      context: 512, steps: 8, reps: 3, ms: 800, defaults: { gemv: 'gemv_sg', fuse: true, attention: 'keys' }, chosen: { gemv: 'gemv_sg', fuse: true, attention: 'keys' },
+      trials: [{ settings: { gemv: 'gemv_sg', fuse: true, attention: 'keys' }, msPerStep: 2.5 }, { settings: { gemv: 'gemv_sg', fuse: false, attention: 'keys' }, msPerStep: 2.6 }],
+    },
   }) }]);
+  // Its decode as tuned at load, in the tuning table.
+  assert.match(md, /\| smollm2-135m-instruct \| GGUF, f16 \| fused, attention keys, gemv_sg \(the defaults\) \| 2\.50 \| yes \| 0\.8 \|/);
+  assert.match(md, /\| smollm2-135m-instruct \| GGUF, f16 \| unfused, attention keys, gemv_sg \| 2\.60 \| {2}\| {2}\|/);
   assert.match(md, /A real model on this GPU: \*\*smollm2-135m-instruct\*\* \(`SmolLM2-135M-Instruct\.Q4_1\.gguf`, 94 MiB, carried in 3 parts over as many device calls, joined and verified by its sha256 there in 0\.4 s\), loaded in 1\.5 s with its quantized matrices kept packed on the GPU \(96 MiB of weights; gpu kernel profile\)\./);
   assert.match(md, /tolerance 0\.00002, f32 math on both\)/);
   assert.match(md, /\| "user What is the capital of France\? assistant" \| "The capital of France is Paris\.\\n" \| all 3 equal \| 2\.5e-6 \| 0\.96 \|/);
