@@ -1,9 +1,9 @@
-// Places cached rows that already sit on the GPU (KVStore's GPU tier keeps
-// chunks in shared slabs) into a working cache in one launch, with no copy
-// through a staging buffer: for t in [t0, t0 + T), source row src_rows[t] of
-// the slab's keys and values goes to cache row idx[t], the key rotated by
-// RoPE with row t of cs on the way (the slab keeps keys before RoPE), the
-// value as it is. Sources and destinations are f32 or packed f16 (SRC_F16,
+// Places cached rows into a working cache in one launch (RowWriter): from a
+// slab of KVStore's GPU tier, where chunks share buffers, with no copy, or
+// from the staging buffer host rows were written into. For t in [t0, t0 + T),
+// source row src_rows[t] of the source's keys and values goes to cache row
+// idx[t], the key rotated by RoPE with row t of cs on the way (chunks keep
+// keys before RoPE), the value as it is. Sources and destinations are f32 or packed f16 (SRC_F16,
 // DST_F16); the arithmetic is rope.wgsl's then kv_scatter.wgsl's, in f32.
 // W = kvDim (heads of HD, HD a multiple of 8): one invocation per 4 values
 // of a row, writing 4 keys and 4 values. INTERLEAVED rotates pairs (2i,

@@ -32,11 +32,11 @@ import { floatsToHalves, halfRows } from './f16';
 import { Scratch } from './model/scratch';
 import { greedySteps, type GreedyStepsOptions, type GreedyStepsResult } from './model/greedy-steps';
 import { tuneDecode, type DecodeTuning, type TuneOptions } from './model/tune';
-
-export type { GreedyStepsOptions, GreedyStepsResult };
 import type { HostWeights } from './model/weights';
 import { Ops, type StoreDType } from './ops';
 import type { QuantType } from './quant';
+
+export type { GreedyStepsOptions, GreedyStepsResult };
 
 export interface LoadOptions {
   /** Default: by the engine's rule, f32 up to 50M weights and packed f16 above (weightDtypeFor). */

@@ -51,6 +51,9 @@ interface Shape {
 
 type GpuRows = GpuLayerRows[];
 
+/** Bytes of one row of keys (or values) in slabs of this shape. */
+const rowBytes = (s: Shape) => s.kvDim * (s.half ? 2 : 4);
+
 /** What the tier holds (the studio's cache library shows it). */
 export interface GpuTierStats {
   /** Bytes of the rows its chunks hold, and how many chunks. */
@@ -136,8 +139,7 @@ export class GpuTier {
     const place = await this.place(n);
     if (!place) return host;
     const { slab, row0 } = place;
-    const rowBytes = shape.kvDim * (half ? 2 : 4);
-    const at = row0 * rowBytes;
+    const at = row0 * rowBytes(shape);
     arrays.forEach((l, i) => {
       if (l.k.length !== n * shape.kvDim || l.v.length !== n * shape.kvDim) throw new Error(`GpuTier: layer ${i} of chunk ${chunk.id} has the wrong size`);
       this.device.queue.writeBuffer(slab.k[i], at, l.k.buffer, l.k.byteOffset, l.k.byteLength);
@@ -145,7 +147,7 @@ export class GpuTier {
     });
     const gpu: GpuRows = arrays.map((_, i) => ({ k: slab.k[i], v: slab.v[i], row0, ...(half ? { f16: true } : {}) }));
     const withGpu = { ...chunk, gpu };
-    const bytes = 2 * arrays.length * n * rowBytes;
+    const bytes = 2 * arrays.length * n * rowBytes(shape);
     this.entries.set(chunk.id, { chunk: withGpu, bytes, lastUsed: ++this.clock, slab, row0, rows: n });
     this.bytes += bytes;
     return withGpu;
@@ -162,9 +164,8 @@ export class GpuTier {
     if (this.entries.size || this.retired.size) return false;
     this.dropSlabs();
     this.shape = s;
-    const rowBytes = s.kvDim * (s.half ? 2 : 4);
-    const budgetRows = Math.floor(this.budget / (2 * s.layers * rowBytes));
-    const bufferRows = Math.floor(this.device.limits.maxStorageBufferBindingSize / rowBytes);
+    const budgetRows = Math.floor(this.budget / (2 * s.layers * rowBytes(s)));
+    const bufferRows = Math.floor(this.device.limits.maxStorageBufferBindingSize / rowBytes(s));
     // A budget of several slabs' rows is shared evenly between them, so that slabs use all of it.
     const most = this.maxSlabRows;
     const even = Number.isFinite(budgetRows) ? Math.floor(budgetRows / Math.max(1, Math.ceil(budgetRows / most))) : most;
@@ -194,8 +195,7 @@ export class GpuTier {
   }
 
   private get slabBytes() {
-    const s = this.shape!;
-    return 2 * s.layers * this.slabRows * s.kvDim * (s.half ? 2 : 4);
+    return 2 * this.shape!.layers * this.slabRows * rowBytes(this.shape!);
   }
 
   /**
@@ -204,7 +204,7 @@ export class GpuTier {
    */
   private async newSlab(): Promise<Slab | null> {
     const s = this.shape!;
-    const size = Math.max(16, this.slabRows * s.kvDim * (s.half ? 2 : 4));
+    const size = Math.max(16, this.slabRows * rowBytes(s));
     const make = (label: string) => this.device.createBuffer({ label, size, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST });
     const id = this.slabs.length;
     this.device.pushErrorScope('out-of-memory');

@@ -88,15 +88,15 @@ async function load(ref: ModelSource, requested: 'f32' | 'f16' | undefined, sign
 
 /**
  * On a real GPU, times decode's kernel choices for the model just loaded and keeps the fastest (Engine.tuneDecode:
- * 26 greedy steps each way, up to four ways). A failed timing keeps the defaults, which are always correct, and says why; a lost device is
- * also reported to the page by the device's own handler.
+ * 26 greedy steps each way, up to four ways); null on CPU adapters. A failed timing keeps the defaults, which are
+ * always correct, and says why; a lost device is also reported to the page by the device's own handler.
  */
-async function tuneDecode(e: Engine, started: () => void): Promise<DecodeTuningInfo | null> {
-  if (e.ops.matmulProfile !== 'gpu') return null;
-  started();
+async function tuneDecode(e: Engine, onStart: () => void): Promise<DecodeTuningInfo | null> {
   try {
-    const t = (await e.tuneDecode())!;
-    return { chosen: describeSettings(t.chosen), msPerStep: t.trials.find((x) => x.settings === t.chosen)!.msPerStep, defaults: describeSettings(t.defaults), defaultMsPerStep: t.trials[0].msPerStep, ways: t.trials.length, ms: t.ms };
+    const t = await e.tuneDecode({ onStart });
+    if (!t) return null;
+    const chosenMs = t.trials.find((x) => x.settings === t.chosen)!.msPerStep;
+    return { chosen: describeSettings(t.chosen), msPerStep: chosenMs, defaults: describeSettings(t.defaults), defaultMsPerStep: t.trials[0].msPerStep, ways: t.trials.length, ms: t.ms };
   } catch (err) {
     return { error: (err as Error).message };
   }

@@ -34,10 +34,11 @@ test('the cpu profile is not tuned: null, and the engine unchanged', async () =>
   const saved = e.ops.matmulProfile;
   e.ops.matmulProfile = 'cpu';
   try {
-    let measured = 0;
-    const r = await e.tuneDecode({ measure: async () => ++measured });
+    let measured = 0, started = 0;
+    const r = await e.tuneDecode({ measure: async () => ++measured, onStart: () => started++ });
     assert.equal(r, null);
     assert.equal(measured, 0);
+    assert.equal(started, 0);
     assert.equal(e.ops.decodeAttention, undefined);
     assert.equal(e.ops.fuses(1), false);
   } finally {
@@ -52,7 +53,9 @@ test('the defaults first, then each choice from the best so far; the fastest pas
     // Unfused is 10% faster, plain gemv 1% faster (inside the margin: not taken), 'rows' slower.
     const ms = (x: DecodeSettings) => 10 * (x.fuse ? 1 : 0.9) * (x.gemv === 'gemv' && e.ops.subgroupMin ? 0.99 : 1) * (x.attention === 'rows' ? 1.2 : 1);
     const seen: string[] = [];
-    const r = (await e.tuneDecode({ measure: async (x) => (seen.push(key(x)), ms(x)) }))!;
+    let started = 0;
+    const r = (await e.tuneDecode({ measure: async (x) => (seen.push(key(x)), ms(x)), onStart: () => started++ }))!;
+    assert.equal(started, 1);
     const expected = [key(defaults), ...(e.ops.subgroupMin ? ['gemv/fused/keys'] : []), `${defaults.gemv}/unfused/keys`, `${defaults.gemv}/unfused/rows`];
     assert.deepEqual(seen, expected);
     assert.deepEqual(r.trials.map((t) => key(t.settings)), expected);

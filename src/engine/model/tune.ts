@@ -59,6 +59,8 @@ export interface TuneOptions {
   reps?: number;
   /** Times one way (ms a step); default: greedy steps recorded ahead on a scratch cache. Tests inject a clock. */
   measure?: (s: DecodeSettings) => Promise<number>;
+  /** Called once timing starts (never on the 'cpu' profile): a caller's progress report. */
+  onStart?: () => void;
 }
 
 /** How much faster than the best so far an alternative must be to replace it. */
@@ -98,9 +100,10 @@ function choices(ops: Ops, c: ModelConfig): { [K in keyof DecodeSettings]: Decod
 /** Times decode each way and keeps the fastest (see the header); null, and nothing changed, off the 'gpu' profile. */
 export async function tuneDecode(e: Tunable, o: TuneOptions = {}): Promise<DecodeTuning | null> {
   if (e.ops.matmulProfile !== 'gpu') return null;
+  o.onStart?.();
   const t0 = performance.now();
   const context = o.context ?? 512, steps = o.steps ?? 8, reps = o.reps ?? 3;
-  const saved = { gemv: e.ops.gemvVariant, fuse: e.ops.fuse, attention: e.ops.decodeAttention };
+  const { gemvVariant, fuse, decodeAttention } = e.ops;
   const defaults = currentSettings(e.ops, e.config);
   let cache: KVCache | null = null;
   const measure = o.measure ?? (async (s: DecodeSettings) => {
@@ -123,9 +126,7 @@ export async function tuneDecode(e: Tunable, o: TuneOptions = {}): Promise<Decod
     applySettings(e.ops, best.settings);
     return { chosen: best.settings, defaults, trials, context, steps, reps, ms: performance.now() - t0 };
   } catch (err) {
-    e.ops.gemvVariant = saved.gemv;
-    e.ops.fuse = saved.fuse;
-    e.ops.decodeAttention = saved.attention;
+    Object.assign(e.ops, { gemvVariant, fuse, decodeAttention });
     throw err;
   } finally {
     (cache as KVCache | null)?.destroy();
