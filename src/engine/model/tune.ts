@@ -14,6 +14,14 @@
  * keeps the fastest. An alternative replaces the best only when it is faster
  * by more than MARGIN, so timing noise never trades a default for an equal.
  *
+ * A GPU's speed drifts while it is timed: an idle H100 clocks down, and its
+ * first tenth of a second of work ran at half speed (gpu-h100-7.json: the
+ * defaults, timed first, measured 6.8 ms a step against 3.2 for a way the
+ * same run's side-by-side found slower). So the defaults first run untimed for
+ * WARM_MS, and each alternative is timed in turns with the best so far (one
+ * run of each, `reps` times), each way's figure the fastest of all its runs:
+ * drift then slows both alike instead of whichever came first.
+ *
  * Every way computes the same tokens (each kernel has its parity test), so
  * tuning changes speed only. CPU adapters are not tuned: their profile has
  * one way (register kernels, unfused; see Ops.fuse).
@@ -57,14 +65,22 @@ export interface TuneOptions {
   /** Steps a timed run takes (default 8), and runs per way (default 3; the fastest counts). */
   steps?: number;
   reps?: number;
-  /** Times one way (ms a step); default: greedy steps recorded ahead on a scratch cache. Tests inject a clock. */
+  /**
+   * Times one run of one way (ms a step); default: greedy steps recorded ahead on a scratch cache, a way's first
+   * run preceded by two untimed steps that build its pipelines. Tests inject a clock.
+   */
   measure?: (s: DecodeSettings) => Promise<number>;
+  /** Milliseconds the defaults run untimed before any timing (default WARM_MS; tests with a clock pass 0). */
+  warmMs?: number;
   /** Called once timing starts (never on the 'cpu' profile): a caller's progress report. */
   onStart?: () => void;
 }
 
 /** How much faster than the best so far an alternative must be to replace it. */
 export const MARGIN = 0.03;
+
+/** How long the defaults run untimed first, so the GPU's clocks have risen before anything is timed. */
+export const WARM_MS = 300;
 
 /** What tuning needs of the engine: a stepper, and a scratch cache. */
 export interface Tunable extends Stepper {
@@ -106,20 +122,35 @@ export async function tuneDecode(e: Tunable, o: TuneOptions = {}): Promise<Decod
   const { gemvVariant, fuse, decodeAttention } = e.ops;
   const defaults = currentSettings(e.ops, e.config);
   let cache: KVCache | null = null;
+  const warmed = new Set<string>();
   const measure = o.measure ?? (async (s: DecodeSettings) => {
     cache ??= scratchCache(e, context, steps + 2);
-    return timeSteps(e, cache, s, context, steps, reps);
+    applySettings(e.ops, s);
+    const run = (count: number) => timedSteps(e, cache!, context, count);
+    // A way's first run builds its pipelines: two untimed steps first.
+    if (!warmed.has(describeSettings(s))) await run(2);
+    warmed.add(describeSettings(s));
+    return run(steps);
   });
   try {
-    const trials: DecodeTrial[] = [{ settings: defaults, msPerStep: await measure(defaults) }];
+    const warmUntil = performance.now() + (o.warmMs ?? WARM_MS);
+    do await measure(defaults);
+    while (performance.now() < warmUntil);
+    const trials: DecodeTrial[] = [{ settings: defaults, msPerStep: Infinity }];
+    const time = async (t: DecodeTrial) => (t.msPerStep = Math.min(t.msPerStep, await measure(t.settings)));
+    for (let r = 0; r < reps; r++) await time(trials[0]);
     let best = trials[0];
     const all = choices(e.ops, e.config);
     for (const key of Object.keys(all) as (keyof DecodeSettings)[]) {
       for (const value of all[key]) {
         if (best.settings[key] === value) continue;
-        const settings = { ...best.settings, [key]: value };
-        const trial = { settings, msPerStep: await measure(settings) };
+        const trial: DecodeTrial = { settings: { ...best.settings, [key]: value }, msPerStep: Infinity };
         trials.push(trial);
+        // In turns with the best so far, so drift slows both alike.
+        for (let r = 0; r < reps; r++) {
+          await time(trial);
+          await time(best);
+        }
         if (trial.msPerStep < best.msPerStep * (1 - MARGIN)) best = trial;
       }
     }
@@ -143,17 +174,10 @@ function scratchCache(e: Tunable, context: number, more: number): KVCache {
   return cache;
 }
 
-/** Decode's wall ms a step under `s`: two untimed steps build its pipelines, then the fastest of `reps` runs. */
-async function timeSteps(e: Tunable, cache: KVCache, s: DecodeSettings, context: number, steps: number, reps: number): Promise<number> {
-  applySettings(e.ops, s);
-  const run = async (count: number) => {
-    const t = performance.now();
-    await greedySteps(e, cache, 1, { count, stopIds: [] });
-    cache.truncate(context);
-    return (performance.now() - t) / count;
-  };
-  await run(2);
-  let best = Infinity;
-  for (let r = 0; r < reps; r++) best = Math.min(best, await run(steps));
-  return best;
+/** Wall ms a step of `count` greedy steps recorded ahead, as the app decodes, on the scratch cache. */
+async function timedSteps(e: Tunable, cache: KVCache, context: number, count: number): Promise<number> {
+  const t = performance.now();
+  await greedySteps(e, cache, 1, { count, stopIds: [] });
+  cache.truncate(context);
+  return (performance.now() - t) / count;
 }
