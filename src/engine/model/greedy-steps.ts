@@ -65,9 +65,12 @@ export async function greedySteps(e: Stepper, cache: KVCache, token: number, o: 
       cache.setPositions(row, [row ? cache.positions[row - 1] + 1 : 0]);
       const pass = e.pass(cache);
       pass.begin(typeof fed === 'number' ? [fed] : fed, [row]);
+      // A submission a layer lets an idle GPU start the step's first layers while the host records the rest; once
+      // steps are in flight the GPU is not idle, and each submission costs the host what it records ahead for.
+      const eachLayer = e.submitEachLayer && (depth === 1 || reads.length === out.length);
       for (let l = 0; l < e.config.nLayers; l++) {
         pass.layer(l, { scores: req });
-        if (e.submitEachLayer) e.ops.d.flush();
+        if (eachLayer) e.ops.d.flush();
       }
       fed = pass.greedyOn();
       if (req) passes.push(pass);
