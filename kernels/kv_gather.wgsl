@@ -2,8 +2,10 @@
 // slab of KVStore's GPU tier, where chunks share buffers, with no copy, or
 // from the staging buffer host rows were written into. For t in [t0, t0 + T),
 // source row src_rows[t] of the source's keys and values goes to cache row
-// idx[t], the key rotated by RoPE with row t of cs on the way (chunks keep
-// keys before RoPE), the value as it is. Sources and destinations are f32 or packed f16 (SRC_F16,
+// idx[t], the key rotated by RoPE with row cs_rows[t] of cs on the way (chunks
+// keep keys before RoPE), the value as it is. cs is the model's table by
+// position, kept on the GPU from link to link (cs_rows[t] = the row's
+// position), or a table of the placement's own rows (cs_rows[t] = t). Sources and destinations are f32 or packed f16 (SRC_F16,
 // DST_F16); the arithmetic is rope.wgsl's then kv_scatter.wgsl's, in f32.
 // W = kvDim (heads of HD, HD a multiple of 8): one invocation per 4 values
 // of a row, writing 4 keys and 4 values. INTERLEAVED rotates pairs (2i,
@@ -28,6 +30,7 @@ fn load_v(i: u32) -> vec4<f32> { return sv[i]; }
 @group(0) @binding(3) var<storage, read> src_rows: array<u32>;
 @group(0) @binding(4) var<storage, read> idx: array<u32>;
 @group(0) @binding(5) var<storage, read> cs: array<vec2<f32>>;
+@group(0) @binding(8) var<storage, read> cs_rows: array<u32>;
 #if DST_F16
 @group(0) @binding(6) var<storage, read_write> dk: array<vec2<u32>>;
 @group(0) @binding(7) var<storage, read_write> dv: array<vec2<u32>>;
@@ -49,12 +52,13 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   let half = p.HD / 2u;
   // This invocation's 4 values: i..i+3 within head h.
   let i = (4u * c) % p.HD;
+  let crow = cs_rows[t] * half;
   let x = load_k(s + c);
   var y: vec4<f32>;
 #if INTERLEAVED
   // Pairs (x, y) and (z, w): frequencies i/2 and i/2 + 1.
-  let c0 = cs[t * half + i / 2u];
-  let c1 = cs[t * half + i / 2u + 1u];
+  let c0 = cs[crow + i / 2u];
+  let c1 = cs[crow + i / 2u + 1u];
   y = vec4<f32>(x.x * c0.x - x.y * c0.y, x.x * c0.y + x.y * c0.x, x.z * c1.x - x.w * c1.y, x.z * c1.y + x.w * c1.x);
 #else
   let first = i < half;
@@ -62,7 +66,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   let o = select(c - half / 4u, c + half / 4u, first);
   let z = load_k(s + o);
   let f = select(i - half, i, first);
-  let r = t * half + f;
+  let r = crow + f;
   let e0 = cs[r];
   let e1 = cs[r + 1u];
   let e2 = cs[r + 2u];

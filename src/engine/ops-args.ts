@@ -100,7 +100,9 @@ export interface ScatterArgs {
  * (`k`, `v`, keys before RoPE) goes to cache row idx[t] of dstK/dstV, the key rotated with row t of `cs`.
  */
 export interface GatherArgs {
-  k: GPUBuffer; v: GPUBuffer; srcDtype: StoreDType; srcRows: GPUBuffer; idx: GPUBuffer; cs: GPUBuffer;
+  k: GPUBuffer; v: GPUBuffer; srcDtype: StoreDType; srcRows: GPUBuffer; idx: GPUBuffer;
+  /** RoPE's (cos, sin) rows, and for each placement row the row of `cs` that rotates its key. */
+  cs: GPUBuffer; csRows: GPUBuffer;
   dstK: GPUBuffer; dstV: GPUBuffer; dstDtype: StoreDType; t0: number; T: number; W: number; HD: number; interleaved: boolean;
 }
 export interface EmbedArgs {

@@ -281,7 +281,7 @@ export class Ops {
   gather(a: GatherArgs) {
     if (a.HD % 8 !== 0 || a.W % a.HD !== 0) throw new Error(`kv_gather: rows of ${a.W} in heads of ${a.HD} (a multiple of 8)`);
     const pipe = this.lib.pipeline('kv_gather', { SRC_F16: a.srcDtype === 'f16', DST_F16: a.dstDtype === 'f16', INTERLEAVED: a.interleaved });
-    const b = { 1: a.k, 2: a.v, 3: a.srcRows, 4: a.idx, 5: a.cs, 6: a.dstK, 7: a.dstV };
+    const b = { 1: a.k, 2: a.v, 3: a.srcRows, 4: a.idx, 5: a.cs, 6: a.dstK, 7: a.dstV, 8: a.csRows };
     this.d.run1d(pipe, [u(a.T), u(a.W / 4), u(a.HD), u(a.t0)], b, (a.T * a.W) / 4);
   }
 

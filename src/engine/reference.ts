@@ -160,19 +160,19 @@ export function scatter(src: Float32Array, stride: number, offset: number, idx: 
 }
 
 /**
- * kv_gather: for t in [t0, t0 + T), slab row srcRows[t] of `k` (rotated with row t of `cs`) and of `v` into cache
- * rows idx[t] of copies of dstK and dstV, which are returned.
+ * kv_gather: for t in [t0, t0 + T), slab row srcRows[t] of `k` (rotated with row csRows[t] of `cs`) and of `v` into
+ * cache rows idx[t] of copies of dstK and dstV, which are returned.
  */
 export function gather(
-  k: Float32Array, v: Float32Array, srcRows: Uint32Array, idx: Uint32Array, cs: Float32Array, t0: number, T: number, W: number, HD: number,
-  interleaved: boolean, dstK: Float32Array, dstV: Float32Array,
+  k: Float32Array, v: Float32Array, srcRows: Uint32Array, idx: Uint32Array, cs: Float32Array, csRows: Uint32Array, t0: number, T: number,
+  W: number, HD: number, interleaved: boolean, dstK: Float32Array, dstV: Float32Array,
 ) {
   const ok = dstK.slice(), ov = dstV.slice();
   for (let t = t0; t < t0 + T; t++) {
     const s = srcRows[t] * W;
     // The row rotated alone, with its own row of the table.
     const half = HD / 2;
-    const rowCs = cs.subarray(2 * t * half, 2 * (t + 1) * half);
+    const rowCs = cs.subarray(2 * csRows[t] * half, 2 * (csRows[t] + 1) * half);
     const rotated = rope(k.subarray(s, s + W), rowCs, 1, W / HD, HD, W, 0, interleaved);
     ok.set(rotated, idx[t] * W);
     ov.set(v.subarray(s, s + W), idx[t] * W);

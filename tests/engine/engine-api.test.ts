@@ -16,7 +16,8 @@ import { loadModelFiles } from '../../src/engine/formats/load';
 import { loadHfFolder } from '../../src/engine/formats/hf';
 import { nodeFolderFiles, nodeModelFiles } from '../../src/node/files';
 import { loadKernelSources } from '../../src/node/gpu';
-import { softmax } from '../../src/engine/reference';
+import { rope, softmax } from '../../src/engine/reference';
+import { inverseFrequencies, ropeTable } from '../../src/engine/model/rope';
 import { floatsToHalves, roundToHalf } from '../../src/engine/f16';
 import { assertClose, harness } from '../helpers/gpu';
 import { rerotationTolerance, scaledMaxDiff } from '../helpers/compare';
@@ -34,6 +35,8 @@ async function engineFor(which: 'stories' | 'gemma' | 'llama3', kvDtype: 'f32' |
   return e;
 }
 
+// Placed keys against the reference rotation: at most 2.4e-7 measured on SwiftShader (an f32 ulp); about 10× that.
+const KEY_TOL = 2.5e-6;
 const seq = (n: number, seed: number, V: number) => Array.from({ length: n }, (_, i) => (i * 37 + seed * 11 + 5) % V);
 
 for (const which of ['stories', 'gemma'] as const) {
@@ -89,6 +92,39 @@ for (const which of ['stories', 'gemma', 'llama3'] as const) {
     e.destroy();
   });
 }
+
+// RowWriter rotates each key by the model's table by position, kept on the GPU from link to link (rope.ts
+// PositionTable), which grows to cover the largest position; past the most it may hold (64 MiB), by a table of the
+// rows' own. At positions 7.. (the table's first 4096 rows), 5000.. (it grows) and past 64 MiB of it, spaced 3
+// apart, the keys equal the reference's rotation of the pre-RoPE keys, on Gemma's global and local layers, and
+// the values are placed exactly.
+test('gemma: keys placed by the table by position, grown, and past it equal the reference rotation', async (t) => {
+  const e = await engineFor('gemma');
+  const c = e.config;
+  const chunk = seq(10, 2, c.vocabSize);
+  const a = e.newCache();
+  const rows = await e.exportRows(a, await e.prefill(a, chunk, undefined, { logits: 'none', capturePreRopeK: true }), 0, chunk.length);
+  const far = Math.ceil((64 * 2 ** 20) / (c.headDim * 4)) + 5;
+  let worst = 0;
+  for (const p0 of [7, 5000, far]) {
+    const at = Array.from({ length: chunk.length }, (_, i) => p0 + 3 * i);
+    const cache = e.newCache();
+    e.writeRows(cache, 0, at, rows);
+    for (let l = 0; l < c.nLayers; l++) {
+      const got = await e.readRows(cache, l, 0, chunk.length);
+      const cs = ropeTable(inverseFrequencies(c, c.layerKinds[l]), at);
+      const kvDim = c.nKvHeads * c.headDim;
+      const want = rope(rows[l].k, cs, chunk.length, c.nKvHeads, c.headDim, kvDim, 0, c.ropeStyle === 'interleaved');
+      for (let i = 0; i < want.length; i++) worst = Math.max(worst, Math.abs(got.k[i] - want[i]));
+      assertClose(got.k, want, KEY_TOL, 0, `positions ${p0}.., layer ${l} keys`);
+      assert.deepEqual(got.v, rows[l].v, `positions ${p0}.., layer ${l} values`);
+    }
+    cache.destroy();
+  }
+  t.diagnostic(`largest key error ${worst.toExponential(2)} (tolerance ${KEY_TOL})`);
+  a.destroy();
+  e.destroy();
+});
 
 // Rows read from an f16 store arrive as halves (LayerRows.halves) and go up as such, widened on the GPU. Written in
 // blocks of every kind at once (GPU buffers of halves as the GPU tier keeps f16 rows, f32 host rows, halves, halves

@@ -3,7 +3,7 @@
  * replaces for rows already on the GPU (rope.wgsl on a staging copy, then kv_scatter.wgsl): slab rows in any
  * order into chosen cache rows, keys rotated by both RoPE styles, f32 or packed f16 on either side (halves of every
  * kind widened exactly, subnormals and infinities too: the link's host rows kept as halves go this way), only the rows [t0, t0 + T) of the
- * placement written.
+ * placement written; keys rotated by a table by position (the model's, as links use it) or of the placement's rows.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -37,7 +37,12 @@ for (const [HD, heads] of [[8, 2], [64, 3]] as const) {
           const h = await harness();
           const W = HD * heads;
           const inv = inverseFrequencies({ headDim: HD, ropeTheta: 10000 } as ModelConfig, 'global');
-          const cs = ropeTable(inv, positions);
+          const rowsCs = ropeTable(inv, positions);
+          // Half the cases rotate by a table by position (the model's, as a link uses it: row = position), half by
+          // a table of the placement's own rows (row = t).
+          const byPosition = srcDtype === 'f16';
+          const cs = byPosition ? ropeTable(inv, Array.from({ length: 2048 }, (_, i) => i)) : rowsCs;
+          const csRows = byPosition ? Uint32Array.from(positions) : Uint32Array.from(positions, (_, t) => t);
           // The slab's values as the kernel reads them (halves widened exactly).
           let k = rand(SLAB_ROWS * W, 61 + HD, 3), v = rand(SLAB_ROWS * W, 62 + HD, 3);
           const kBits = floatsToHalves(k), vBits = floatsToHalves(v);
@@ -50,9 +55,9 @@ for (const [HD, heads] of [[8, 2], [64, 3]] as const) {
           const fill = new Float32Array(CACHE_ROWS * W).fill(SENTINEL);
           const dst = () => h.upload(dstDtype === 'f16' ? floatsToHalves(fill) : fill);
           const [dk, dv] = [dst(), dst()];
-          const args = { k: up(k, kBits), v: up(v, vBits), srcDtype, srcRows: h.upload(srcRows), idx: h.upload(idx), cs: h.upload(cs), dstDtype, W, HD, interleaved };
+          const args = { k: up(k, kBits), v: up(v, vBits), srcDtype, srcRows: h.upload(srcRows), idx: h.upload(idx), cs: h.upload(cs), csRows: h.upload(csRows), dstDtype, W, HD, interleaved };
           h.ops.gather({ ...args, dstK: dk, dstV: dv, t0, T });
-          const want = ref.gather(k, v, srcRows, idx, cs, t0, T, W, HD, interleaved, fill, fill);
+          const want = ref.gather(k, v, srcRows, idx, cs, csRows, t0, T, W, HD, interleaved, fill, fill);
           const read = async (b: GPUBuffer) => (dstDtype === 'f16' ? halvesToFloats(new Uint16Array(await h.ops.d.read(b, 0, CACHE_ROWS * W * 2))) : h.readF32(b, CACHE_ROWS * W));
           const [gk, gv] = [await read(dk), await read(dv)];
           // Rows outside the launch keep the sentinel; values are copied exactly.
@@ -76,7 +81,7 @@ for (const [HD, heads] of [[8, 2], [64, 3]] as const) {
             stagedV.set(v.subarray(r * W, (r + 1) * W), i * W);
           });
           const kb = h.upload(staged), vb = h.upload(stagedV);
-          h.ops.rope({ x: kb, cs: h.upload(cs.subarray(t0 * HD, (t0 + T) * HD)), T, H: heads, HD, stride: W, offset: 0, interleaved });
+          h.ops.rope({ x: kb, cs: h.upload(rowsCs.subarray(t0 * HD, (t0 + T) * HD)), T, H: heads, HD, stride: W, offset: 0, interleaved });
           const [ok, ov] = [dst(), dst()];
           const sidx = h.upload(idx.subarray(t0, t0 + T));
           h.ops.scatter({ src: kb, stride: W, offset: 0, idx: sidx, dst: ok, dstDtype, T, W });

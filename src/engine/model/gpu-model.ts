@@ -10,12 +10,13 @@
  * dequantize them (to the model's dtype, for comparison); fused tensors of
  * different types are stored one part per run of equal types.
  */
-import type { ModelConfig } from './config';
+import type { LayerKind, ModelConfig } from './config';
+import { inverseFrequencies, PositionTable } from './rope';
 import type { HostTensor, HostWeights, LayerTensorName } from './weights';
 import { layerName, tensorSize } from './weights';
 import { floatToHalf, halfToFloat } from '../f16';
 import type { StoreDType, WeightDType, WeightMatrix } from '../ops';
-import { matrixParts, paddedBytes, planGpuMemory, storedBytes, type AdapterLimits, type GpuPlan, type PlannedBuffer } from './gpu-plan';
+import { bufferLimit, matrixParts, paddedBytes, planGpuMemory, storedBytes, type AdapterLimits, type GpuPlan, type PlannedBuffer } from './gpu-plan';
 import { dequantizeF16, dequantizeF32 } from '../formats/gguf-quants';
 import { isQuant, QUANT, repackForGpu, type QuantType } from '../quant';
 
@@ -196,9 +197,20 @@ export class GpuModel {
     return buf;
   }
 
+  private positionTables = new Map<LayerKind, PositionTable>();
+
+  /** RoPE's (cos, sin) by position for layers of `kind`, kept on the GPU while the model is (RowWriter). */
+  positionTable(kind: LayerKind): PositionTable {
+    let t = this.positionTables.get(kind);
+    if (!t) this.positionTables.set(kind, (t = new PositionTable(this.device, inverseFrequencies(this.config, kind), Math.min(64 * 2 ** 20, bufferLimit(this.device.limits)))));
+    return t;
+  }
+
   destroy() {
     for (const b of this.buffers) b.destroy();
     this.buffers = [];
+    for (const t of this.positionTables.values()) t.destroy();
+    this.positionTables.clear();
   }
 }
 

@@ -10,6 +10,7 @@
  */
 import type { GpuLayerRows, LayerRows } from '../../types/kv';
 import type { GpuModel } from './gpu-model';
+import type { LayerKind } from './config';
 import type { KVCache } from './kv-cache';
 import type { Scratch } from './scratch';
 import { inverseFrequencies, ropeTable } from './rope';
@@ -43,6 +44,8 @@ export class RowWriter {
   private idx!: GPUBuffer;
   private src!: GPUBuffer;
   private tables!: { global: GPUBuffer; local: GPUBuffer | null };
+  /** Per placement row, its row of the tables. */
+  private csRows!: GPUBuffer;
   /** Per block, its first placement row; set by the first layer. */
   private offsets: number[] = [];
   /** Blocks placed by one launch, from one source, in placement rows [t0, t0 + T); laid out by the first layer. */
@@ -95,10 +98,20 @@ export class RowWriter {
     }
     this.idx = this.scratch.put('io.idx', rows);
     this.src = this.scratch.put('io.src', src);
-    this.tables = {
-      global: this.scratch.put('io.cs.global', ropeTable(inverseFrequencies(c, 'global'), positions)),
-      local: c.layerKinds.includes('local') ? this.scratch.put('io.cs.local', ropeTable(inverseFrequencies(c, 'local'), positions)) : null,
-    };
+    // Keys rotate by the model's table by position (kept on the GPU from link to link); where positions are
+    // negative or past what that table may hold, by a table of these rows' own.
+    const kinds = c.layerKinds.includes('local') ? (['global', 'local'] as const) : (['global'] as const);
+    let lo = 0, hi = 0;
+    for (const p of positions) (lo = Math.min(lo, p)), (hi = Math.max(hi, p));
+    const byPosition = lo >= 0 ? kinds.map((k) => this.m.positionTable(k).covering(hi, () => this.ops.d.flush())) : [];
+    if (byPosition.length && byPosition.every((b) => b)) {
+      this.tables = { global: byPosition[0]!, local: byPosition[1] ?? null };
+      this.csRows = this.scratch.put('io.csrows', positions);
+    } else {
+      const own = (k: LayerKind) => this.scratch.put(`io.cs.${k}`, ropeTable(inverseFrequencies(c, k), positions));
+      this.tables = { global: own('global'), local: kinds.length > 1 ? own('local') : null };
+      this.csRows = this.scratch.put('io.csrows', Uint32Array.from({ length: this.T }, (_, t) => t));
+    }
   }
 
   /** Stages and places layer `l` of every block, from host arrays or GPU buffers (one source per block, in order). */
@@ -118,7 +131,7 @@ export class RowWriter {
       if (stray !== undefined) throw new Error(`writeRows: layer ${l} of block ${stray} does not come from where its layer 0 came`);
       const { k, v, dtype } = typeof g.from === 'string' ? this.stage(l, g, sources, g.from) : { k: first.k as GPUBuffer, v: first.v as GPUBuffer, dtype: (first as GpuLayerRows).f16 ? 'f16' as const : 'f32' as const };
       this.ops.gather({
-        k, v, srcDtype: dtype, srcRows: this.src, idx: this.idx, cs, dstK: this.cache.k[l], dstV: this.cache.v[l], dstDtype: this.cache.dtype,
+        k, v, srcDtype: dtype, srcRows: this.src, idx: this.idx, cs, csRows: this.csRows, dstK: this.cache.k[l], dstV: this.cache.v[l], dstDtype: this.cache.dtype,
         t0: g.t0, T: g.T, W: this.m.kvDim, HD: c.headDim, interleaved: c.ropeStyle === 'interleaved',
       });
     }
