@@ -2,12 +2,23 @@
  * The attention kernel alone, in each of its launch shapes, for the GPU kit: attention.wgsl ('rows': query rows
  * per invocation, key slices), attention_tiled.wgsl ('tiled': 64-row workgroups staging key tiles; key slices,
  * keys per tile) and attention_decode.wgsl ('keys': a 64-invocation workgroup per row over its keys; key slices)
- * side by side on the same shapes. Every query row sees every key, so a case costs 4·T·n·H·HD FLOPs.
+ * side by side on the same shapes. Every query row sees every key, so a case costs 4·T·n·H·HD FLOPs; or, in a
+ * 'linked' case, the rows are those legolink:16 recomputes when it links n keys in 512-token chunks (the first 16
+ * of every chunk after the first, and the 8 question rows at the end), each seeing the keys up to its own position,
+ * as a link's pass bounds them: 4·H·HD FLOPs a visible key.
  */
 import type { AttentionVariant, Engine } from '../engine';
 import { kernelPerRep, type KernelClock } from './matmul';
 
-export interface AttentionCase { T: number; n: number; H: number; NKV: number; HD: number }
+export interface AttentionCase { T: number; n: number; H: number; NKV: number; HD: number; rows?: 'all' | 'linked' }
+
+/** The positions of the rows legolink:16 recomputes over `n` keys in 512-token chunks, the last 8 the question's. */
+export function linkedRows(n: number): Int32Array {
+  const out: number[] = [];
+  for (let c = 512; c + 512 <= n - 8; c += 512) for (let j = 0; j < 16; j++) out.push(c + j);
+  for (let p = n - 8; p < n; p++) out.push(p);
+  return Int32Array.from(out);
+}
 export interface AttentionTiming extends AttentionCase {
   variant: AttentionVariant; rowsPerThread: 1 | 4; splits: number | 'auto';
   /** The tiled kernel's keys per tile, where the run named one (otherwise the largest that fits, up to 32). */
@@ -38,9 +49,12 @@ export async function timeAttention(e: Engine, c: AttentionCase, targetMs = 60):
   const q = buf(c.T * W * 4, noise(c.T * W));
   const k = buf(c.n * c.NKV * c.HD * 4, noise(c.n * c.NKV * c.HD));
   const v = buf(c.n * c.NKV * c.HD * 4, noise(c.n * c.NKV * c.HD));
-  const qpos = buf(c.T * 4, new Int32Array(c.T).fill(c.n));
+  const at = c.rows === 'linked' ? linkedRows(c.n) : new Int32Array(c.T).fill(c.n);
+  if (at.length !== c.T) throw new Error(`attention case: ${c.T} rows, but legolink:16 recomputes ${at.length} of ${c.n}`);
+  const visible = at.reduce((a, p) => a + Math.min(p + 1, c.n), 0);
+  const qpos = buf(c.T * 4, at);
   const kpos = buf(c.n * 4, Int32Array.from({ length: c.n }, (_, i) => i));
-  const bounds = buf(c.T * 8, Uint32Array.from({ length: 2 * c.T }, (_, i) => (i % 2 ? c.n : 0)));
+  const bounds = buf(c.T * 8, Uint32Array.from({ length: 2 * c.T }, (_, i) => (i % 2 ? Math.min(at[i >> 1] + 1, c.n) : 0)));
   const out = buf(c.T * c.H * c.HD * 4);
   const rows: AttentionTiming[] = [];
   try {
@@ -85,7 +99,7 @@ export async function timeAttention(e: Engine, c: AttentionCase, targetMs = 60):
       const { ms, clock } = await kernelPerRep(e, run, reps);
       const chosen = sh.variant === picked && sh.splits === 'auto' && sh.keysPerTile === undefined
         && (sh.variant !== 'rows' || sh.rowsPerThread === (e.ops.matmulProfile === 'cpu' ? 4 : 1));
-      rows.push({ ...c, ...sh, chosen, ms, clock, gflops: (4 * c.T * c.n * c.H * c.HD) / ms / 1e6 });
+      rows.push({ ...c, ...sh, chosen, ms, clock, gflops: (4 * visible * c.H * c.HD) / ms / 1e6 });
     }
   } finally {
     for (const b of [q, k, v, qpos, kpos, bounds, out]) b.destroy();

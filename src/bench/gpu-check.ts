@@ -42,7 +42,7 @@ import { isQuant, type QuantType } from '../engine';
 import { appDecodeTokS, benchPrefillDecode, prefillFlops, withRoofline } from './prefill';
 import { asF32, asHalves, benchParts, benchTtft, compileBenchChunks, ttftRatios } from './ttft';
 import { timeMatmuls } from './matmul';
-import { timeAttention, type AttentionCase } from './attention';
+import { linkedRows, timeAttention, type AttentionCase } from './attention';
 import { copyBandwidth, mappedUploadBandwidth, uploadBandwidth } from './upload';
 import { formatLinkProfile, formatProfile, profileDecode, profileLink } from './profile';
 import { decodeAttentionWays, decodeBothWays, decodeGemvWays, formatFuse, tuneAsTheApp } from './fuse';
@@ -211,16 +211,17 @@ async function main() {
     const rows: Record<string, unknown>[] = [];
     report.attention = rows;
     const m = shapeConfig(a['matmul-model']!), sm = shapeConfig(a['link-models']!.split(',')[0]);
-    const head = (c: typeof m, T: number, n: number): AttentionCase => ({ T, n, H: c.nHeads, NKV: c.nKvHeads, HD: c.headDim });
-    // Decode and a LegoLink recompute at 32K, a prefill block, and the 1B model's 2048-token prefill (all keys visible).
-    const cases = a['matmul-model'] === 'tiny-llama' ? [head(m, 1, 256), head(m, 64, 256)]
-      : [head(m, 1, 512), head(sm, 1, 32768), head(sm, 1016, 32768), head(sm, 4096, 8192), head(m, 2048, 2048)];
+    const head = (c: typeof m, T: number, n: number, rows?: 'linked'): AttentionCase => ({ T, n, H: c.nHeads, NKV: c.nKvHeads, HD: c.headDim, rows });
+    // Decode and a LegoLink recompute at 32K (all keys visible, then the link's own rows and bounds), a prefill
+    // block, and the 1B model's 2048-token prefill (all keys visible).
+    const cases = a['matmul-model'] === 'tiny-llama' ? [head(m, 1, 256), head(m, 64, 256), head(m, linkedRows(2056).length, 2056, 'linked')]
+      : [head(m, 1, 512), head(sm, 1, 32768), head(sm, 1016, 32768), head(sm, 1016, 32776, 'linked'), head(sm, 4096, 8192), head(m, 2048, 2048)];
     try {
       for (const c of cases) {
         for (const t of await timeAttention(e, c)) {
           rows.push({ adapter, ...t });
           const shape = t.variant === 'tiled' ? `tiled, ${t.keysPerTile ?? 'widest'} keys a tile` : t.variant === 'keys' ? 'keys, a workgroup a row' : `rows, ${t.rowsPerThread} row(s) a thread`;
-          log(`[${adapter}] attention T=${c.T} n=${c.n} H=${c.H} HD=${c.HD}, ${shape}, ${t.splits} slices${t.chosen ? ' (chosen)' : ''}: ${t.ms.toFixed(3)} ms, ${t.gflops.toFixed(0)} GFLOP/s`);
+          log(`[${adapter}] attention T=${c.T}${c.rows === 'linked' ? ' (legolink:16\'s rows)' : ''} n=${c.n} H=${c.H} HD=${c.HD}, ${shape}, ${t.splits} slices${t.chosen ? ' (chosen)' : ''}: ${t.ms.toFixed(3)} ms, ${t.gflops.toFixed(0)} GFLOP/s`);
         }
         save();
       }
