@@ -21,7 +21,7 @@ export function linkedRows(n: number): Int32Array {
 }
 export interface AttentionTiming extends AttentionCase {
   variant: AttentionVariant; rowsPerThread: 1 | 4; splits: number | 'auto';
-  /** The tiled kernel's keys per tile, where the run named one (otherwise the largest that fits, up to 32). */
+  /** The tiled kernel's keys per tile: the one the shape named, or the engine's own (Ops.attentionTile). */
   keysPerTile?: number;
   chosen: boolean; ms: number; gflops: number; clock: KernelClock;
 }
@@ -76,10 +76,11 @@ export async function timeAttention(e: Engine, c: AttentionCase, targetMs = 60):
     }
     if (c.T >= TILED_MIN_T) {
       for (const splits of ['auto', ...TILED_SPLITS.filter((s) => s <= c.n / 64 && fits(s))] as const) shapes.push({ variant: 'tiled', rowsPerThread: 1, splits });
-      // Half-size tiles (more workgroups fit a multiprocessor's memory) and, where the adapter's workgroup memory
-      // holds them, double ones (half the barriers, twice the scores held in registers).
-      shapes.push({ variant: 'tiled', rowsPerThread: 1, splits: 'auto', keysPerTile: 16 });
-      if (64 * (8 * c.HD + 4) <= dev.limits.maxComputeWorkgroupStorageSize) shapes.push({ variant: 'tiled', rowsPerThread: 1, splits: 'auto', keysPerTile: 64 });
+      // Wider tiles than the engine's 16 keys, where the adapter's workgroup memory holds them (fewer barriers, more
+      // scores held in registers, fewer workgroups a multiprocessor).
+      for (const keysPerTile of [32, 64]) {
+        if (keysPerTile * (8 * c.HD + 4) <= dev.limits.maxComputeWorkgroupStorageSize) shapes.push({ variant: 'tiled', rowsPerThread: 1, splits: 'auto', keysPerTile });
+      }
     }
     if (c.T <= KEYS_MAX_T && c.HD <= 256) {
       for (const splits of ['auto', ...KEYS_SPLITS.filter((s) => s <= c.n / 64 && fits(s))] as const) shapes.push({ variant: 'keys', rowsPerThread: 1, splits });
@@ -99,7 +100,9 @@ export async function timeAttention(e: Engine, c: AttentionCase, targetMs = 60):
       const { ms, clock } = await kernelPerRep(e, run, reps);
       const chosen = sh.variant === picked && sh.splits === 'auto' && sh.keysPerTile === undefined
         && (sh.variant !== 'rows' || sh.rowsPerThread === (e.ops.matmulProfile === 'cpu' ? 4 : 1));
-      rows.push({ ...c, ...sh, chosen, ms, clock, gflops: (4 * visible * c.H * c.HD) / ms / 1e6 });
+      // The tile the engine used, where the shape left it to the engine.
+      const keysPerTile = sh.variant === 'tiled' ? (sh.keysPerTile ?? e.ops.attentionTile(c.HD)) : undefined;
+      rows.push({ ...c, ...sh, keysPerTile, chosen, ms, clock, gflops: (4 * visible * c.H * c.HD) / ms / 1e6 });
     }
   } finally {
     for (const b of [q, k, v, qpos, kpos, bounds, out]) b.destroy();

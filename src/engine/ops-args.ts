@@ -78,7 +78,7 @@ export interface AttentionArgs {
   rowsPerThread?: 1 | 4;
   /** The kernel (see AttentionVariant); default: chosen for the adapter and the row count (Ops.pickAttention). */
   variant?: AttentionVariant;
-  /** The tiled kernel's keys per tile, a multiple of 4; default and cap: what the adapter's workgroup memory holds, at most 32. */
+  /** The tiled kernel's keys per tile, a multiple of 4 (default 16), capped by what the adapter's workgroup memory holds. */
   keysPerTile?: number;
 }
 /**

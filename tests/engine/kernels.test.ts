@@ -218,9 +218,9 @@ for (const kvDtype of ['f32', 'f16'] as const) {
             assertClose(await h.readF32(out, a.T * a.H * a.HD), ref.attention(a), 0, RT, `attention, ${splits} slices, ${rowsPerThread} rows a thread`);
           }
           // attention_tiled: one tile wider than all 11 keys, and tiles of 4 (11 is not a multiple).
-          for (const keysPerTile of [undefined, 4]) {
+          for (const keysPerTile of [undefined, 4, 32]) {
             h.ops.attention({ ...common, v: kv(a.v), out, T: a.T, bounds: h.upload(bounds), splits, variant: 'tiled', keysPerTile });
-            assertClose(await h.readF32(out, a.T * a.H * a.HD), ref.attention(a), 0, TILED_RT, `attention_tiled, ${splits} slices, ${keysPerTile ?? 'widest'} keys a tile`);
+            assertClose(await h.readF32(out, a.T * a.H * a.HD), ref.attention(a), 0, TILED_RT, `attention_tiled, ${splits} slices, ${keysPerTile ?? 'default'} keys a tile`);
           }
           // attention_decode: a head of 8 (32 value groups), 11 keys in a 64-key tile.
           h.ops.attention({ ...common, v: kv(a.v), out, T: a.T, bounds: h.upload(bounds), splits, variant: 'keys' });
@@ -274,10 +274,10 @@ for (const kvDtype of ['f32', 'f16'] as const) {
       // The full key range too, where the mask alone hides what sorted bounds would skip.
       for (const bounds of [args.bounds, h.upload(Uint32Array.from({ length: 2 * a.T }, (_, i) => (i % 2 ? a.n : 0)))]) {
         // 12 keys a tile: 75 keys in 7 tiles, the last partial.
-        for (const keysPerTile of [undefined, 12]) {
+        for (const keysPerTile of [undefined, 12, 32]) {
           for (const splits of [1, 3]) {
             h.ops.attention({ ...args, bounds, variant: 'tiled', keysPerTile, splits });
-            assertClose(await h.readF32(out, want.length), want, 0, TILED_RT, `attention_tiled, ${splits} slices, ${keysPerTile ?? 'widest'} keys a tile`);
+            assertClose(await h.readF32(out, want.length), want, 0, TILED_RT, `attention_tiled, ${splits} slices, ${keysPerTile ?? 'default'} keys a tile`);
           }
         }
         // attention_decode on the same rows: 75 keys in a full and a partial tile, 4 value groups.
