@@ -19,12 +19,15 @@ export function attentionSplits(invocations: number, keys: number): number {
 }
 
 /**
- * Key slices for attention_tiled (a workgroup per 64 rows of a head and slice): enough slices for about 1024
- * workgroups, a few per multiprocessor of a large GPU, while slices keep at least 256 keys (8 tiles) and never
- * number more than 32. Not yet measured on a GPU: the kit (bench/attention.ts) times fixed counts beside it.
+ * Key slices for attention_tiled (a workgroup per 64 rows of a head and slice): none once there are 1024 workgroups
+ * or more; below that, enough slices for about 4096 workgroups, while slices keep at least 256 keys (16 tiles) and
+ * never number more than 32. On the H100 with 16-key tiles (gpu-h100-9.json): legolink:16's 1016 rows at 32K (144
+ * workgroups) took 3.7 ms in the 8 slices that a 1024 target gave, 2.9 in 32; 4096 rows × 8192 keys (576) 5.7 ms in
+ * 2 and 4.4 in 8; 2048 rows of 32 heads (1024) 1.75 ms whole and 2.0 in 2 or 4.
  */
 export function tiledSplits(workgroups: number, keys: number): number {
-  return Math.max(1, Math.min(Math.ceil(1024 / workgroups), Math.floor(keys / 256), 32));
+  if (workgroups >= 1024) return 1;
+  return Math.max(1, Math.min(Math.ceil(4096 / workgroups), Math.floor(keys / 256), 32));
 }
 
 /**
