@@ -169,7 +169,7 @@ function tuning(rows: NonNullable<GpuRun['kit']['tune']>): string[] {
   const way = (x: DecodeSettings) => wayLabel({ fused: x.fuse, attention: x.attention, gemv: x.gemv });
   const t0 = rows[0];
   return [
-    `Decode's kernels tuned as the app tunes them when it loads a model (Engine.tuneDecode: greedy steps recorded ahead after ${t0.context} cached rows, the fastest of ${t0.reps} runs of ${t0.steps} steps a way; the defaults first, an alternative kept only when over 3% faster; the kit's decode figures above and below use the way kept):`, '',
+    `Decode's kernels tuned as the app tunes them when it loads a model (Engine.tuneDecode: greedy steps recorded ahead after ${t0.context} cached rows, the fastest of ${t0.reps} or more runs of ${t0.steps} steps a way; the defaults first, an alternative kept only when over 3% faster; from gpu-h100-8 on, after the defaults ran untimed for 300 ms, each alternative timed in turns with the best so far; the kit's decode figures above and below use the way kept):`, '',
     table(['model', 'weights', 'way', 'wall ms a step', 'kept', 'tuning took (s)'], rows.flatMap((r) => r.trials.map((x, i) => [
       r.model, r.quant ?? 'f16', `${way(x.settings)}${i === 0 ? ' (the defaults)' : ''}`, x.msPerStep.toFixed(2), way(x.settings) === way(r.chosen) ? 'yes' : '', i === 0 ? (r.ms / 1000).toFixed(1) : '',
     ]))), '',

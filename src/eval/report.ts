@@ -208,7 +208,7 @@ function evalSection(runs: { r: EvalResults; file: string }[], rel: string): str
 export function buildResults(dir: string, outPath: string): { markdown: string; charts: Record<string, string> } {
   const rel = relative(dirname(outPath), dir) || '.';
   const read = <T>(f: string) => JSON.parse(readFileSync(join(dir, f), 'utf8')) as T;
-  const files = existsSync(dir) ? readdirSync(dir).filter((f) => f.endsWith('.json')).sort() : [];
+  const files = existsSync(dir) ? readdirSync(dir).filter((f) => f.endsWith('.json')).sort((a, b) => a.localeCompare(b, 'en', { numeric: true })) : [];
   const charts: Record<string, string> = {};
   const parts: string[] = [];
   const adapters = new Set<string>(), models = new Set<string>();
