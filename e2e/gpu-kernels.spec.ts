@@ -51,6 +51,7 @@ test('the GPU profile\'s kernels in Chromium compile chunks and answer as the CP
   // On the GPU profile a load times decode's kernel choices and keeps the fastest (Engine.tuneDecode), and the page
   // says which; CPU adapters are not tuned, and qa-demo's load on this one said nothing of it.
   await expect(page.getByTestId('decode-tuning')).toHaveCount(0);
+  await expect(page.getByTestId('upload-tuning')).toHaveCount(0);
   await setKernels(page, 'gpu');
   await page.getByLabel('Bundled model').selectOption({ index: 1 });
   await page.getByRole('button', { name: 'Load bundled' }).click();
@@ -58,6 +59,10 @@ test('the GPU profile\'s kernels in Chromium compile chunks and answer as the CP
   const way = String.raw`gemv(_sg)?, (un)?fused, attention(_decode)?`;
   await expect(page.getByTestId('decode-tuning')).toHaveText(
     new RegExp(String.raw`^Decode kernels, timed on this GPU \(4 ways in \d+\.\d s\): ${way}, \d+\.\d\d ms a token( \(the defaults\)|; the defaults \(gemv_sg, fused, attention_decode\) took \d+\.\d\d ms)$`),
+  );
+  // It also times how a link's host rows go up, both ways, and keeps the faster (Engine.tuneUpload).
+  await expect(page.getByTestId('upload-tuning')).toHaveText(
+    /^Uploads from host memory, timed on this GPU: (writeBuffer|mapped staging) \(\d+\.\d GB\/s by writeBuffer, \d+\.\d GB\/s by mapped staging\)$/,
   );
   await setKernels(page, null);
 });

@@ -5,7 +5,7 @@
  * ('rows'); and, on devices with subgroups, with its GEMVs in gemv_sg (the default there) and in gemv. Each way
  * reports its wall and GPU time a step and its dispatches a step.
  */
-import { describeSettings, type AttentionVariant, type DecodeTuning, type Engine, type GemvVariant } from '../engine';
+import { describeSettings, type AttentionVariant, type DecodeTuning, type Engine, type GemvVariant, type UploadTuning } from '../engine';
 import { benchTokens } from './prefill';
 
 export interface DecodeWay {
@@ -124,5 +124,15 @@ export async function tuneAsTheApp(e: Engine, log: (line: string) => void): Prom
   // A failed timing leaves the defaults in place (tuneDecode restores them): the stage goes on with those.
   const t = await e.tuneDecode().catch((err) => (log(`decode tuning failed, the defaults kept: ${String(err?.stack ?? err)}`), null));
   if (t) log(`decode tuned in ${(t.ms / 1000).toFixed(1)} s: ${t.trials.map((x) => `${describeSettings(x.settings)}${x.settings === t.chosen ? ' (chosen)' : ''} ${x.msPerStep.toFixed(2)} ms`).join('; ')}`);
+  return t;
+}
+
+/**
+ * Times how host rows go up as the app does when it loads a model (Engine.tuneUpload; nothing on the 'cpu'
+ * profile), so the links the kit times next bring host rows the way the app would, and logs both rates.
+ */
+export async function tuneUploadAsTheApp(e: Engine, log: (line: string) => void): Promise<UploadTuning | null> {
+  const t = await e.tuneUpload().catch((err) => (log(`upload timing failed, writeBuffer kept: ${String(err?.stack ?? err)}`), null));
+  if (t) log(`uploads timed in ${(t.ms / 1000).toFixed(1)} s: writeBuffer ${t.gbPerS.write.toFixed(1)} GB/s, mapped staging ${t.gbPerS.mapped.toFixed(1)} GB/s; ${t.chosen === 'mapped' ? 'mapped staging' : 'writeBuffer'} kept`);
   return t;
 }

@@ -45,7 +45,7 @@ import { timeMatmuls } from './matmul';
 import { linkedRows, timeAttention, type AttentionCase } from './attention';
 import { copyBandwidth, mappedUploadBandwidth, uploadBandwidth } from './upload';
 import { formatLinkProfile, formatProfile, profileDecode, profileLink } from './profile';
-import { decodeAttentionWays, decodeBothWays, decodeGemvWays, formatFuse, tuneAsTheApp } from './fuse';
+import { decodeAttentionWays, decodeBothWays, decodeGemvWays, formatFuse, tuneAsTheApp, tuneUploadAsTheApp } from './fuse';
 import { GpuTier } from '../kvstore/gpu-tier';
 import { realStage } from './real-model';
 
@@ -128,7 +128,7 @@ function adapterInfo(gpu: NodeGpu) {
 
 /**
  * A real-shape model with random weights: f16, or matrices packed as `quant` (quant.ts); with `tune`, its decode
- * tuned as the app's load tunes it (stages that time no decode skip it).
+ * tuned as the app's load tunes it (stages that time no decode skip it); its uploads always are.
  */
 async function withModel<T>(gpu: NodeGpu, shape: string, fn: (e: Engine) => Promise<T>, quant?: QuantType, tune = true): Promise<T> {
   const c = shapeConfig(shape);
@@ -141,8 +141,11 @@ async function withModel<T>(gpu: NodeGpu, shape: string, fn: (e: Engine) => Prom
     w.clear();
     const kinds = Object.entries(e.model!.matrixBytes).map(([k, v]) => `${k} ${(v! / 2 ** 20).toFixed(0)} MiB`).join(', ');
     log(`${shape}: built and uploaded in ${((performance.now() - tb) / 1000).toFixed(1)} s (${(e.model!.bytes / 2 ** 30).toFixed(2)} GiB of weights: ${kinds})`);
-    const tuned = tune ? await tuneAsTheApp(e, (l) => log(`[${gpu.adapter.description}] ${shape}${quant ? ` ${quant}` : ''} ${l}`)) : null;
+    const say = (l: string) => log(`[${gpu.adapter.description}] ${shape}${quant ? ` ${quant}` : ''} ${l}`);
+    const tuned = tune ? await tuneAsTheApp(e, say) : null;
     if (tuned) ((report.tune ??= []) as unknown[]).push({ adapter: gpu.adapter.description, model: shape, quant: quant ?? null, ...tuned });
+    const up = await tuneUploadAsTheApp(e, say);
+    if (up) ((report.upload_tune ??= []) as unknown[]).push({ adapter: gpu.adapter.description, model: shape, ...up });
     return await fn(e);
   } finally {
     e.destroy();

@@ -31,7 +31,7 @@ import { readRows, readValues, RowWriter, writeRows, type LayerRows, type RowBlo
 import { floatsToHalves, halfRows } from './f16';
 import { Scratch } from './model/scratch';
 import { greedySteps, type GreedyStepsOptions, type GreedyStepsResult } from './model/greedy-steps';
-import { tuneDecode, type DecodeTuning, type TuneOptions } from './model/tune';
+import { tuneDecode, tuneUpload, type DecodeTuning, type TuneOptions, type UploadTuning } from './model/tune';
 import type { HostWeights } from './model/weights';
 import { Ops, type StoreDType } from './ops';
 import type { QuantType } from './quant';
@@ -246,6 +246,14 @@ export class Engine {
    */
   tuneDecode(opts?: TuneOptions): Promise<DecodeTuning | null> {
     return this.exclusive(() => tuneDecode(this, opts));
+  }
+
+  /**
+   * On a real GPU, times host-to-GPU uploads both ways (writeBuffer, mapped staging) and keeps the faster for the
+   * rows a link brings from host memory (Dispatcher.upload); null, and writeBuffer kept, on CPU adapters.
+   */
+  tuneUpload(opts?: { bytes?: number; reps?: number }): Promise<UploadTuning | null> {
+    return this.exclusive(() => tuneUpload(this.ops, this.gpu.device, opts));
   }
 
   /** The locked calls without the lock, for `exclusive`'s callback (which holds it). */

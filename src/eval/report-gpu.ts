@@ -9,7 +9,7 @@ import type { TtftRow } from '../bench/ttft';
 import type { DecodeProfile, LinkProfile } from '../bench/profile';
 import { wayLabel, type DecodeWay } from '../bench/fuse';
 import { mdTable } from './markdown';
-import type { DecodeSettings, DecodeTuning } from '../engine';
+import type { DecodeSettings, DecodeTuning, UploadTuning } from '../engine';
 
 type KernelRow = { rows?: string; variant?: string; half?: boolean; rowsPerThread?: number; keysPerTile?: number; splits?: number | string; T: number; K?: number; N?: number; n?: number; H?: number; HD?: number; ms: number; gflops: number; weightGBps?: number; chosen: boolean; clock?: string };
 type EngineRow = PrefillRow & { adapter: string; model: string; weight_bytes: number; weight_dtype: string; weights?: string; profile?: DecodeProfile | string; fuse?: DecodeWay[]; attention?: DecodeWay[]; gemv?: DecodeWay[]; skipped?: string; error?: string };
@@ -21,6 +21,7 @@ type RealRun = {
   weight_bytes?: number; weight_dtype?: string; kv_dtype?: string;
   /** Its decode tuned as the app's load tunes it, before it was timed (null on CPU adapters). */
   decode_tuning?: DecodeTuning | null;
+  upload_tuning?: UploadTuning | null;
   reference: { llama: string; adapter: string; profile: string };
   check?: { prompts: { text: string; answer: string; tokens: number[]; greedy_equal: boolean; max_err: number; min_gap: number }[]; max_err: number; pass: boolean };
   throughput?: (PrefillRow & { decode_share_of_roofline?: number; decode_roofline_tokens_per_s?: number })[];
@@ -42,6 +43,8 @@ export interface GpuRun {
     real?: RealRun;
     /** Decode's kernels tuned as the app tunes them at load (Engine.tuneDecode), per model loaded. */
     tune?: (DecodeTuning & { model: string; quant: string | null })[];
+    /** How host rows go up, timed as the app times it at load (Engine.tuneUpload), per model loaded. */
+    upload_tune?: (UploadTuning & { model: string })[];
   };
   torch: { device: string; torch: string; transformers: string; copy_gbytes_per_s: number; rows: TorchRow[] } | null;
 }
@@ -125,6 +128,8 @@ export function gpuSection(runs: { file: string; r: GpuRun }[]): string {
     })), '');
     const real = k.real?.decode_tuning ? [{ ...k.real.decode_tuning, model: k.real.model, quant: `GGUF, ${k.real.weight_dtype ?? '?'}` }] : [];
     lines.push(...tuning([...(k.tune ?? []), ...real]));
+    const ups = [...(k.upload_tune ?? []), ...(k.real?.upload_tuning ? [{ ...k.real.upload_tuning, model: k.real.model }] : [])];
+    if (ups.length) lines.push('Host-to-GPU uploads timed as the app times them when it loads a model (Engine.tuneUpload: 32 MiB in 256 KiB pieces each way, the fastest of 3 runs; mapped staging kept only when over 10% faster; the links below bring host rows the way kept):', '', table(['model', 'writeBuffer GB/s', 'mapped staging GB/s', 'kept'], ups.map((u) => [u.model, n1(u.gbPerS.write), n1(u.gbPerS.mapped), u.chosen === 'mapped' ? 'mapped staging' : 'writeBuffer'])), '');
     lines.push(...quantAndProfiles(k.quant ?? [], eng, bw));
     const notes = [...eng.filter((x) => x.skipped || x.error), ...(t?.rows ?? []).filter((x) => x.skipped || x.error)];
     for (const x of notes) lines.push(`- ${x.model}: ${x.skipped ?? x.error}`);

@@ -1,5 +1,5 @@
 /** Loading a model onto a Node WebGPU device: shared by the CLI, benchmarks and tests. */
-import { Engine, loadModelFiles, type DecodeTuning, type LoadOptions, type LoadedModel } from '../engine';
+import { Engine, loadModelFiles, type DecodeTuning, type LoadOptions, type LoadedModel, type UploadTuning } from '../engine';
 import { createNodeGpu, loadKernelSources, type NodeGpu } from './gpu';
 import { nodeModelFiles } from './files';
 import { basename } from 'node:path';
@@ -10,6 +10,8 @@ export interface NodeSession {
   model: LoadedModel;
   /** Decode's kernels as timed at load on a real GPU, as the app does (Engine.tuneDecode); null on CPU adapters. */
   tuning: DecodeTuning | null;
+  /** How a link's host rows go up, as timed at load on a real GPU (Engine.tuneUpload); null on CPU adapters. */
+  uploadTuning: UploadTuning | null;
   close(): void;
 }
 
@@ -19,11 +21,13 @@ export async function openModel(path: string, opts: LoadOptions & { tokenizer?: 
   const engine = Engine.create(gpu, loadKernelSources());
   await engine.load(model.config, model.weights, opts);
   const tuning = await engine.tuneDecode();
+  const uploadTuning = await engine.tuneUpload();
   return {
     gpu,
     engine,
     model,
     tuning,
+    uploadTuning,
     close() {
       engine.destroy();
       gpu.release();

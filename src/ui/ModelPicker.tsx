@@ -139,8 +139,20 @@ export function ModelPicker() {
         </p>
       )}
       {s.model?.decodeTuning && <DecodeTuningLine t={s.model.decodeTuning} />}
+      {s.model?.uploadTuning && <UploadTuningLine t={s.model.uploadTuning} />}
       <CachedModels />
     </section>
+  );
+}
+
+/** How a link's chunks in host memory go up to this GPU, as timed at load (absent on CPU adapters). */
+function UploadTuningLine({ t }: { t: NonNullable<ModelInfo['uploadTuning']> }) {
+  if ('error' in t) return <p className="muted small" data-testid="upload-tuning">Uploads: writeBuffer (timing them failed: {t.error})</p>;
+  return (
+    <p className="muted small" data-testid="upload-tuning">
+      Uploads from host memory, timed on this GPU: {t.chosen} ({t.writeGBps.toFixed(1)} GB/s by writeBuffer, {t.mappedGBps.toFixed(1)} GB/s by
+      mapped staging)
+    </p>
   );
 }
 

@@ -8,7 +8,7 @@ import { createGpuContext, Engine, OutOfGpuMemoryError, bundledKernelSources, hf
 import { decodeTokens, TextStream } from '../generate/generate';
 import { parseModel, resolveSource } from './sources';
 import { deleteCachedModel, listCachedModels, opfsRoot } from './opfs-cache';
-import type { CallType, Calls, DecodeTuningInfo, GenerateRequest, GenerateResult, InitResult, LoadStage, ModelInfo, ModelSource, Reply, Request } from './protocol';
+import type { CallType, Calls, DecodeTuningInfo, UploadTuningInfo, GenerateRequest, GenerateResult, InitResult, LoadStage, ModelInfo, ModelSource, Reply, Request } from './protocol';
 import { StudioWorker, type ModelSession } from './studio';
 import { ModelUploadError, ModelWontFitError, serializeError } from './errors';
 
@@ -75,6 +75,7 @@ async function load(ref: ModelSource, requested: 'f32' | 'f16' | undefined, sign
   // Files from disk stay readable; a Hub model comes back from the cache (or the network) after a lost device.
   modelRef = { ref: resolved.cacheKey && ref.kind === 'files' ? { kind: 'cached', key: resolved.cacheKey } : ref, weightDtype };
   const decodeTuning = await tuneDecode(engine!, () => progress('tune', 0, 0));
+  const uploadTuning = await tuneUpload(engine!);
   const c = m.config;
   const plan = gm.plan;
   const format = (m.tokenizer as { chatFormat?: string | null }).chatFormat;
@@ -82,7 +83,7 @@ async function load(ref: ModelSource, requested: 'f32' | 'f16' | undefined, sign
   return {
     id: resolved.name, source: resolved.source, arch: c.arch, params: plan.params, layers: c.nLayers, heads: c.nHeads, hidden: c.hidden,
     vocab: c.vocabSize, gpuBytes: gm.bytes, weightDtype, kvDtype: plan.kvDtype, kvBytesPerToken: plan.kvBytesPerToken, hasChatTemplate: !!chatTemplate,
-    chatTemplate, cacheKey: modelKey, decodeTuning,
+    chatTemplate, cacheKey: modelKey, decodeTuning, uploadTuning,
   };
 }
 
@@ -97,6 +98,19 @@ async function tuneDecode(e: Engine, onStart: () => void): Promise<DecodeTuningI
     if (!t) return null;
     const chosenMs = t.trials.find((x) => x.settings === t.chosen)!.msPerStep;
     return { chosen: describeSettings(t.chosen), msPerStep: chosenMs, defaults: describeSettings(t.defaults), defaultMsPerStep: t.trials[0].msPerStep, ways: t.trials.length, ms: t.ms };
+  } catch (err) {
+    return { error: (err as Error).message };
+  }
+}
+
+/**
+ * On a real GPU, times how host rows go up (writeBuffer or mapped staging; Engine.tuneUpload, 32 MiB a way, a
+ * fraction of a second) and keeps the faster for links; null on CPU adapters. A failed timing keeps writeBuffer.
+ */
+async function tuneUpload(e: Engine): Promise<UploadTuningInfo | null> {
+  try {
+    const t = await e.tuneUpload();
+    return t && { chosen: t.chosen === 'mapped' ? 'mapped staging' : 'writeBuffer', writeGBps: t.gbPerS.write, mappedGBps: t.gbPerS.mapped, ms: t.ms };
   } catch (err) {
     return { error: (err as Error).message };
   }

@@ -104,7 +104,12 @@ export interface ModelInfo {
   cacheKey: string;
   /** Decode's kernels as timed on this GPU at load (Engine.tuneDecode); null on CPU adapters, which are not tuned. */
   decodeTuning: DecodeTuningInfo | null;
+  /** How a link's host rows go up, as timed on this GPU at load (Engine.tuneUpload); null on CPU adapters. */
+  uploadTuning: UploadTuningInfo | null;
 }
+
+/** Which way host rows go up to the GPU, chosen by timing both at load, or why timing failed (writeBuffer kept). */
+export type UploadTuningInfo = { chosen: 'writeBuffer' | 'mapped staging'; writeGBps: number; mappedGBps: number; ms: number } | { error: string };
 
 /** What timing decode's kernels at load chose, in words, or why it failed (the defaults are kept then). */
 export type DecodeTuningInfo =

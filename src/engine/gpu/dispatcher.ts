@@ -193,6 +193,58 @@ export class Dispatcher {
     this.encoder = null;
     this.pass = null;
     this.slot = 0;
+    // Staging buffers the submitted copies read: mapped again once the GPU is done with them, then reused.
+    for (const b of this.submittedUploads.splice(0)) {
+      b.mapAsync(GPUMapMode.WRITE).then(
+        () => (this.uploadStaging.length < 4 && !this.destroyed ? this.uploadStaging.push(b) : b.destroy()),
+        () => b.destroy(),
+      );
+    }
+  }
+
+  /**
+   * How `upload` moves host bytes to the GPU: `queue.writeBuffer` ('write'), or staging buffers the host fills
+   * while they are mapped, copied on the GPU ('mapped'). On CPU adapters writeBuffer is the faster (this project's
+   * host: 26-29 GB/s against 7); on the H100's Vulkan driver it ran at 0.7-0.9 GB/s against 5-10 mapped
+   * (gpu-h100-7..10.json). Engine.tuneUpload times both on a real GPU and sets this.
+   */
+  uploadWay: 'write' | 'mapped' = 'write';
+  /** Mapped staging buffers ready to fill, and those copied from by recorded work not yet submitted. */
+  private uploadStaging: GPUBuffer[] = [];
+  private submittedUploads: GPUBuffer[] = [];
+  private destroyed = false;
+
+  /**
+   * Writes host bytes into GPU buffers, in order with the work recorded around the call (later dispatches see
+   * them). 'mapped' packs every piece into one staging buffer and records a copy per run of pieces that lie end to
+   * end in the same destination. Offsets and sizes must be multiples of 4.
+   */
+  upload(writes: { dst: GPUBuffer; offset: number; data: ArrayBufferView }[]) {
+    if (this.uploadWay === 'write') {
+      // Recorded work reads these buffers as they were: submit it first (queue writes land before later submits).
+      this.flush();
+      for (const w of writes) this.device.queue.writeBuffer(w.dst, w.offset, w.data.buffer, w.data.byteOffset, w.data.byteLength);
+      return;
+    }
+    const total = writes.reduce((a, w) => a + w.data.byteLength, 0);
+    if (!total) return;
+    const at = this.uploadStaging.findIndex((b) => b.size >= total && b.size <= 4 * total + 4096);
+    const staging = at >= 0 ? this.uploadStaging.splice(at, 1)[0]
+      : this.device.createBuffer({ label: 'upload staging', size: Math.ceil(total / 4) * 4, usage: GPUBufferUsage.MAP_WRITE | GPUBufferUsage.COPY_SRC, mappedAtCreation: true });
+    const bytes = new Uint8Array(staging.getMappedRange(0, Math.ceil(total / 4) * 4));
+    const copies: { dst: GPUBuffer; from: number; to: number; size: number }[] = [];
+    let o = 0;
+    for (const w of writes) {
+      bytes.set(new Uint8Array(w.data.buffer, w.data.byteOffset, w.data.byteLength), o);
+      const last = copies[copies.length - 1];
+      if (last && last.dst === w.dst && last.to + last.size === w.offset && last.from + last.size === o) last.size += w.data.byteLength;
+      else copies.push({ dst: w.dst, from: o, to: w.offset, size: w.data.byteLength });
+      o += w.data.byteLength;
+    }
+    staging.unmap();
+    const enc = this.commandEncoder();
+    for (const c of copies) enc.copyBufferToBuffer(staging, c.from, c.dst, c.to, c.size);
+    this.submittedUploads.push(staging);
   }
 
   /** Idle staging buffers, reused so a decode step does not allocate one per read. */
@@ -219,10 +271,13 @@ export class Dispatcher {
   }
 
   destroy() {
+    this.destroyed = true;
     this.device.removeEventListener('uncapturederror', this.onError);
     this.timer?.destroy();
-    for (const b of this.staging) b.destroy();
+    for (const b of [...this.staging, ...this.uploadStaging, ...this.submittedUploads]) b.destroy();
     this.staging = [];
+    this.uploadStaging = [];
+    this.submittedUploads = [];
     this.uniform.destroy();
     this.bindCache.clear();
   }

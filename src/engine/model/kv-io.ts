@@ -31,8 +31,9 @@ export interface RowBlock {
  * recompute of layer l. Every row goes in through kv_gather, its key rotated
  * on the way: rows already on the GPU straight from their buffers, one launch
  * for all the blocks that share them (KVStore's GPU tier keeps chunks in
- * shared slabs); host rows after queue writes into a staging buffer of their
- * own precision (halves stay halves: half the bytes, widened in the launch),
+ * shared slabs); host rows after an upload into a staging buffer of their
+ * own precision (Dispatcher.upload, by writeBuffer or mapped staging as the adapter was measured to prefer; halves
+ * stay halves: half the bytes, widened in the launch),
  * one launch for the f32 rows and one for the halves, whatever the number of
  * blocks (per-block uploads would cost a submit each).
  *
@@ -143,7 +144,8 @@ export class RowWriter {
     const rowBytes = kvDim * (dtype === 'f16' ? 2 : 4);
     const k = this.scratch.get(dtype === 'f16' ? 'io.k16' : 'io.k', g.T * rowBytes);
     const v = this.scratch.get(dtype === 'f16' ? 'io.v16' : 'io.v', g.T * rowBytes);
-    const queue = this.m.device.queue;
+    const writes: { dst: GPUBuffer; offset: number; data: ArrayBufferView }[] = [];
+    const values: typeof writes = [];
     for (const i of g.blocks) {
       const n = this.blocks[i].positions.length;
       const rows = sources[i] as LayerRows;
@@ -151,9 +153,11 @@ export class RowWriter {
       const h = dtype === 'f16' ? rows.halves! : { k: rows.k, v: rows.v };
       if (h.k.length !== n * kvDim || h.v.length !== n * kvDim) throw new Error(`writeRows: layer ${l} of block ${i} has the wrong size`);
       const at = (this.offsets[i] - g.t0) * rowBytes;
-      queue.writeBuffer(k, at, h.k.buffer, h.k.byteOffset, h.k.byteLength);
-      queue.writeBuffer(v, at, h.v.buffer, h.v.byteOffset, h.v.byteLength);
+      writes.push({ dst: k, offset: at, data: h.k });
+      values.push({ dst: v, offset: at, data: h.v });
     }
+    // Keys, then values: blocks lie end to end in each, so a mapped upload copies each in one piece.
+    this.ops.d.upload([...writes, ...values]);
     return { k, v, dtype };
   }
 }

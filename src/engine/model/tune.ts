@@ -181,3 +181,54 @@ async function timedSteps(e: Tunable, cache: KVCache, context: number, count: nu
   cache.truncate(context);
   return (performance.now() - t) / count;
 }
+
+/** How uploads were timed and which way was kept (Engine.tuneUpload). */
+export interface UploadTuning {
+  chosen: 'write' | 'mapped';
+  /** Host-to-GPU GB/s each way: the fastest of its runs, each until the GPU has the bytes. */
+  gbPerS: { write: number; mapped: number };
+  /** Bytes a run uploads, in pieces of 256 KiB (a 512-token chunk's layer of keys is 192-384 KiB). */
+  bytes: number;
+  ms: number;
+}
+
+/** How much faster mapped staging must be to replace writeBuffer. */
+const UPLOAD_MARGIN = 0.1;
+
+/**
+ * Times host-to-GPU uploads as a link's host rows take them (Dispatcher.upload: writeBuffer, or mapped staging)
+ * and keeps the faster; null, and writeBuffer kept, off the 'gpu' profile (CPU adapters' writeBuffer is the
+ * faster there). Each way: a run untimed, then the fastest of `reps`.
+ */
+export async function tuneUpload(ops: Ops, device: GPUDevice, o: { bytes?: number; reps?: number } = {}): Promise<UploadTuning | null> {
+  if (ops.matmulProfile !== 'gpu') return null;
+  const t0 = performance.now();
+  const bytes = o.bytes ?? 32 << 20, reps = o.reps ?? 3, piece = 256 << 10;
+  const dst = device.createBuffer({ label: 'upload timing', size: bytes, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST });
+  const src = new Uint8Array(piece).fill(7);
+  const writes = Array.from({ length: Math.ceil(bytes / piece) }, (_, i) => ({ dst, offset: i * piece, data: src.subarray(0, Math.min(piece, bytes - i * piece)) }));
+  const before = ops.d.uploadWay;
+  const time = async (way: 'write' | 'mapped') => {
+    ops.d.uploadWay = way;
+    let best = Infinity;
+    for (let r = 0; r <= reps; r++) {
+      const t = performance.now();
+      ops.d.upload(writes);
+      ops.d.flush();
+      await device.queue.onSubmittedWorkDone();
+      if (r) best = Math.min(best, performance.now() - t);
+    }
+    return bytes / best / 1e6;
+  };
+  try {
+    const gbPerS = { write: await time('write'), mapped: await time('mapped') };
+    const chosen = gbPerS.mapped > gbPerS.write * (1 + UPLOAD_MARGIN) ? 'mapped' : 'write';
+    ops.d.uploadWay = chosen;
+    return { chosen, gbPerS, bytes, ms: performance.now() - t0 };
+  } catch (err) {
+    ops.d.uploadWay = before;
+    throw err;
+  } finally {
+    dst.destroy();
+  }
+}
