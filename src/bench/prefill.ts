@@ -40,6 +40,8 @@ export interface PrefillRow {
    * time once the GPU's work hides behind it, or the reverse.
    */
   decode_record_ms?: number;
+  /** Of decode_record_ms, the milliseconds in finish and submit (Dispatcher.submitMs). */
+  decode_submit_ms?: number;
   /** Decode reading back each step's logits (sampling with a temperature). */
   decode_logits_tokens_per_s?: number;
   decode_context?: number;
@@ -126,11 +128,13 @@ export async function benchPrefillDecode(e: Engine, opts: PrefillBenchOptions): 
         row.decode_logits_tokens_per_s = (steps / (performance.now() - t2)) * 1000;
         await e.greedySteps(cache, tokens[0], { count: 2, stopIds: [] }); // its bind groups
         const stats = { recordMs: 0 };
+        const s3 = e.ops.d.submitMs;
         const t3 = performance.now();
         await e.greedySteps(cache, tokens[1], { count: steps, stopIds: [], stats });
         row.decode_ahead_tokens_per_s = (steps / (performance.now() - t3)) * 1000;
         row.decode_ahead = e.decodeAhead;
         row.decode_record_ms = stats.recordMs / steps;
+        row.decode_submit_ms = (e.ops.d.submitMs - s3) / steps;
         row.decode_context = n;
         row.decode_wall_ms = 1000 / row.decode_tokens_per_s;
         row.decode_gflops = decodeFlops(c, n + steps / 2) / row.decode_wall_ms / 1e6;
@@ -144,7 +148,7 @@ export async function benchPrefillDecode(e: Engine, opts: PrefillBenchOptions): 
       rows.push(row);
       log(
         `prefill ${n}: ${ms.toFixed(0)} ms, ${row.tokens_per_s.toFixed(0)} tok/s, ${gflops.toFixed(1)} GFLOP/s ` +
-          `(${(row.attention_share * 100).toFixed(0)}% attention)` + (row.decode_tokens_per_s ? `; decode ${row.decode_tokens_per_s.toFixed(1)} tok/s greedy, ${row.decode_ahead_tokens_per_s!.toFixed(1)} with steps recorded ahead (${row.decode_record_ms!.toFixed(2)} ms a step to record), ${row.decode_logits_tokens_per_s!.toFixed(1)} reading logits` : '') +
+          `(${(row.attention_share * 100).toFixed(0)}% attention)` + (row.decode_tokens_per_s ? `; decode ${row.decode_tokens_per_s.toFixed(1)} tok/s greedy, ${row.decode_ahead_tokens_per_s!.toFixed(1)} with steps recorded ahead (${row.decode_record_ms!.toFixed(2)} ms a step to record, ${row.decode_submit_ms!.toFixed(2)} of them in finish and submit), ${row.decode_logits_tokens_per_s!.toFixed(1)} reading logits` : '') +
           (row.decode_gpu_ms !== undefined ? ` (GPU busy ${row.decode_gpu_ms.toFixed(2)} of ${row.decode_wall_ms!.toFixed(2)} ms a step)` : ''),
       );
     } finally {

@@ -44,6 +44,11 @@ export class Dispatcher {
   private nextId = 1;
   /** Dispatches recorded since creation (for tests and profiling). */
   count = 0;
+  /**
+   * Host milliseconds spent in flush's finish and submit since creation (profiling): where the WebGPU
+   * implementation turns the recorded commands into the driver's (Dawn does so at submit), apart from recording.
+   */
+  submitMs = 0;
 
   constructor(private device: GPUDevice) {
     this.uniform = this.makeUniform(this.arena.byteLength);
@@ -188,8 +193,10 @@ export class Dispatcher {
   flush() {
     if (!this.encoder) return;
     if (this.pass) this.pass.end();
+    const t = performance.now();
     this.device.queue.writeBuffer(this.uniform, 0, this.arena, 0, Math.max(this.slot, 1) * SLOT);
     this.device.queue.submit([this.encoder.finish()]);
+    this.submitMs += performance.now() - t;
     this.encoder = null;
     this.pass = null;
     this.slot = 0;
