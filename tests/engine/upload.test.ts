@@ -68,9 +68,8 @@ test('mapped: a staging buffer is mapped again once copied from, and reused', as
       return bytesOf(dst);
     });
     assert.deepEqual(first.value, pattern(4096, 7));
-    // The first upload makes a staging buffer (and the read its own); let the re-mapping finish.
-    await dev.queue.onSubmittedWorkDone();
-    await new Promise((r) => setTimeout(r, 50));
+    // The first upload makes a staging buffer (and the read its own); once copied from, it is mapped again.
+    await d.uploadsSettled();
     const second = await counting(async () => {
       d.upload([{ dst, offset: 0, data: pattern(4096, 8) }]);
       return bytesOf(dst);

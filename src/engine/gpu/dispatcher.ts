@@ -202,10 +202,12 @@ export class Dispatcher {
     this.slot = 0;
     // Staging buffers the submitted copies read: mapped again once the GPU is done with them, then reused.
     for (const b of this.submittedUploads.splice(0)) {
-      b.mapAsync(GPUMapMode.WRITE).then(
-        () => (this.uploadStaging.length < 4 && !this.destroyed ? this.uploadStaging.push(b) : b.destroy()),
+      const remap = b.mapAsync(GPUMapMode.WRITE).then(
+        () => void (this.uploadStaging.length < 4 && !this.destroyed ? this.uploadStaging.push(b) : b.destroy()),
         () => b.destroy(),
       );
+      this.remaps.add(remap);
+      void remap.finally(() => this.remaps.delete(remap));
     }
   }
 
@@ -219,7 +221,13 @@ export class Dispatcher {
   /** Mapped staging buffers ready to fill, and those copied from by recorded work not yet submitted. */
   private uploadStaging: GPUBuffer[] = [];
   private submittedUploads: GPUBuffer[] = [];
+  private remaps = new Set<Promise<void>>();
   private destroyed = false;
+
+  /** Resolves once every submitted staging buffer is mapped again (ready for reuse) or dropped. */
+  async uploadsSettled(): Promise<void> {
+    await Promise.allSettled([...this.remaps]);
+  }
 
   /**
    * Writes host bytes into GPU buffers, in order with the work recorded around the call (later dispatches see

@@ -1,5 +1,6 @@
 /**
- * Decode's kernels chosen by measurement on the adapter at hand (Engine.tuneDecode).
+ * Decode's kernels chosen by measurement on the adapter at hand (Engine.tuneDecode); and, at the end of this
+ * file, how a link's host rows go up (Engine.tuneUpload).
  *
  * On the 'gpu' profile three choices shape a decode step, and which way pays
  * depends on the GPU, its driver and the model's widths: the GEMV kernel
