@@ -6,7 +6,7 @@
 // keep keys before RoPE), the value as it is. cs is the model's table by
 // position, kept on the GPU from link to link (cs_rows[t] = the row's
 // position), or a table of the placement's own rows (cs_rows[t] = t). Sources and destinations are f32 or packed f16 (SRC_F16,
-// DST_F16); the arithmetic is rope.wgsl's then kv_scatter.wgsl's, in f32.
+// DST_F16); the arithmetic is rope_scatter.wgsl's, in f32.
 // W = kvDim (heads of HD, HD a multiple of 8): one invocation per 4 values
 // of a row, writing 4 keys and 4 values. INTERLEAVED rotates pairs (2i,
 // 2i+1), both in the invocation's own 4; otherwise the pairs are (i,

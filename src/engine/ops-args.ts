@@ -63,9 +63,6 @@ export interface RmsNormArgs {
   /** A workgroup per row instead of one invocation; default: on GPUs. */
   perRow?: 'invocation' | 'workgroup';
 }
-export interface RopeArgs {
-  x: GPUBuffer; cs: GPUBuffer; T: number; H: number; HD: number; stride: number; offset: number; interleaved: boolean;
-}
 export interface AttentionArgs {
   q: GPUBuffer; qStride: number; qOffset: number; k: GPUBuffer; v: GPUBuffer; kvDtype: StoreDType;
   qpos: GPUBuffer; kpos: GPUBuffer; out: GPUBuffer;
@@ -89,6 +86,11 @@ export interface AttentionArgs {
 export type AttentionVariant = 'rows' | 'tiled' | 'keys';
 export interface ScoresArgs extends Omit<AttentionArgs, 'v' | 'out' | 'T' | 'bounds'> {
   rows: GPUBuffer; R: number; head: number; out: GPUBuffer;
+}
+/** rope_scatter: q and k heads of fused q/k/v rows rotated in place, then k and v into cache rows idx[t]. */
+export interface RopeScatterArgs {
+  x: GPUBuffer; cs: GPUBuffer; idx: GPUBuffer; dstK: GPUBuffer; dstV: GPUBuffer; dstDtype: StoreDType;
+  T: number; H: number; NKV: number; HD: number; stride: number; interleaved: boolean;
 }
 export interface ScatterArgs {
   src: GPUBuffer; stride: number; offset: number; idx: GPUBuffer; dst: GPUBuffer; dstDtype: StoreDType; T: number; W: number;

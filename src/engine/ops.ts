@@ -12,13 +12,13 @@ import { checkQuantShape, isQuant, QUANT, scaleBase, type QuantType } from './qu
 import { attentionSplits, keysSplits, tiledSplits } from './attention-plan';
 
 import type {
-  AttentionArgs, AttentionVariant, EmbedArgs, GatherArgs, GemvVariant, GluArgs, MatmulArgs, MatmulProfile, MatmulVariant, RmsNormArgs, RopeArgs,
+  AttentionArgs, AttentionVariant, EmbedArgs, GatherArgs, GemvVariant, GluArgs, MatmulArgs, MatmulProfile, MatmulVariant, RmsNormArgs, RopeScatterArgs,
   ScatterArgs, ScoresArgs, StoreDType, WeightDType, WeightMatrix, XPrologue,
 } from './ops-args';
 
 export { attentionSplits, keyBounds, keysSplits, tiledSplits } from './attention-plan';
 export type {
-  AttentionArgs, AttentionVariant, EmbedArgs, GatherArgs, GemvVariant, GluArgs, MatmulArgs, MatmulProfile, MatmulVariant, RmsNormArgs, RopeArgs,
+  AttentionArgs, AttentionVariant, EmbedArgs, GatherArgs, GemvVariant, GluArgs, MatmulArgs, MatmulProfile, MatmulVariant, RmsNormArgs, RopeScatterArgs,
   ScatterArgs, ScoresArgs, StoreDType, WeightDType, WeightMatrix, XPrologue,
 } from './ops-args';
 
@@ -181,11 +181,14 @@ export class Ops {
     this.d.run1d(pipe, params, b, a.T * G * (wg ? 64 : 1));
   }
 
-  rope(a: RopeArgs) {
-    const pipe = this.lib.pipeline('rope', { INTERLEAVED: a.interleaved });
-    const params = [u(a.T), u(a.H), u(a.HD), u(a.stride), u(a.offset), u(0), u(0), u(0)];
-    this.d.run1d(pipe, params, { 1: a.x, 2: a.cs }, (a.T * a.H * a.HD) / 2);
+  /** RoPE on the q and k heads of fused q/k/v rows, and k and v into the cache, in one launch (rope_scatter.wgsl). */
+  ropeScatter(a: RopeScatterArgs) {
+    if (a.HD % 8 !== 0) throw new Error(`rope_scatter: heads of ${a.HD} (a multiple of 8)`);
+    const pipe = this.lib.pipeline('rope_scatter', { INTERLEAVED: a.interleaved, DST_F16: a.dstDtype === 'f16' });
+    const params = [u(a.T), u(a.H), u(a.NKV), u(a.HD), u(a.stride), u(0), u(0), u(0)];
+    this.d.run1d(pipe, params, { 1: a.x, 2: a.cs, 3: a.idx, 4: a.dstK, 5: a.dstV }, (a.T * (a.H + 2 * a.NKV) * a.HD) / 8);
   }
+
 
   /**
    * The attention kernel a call gets when it names none: on real GPUs, tiled once the rows fill a workgroup and a

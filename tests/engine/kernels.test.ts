@@ -1,6 +1,6 @@
 /**
  * Parity of every WGSL kernel in kernels/ (matmul, matmul_tiled,
- * matmul_tiled128 and gemv with their shared matmul_io, rmsnorm, rope, attention
+ * matmul_tiled128 and gemv with their shared matmul_io, rmsnorm, attention
  * and attention_tiled with their shared attention_io (whole and in key slices, with attention_combine), attn_scores, kv_scatter, embed,
  * glu; argmax has its own file; common holds shared helpers) with its TypeScript twin in
  * src/engine/reference.ts, on SwiftShader through the `webgpu` package.
@@ -167,23 +167,6 @@ test(`rmsnorm (${perRow} per row, D=${D}): plain, (1 + w), strided heads in plac
   for (let t = 0; t < T; t++) want.set(normed.subarray(t * G * HD, (t + 1) * G * HD), t * stride + offset);
   assertClose(got, want, 0, RT, 'strided in place');
 });
-}
-
-for (const interleaved of [true, false]) {
-  test(`rope ${interleaved ? 'interleaved' : 'half-split'} on strided heads`, async () => {
-    const h = await harness();
-    const T = 4, H = 2, HD = 8, stride = 24, offset = 4;
-    const x = rand(T * stride, 10);
-    const cs = new Float32Array(T * HD);
-    for (let t = 0; t < T; t++) for (let i = 0; i < HD / 2; i++) {
-      const ang = (t * 7 + 3) * 10000 ** (-(2 * i) / HD);
-      cs[2 * (t * HD / 2 + i)] = Math.cos(ang);
-      cs[2 * (t * HD / 2 + i) + 1] = Math.sin(ang);
-    }
-    const buf = h.upload(x);
-    h.ops.rope({ x: buf, cs: h.upload(cs), T, H, HD, stride, offset, interleaved });
-    assertClose(await h.readF32(buf, T * stride), ref.rope(x, cs, T, H, HD, stride, offset, interleaved), 0, RT);
-  });
 }
 
 function attnCase(window: number, gapped: boolean) {

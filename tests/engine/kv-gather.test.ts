@@ -1,6 +1,6 @@
 /**
- * kv_gather.wgsl against its TypeScript reference (reference.ts `gather`), and against the two launches it
- * replaces for rows already on the GPU (rope.wgsl on a staging copy, then kv_scatter.wgsl): slab rows in any
+ * kv_gather.wgsl against its TypeScript reference (reference.ts `gather`), and against the launch it replaces for
+ * rows already on the GPU (rope_scatter.wgsl on a staging copy, as a fresh row is cached): slab rows in any
  * order into chosen cache rows, keys rotated by both RoPE styles, f32 or packed f16 on either side (halves of every
  * kind widened exactly, subnormals and infinities too: the link's host rows kept as halves go this way), only the rows [t0, t0 + T) of the
  * placement written; keys rotated by a table by position (the model's, as links use it) or of the placement's rows.
@@ -73,23 +73,21 @@ for (const [HD, heads] of [[8, 2], [64, 3]] as const) {
           const err = compare(gk, dstDtype === 'f16' ? halvesToFloats(floatsToHalves(want.k)) : want.k);
           assert.ok(err <= TOL[dstDtype], `keys: max error ${err}`);
 
-          // The same as the launches it replaces for rows on the GPU: a staging copy rotated in place, then scattered.
+          // The same as the launch it replaces for rows on the GPU: a staging copy of each row's keys and values
+          // (as a fused row with no q heads), rotated and cached by rope_scatter as a fresh row would be.
           const sel = Array.from({ length: T }, (_, i) => srcRows[t0 + i]);
-          const staged = new Float32Array(T * W), stagedV = new Float32Array(T * W);
+          const staged = new Float32Array(T * 2 * W);
           sel.forEach((r, i) => {
-            staged.set(k.subarray(r * W, (r + 1) * W), i * W);
-            stagedV.set(v.subarray(r * W, (r + 1) * W), i * W);
+            staged.set(k.subarray(r * W, (r + 1) * W), 2 * i * W);
+            staged.set(v.subarray(r * W, (r + 1) * W), (2 * i + 1) * W);
           });
-          const kb = h.upload(staged), vb = h.upload(stagedV);
-          h.ops.rope({ x: kb, cs: h.upload(rowsCs.subarray(t0 * HD, (t0 + T) * HD)), T, H: heads, HD, stride: W, offset: 0, interleaved });
           const [ok, ov] = [dst(), dst()];
-          const sidx = h.upload(idx.subarray(t0, t0 + T));
-          h.ops.scatter({ src: kb, stride: W, offset: 0, idx: sidx, dst: ok, dstDtype, T, W });
-          h.ops.scatter({ src: vb, stride: W, offset: 0, idx: sidx, dst: ov, dstDtype, T, W });
-          assert.deepEqual(await read(ov), gv, 'values as the scatter places them');
+          const rows = { x: h.upload(staged), cs: h.upload(rowsCs.subarray(t0 * HD, (t0 + T) * HD)), idx: h.upload(idx.subarray(t0, t0 + T)) };
+          h.ops.ropeScatter({ ...rows, dstK: ok, dstV: ov, dstDtype, T, H: 0, NKV: heads, HD, stride: 2 * W, interleaved });
+          assert.deepEqual(await read(ov), gv, 'values as rope_scatter places them');
           const old = await read(ok);
           // Bit for bit on both CPU adapters; a GPU's compiler may contract the products differently in each kernel.
-          assert.ok(compare(old, gk) <= TOL[dstDtype], `keys as rope + scatter give them: ${compare(old, gk)}`);
+          assert.ok(compare(old, gk) <= TOL[dstDtype], `keys as rope_scatter gives them: ${compare(old, gk)}`);
         });
       }
     }

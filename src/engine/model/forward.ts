@@ -222,10 +222,9 @@ export class ForwardPass {
     }
     const cs = this.s.rope(kind, k);
     const interleaved = c.ropeStyle === 'interleaved';
-    // The k heads follow the q heads in each row: one launch rotates both, and one writes k and v into the cache.
-    ops.rope({ x: qkv, cs, T, H: c.nHeads + c.nKvHeads, HD, stride: W, offset: 0, interleaved });
+    // One launch rotates the q and k heads of each row and writes its k and v heads into the cache.
     const kv = this.cache.dtype;
-    ops.scatter({ src: qkv, stride: W, offset: qDim, idx: rowsBuf, dst: this.cache.k[l], dst2: this.cache.v[l], dstDtype: kv, T, W: kvDim });
+    ops.ropeScatter({ x: qkv, cs, idx: rowsBuf, dstK: this.cache.k[l], dstV: this.cache.v[l], dstDtype: kv, T, H: c.nHeads, NKV: c.nKvHeads, HD, stride: W, interleaved });
     const window = kind === 'local' ? c.slidingWindow : 0;
     const common = {
       q: qkv, qStride: W, qOffset: 0, k: this.cache.k[l], kvDtype: kv, qpos: this.s.qpos(k), kpos: this.cache.kpos,

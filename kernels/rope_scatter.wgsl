@@ -1,0 +1,84 @@
+// RoPE and the KV-cache write in one launch, after the q/k/v matmul: in each
+// fused q/k/v row t (stride floats apart), the q and k heads are rotated in
+// place (cs[t * HD/2 + i] = (cos, sin) of row t's angle for frequency i,
+// computed on the host from the row's own position id, so rows may sit at
+// any position), and the row's rotated k heads and its v heads go into cache
+// row idx[t] of dk and dv (f32 or packed f16, DST_F16), as kv_scatter.wgsl
+// writes rows. Heads are numbered q (H), then k (NKV), then v (NKV);
+// v heads are only copied. One invocation per 4 pairs of a head, so it writes
+// whole groups of 4 values (one vec2<u32> of an f16 cache): INTERLEAVED, the
+// pairs (2i, 2i+1) of 8 consecutive values; otherwise values i..i+3 and their
+// partners i+HD/2..i+HD/2+3. HD is a multiple of 8.
+#include "common"
+
+struct Params { T: u32, H: u32, NKV: u32, HD: u32, stride: u32, _a: u32, _b: u32, _c: u32 }
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read_write> x: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> cs: array<vec2<f32>>;
+@group(0) @binding(3) var<storage, read> idx: array<u32>;
+#if DST_F16
+@group(0) @binding(4) var<storage, read_write> dk: array<vec2<u32>>;
+@group(0) @binding(5) var<storage, read_write> dv: array<vec2<u32>>;
+fn pack(v: vec4<f32>) -> vec2<u32> { return pack4h(v); }
+#else
+@group(0) @binding(4) var<storage, read_write> dk: array<vec4<f32>>;
+@group(0) @binding(5) var<storage, read_write> dv: array<vec4<f32>>;
+fn pack(v: vec4<f32>) -> vec4<f32> { return v; }
+#endif
+
+@compute @workgroup_size(64, 1, 1)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  let G = p.HD / 8u;
+  let heads = p.H + 2u * p.NKV;
+  let id = flat_id(gid, nwg, 64u);
+  if (id >= p.T * heads * G) { return; }
+  let g = id % G;
+  let h = (id / G) % heads;
+  let t = id / (G * heads);
+  let half = p.HD / 2u;
+  let hb = (t * p.stride + h * p.HD) / 4u;
+  // The invocation's two groups of 4 within the head (in vec4s), and the frequency of the first pair.
+#if INTERLEAVED
+  let oa = 2u * g;
+  let ob = 2u * g + 1u;
+#else
+  let oa = g;
+  let ob = half / 4u + g;
+#endif
+  var a = x[hb + oa];
+  var b = x[hb + ob];
+  if (h < p.H + p.NKV) {
+    let r = t * half + 4u * g;
+    let c0 = cs[r];
+    let c1 = cs[r + 1u];
+    let c2 = cs[r + 2u];
+    let c3 = cs[r + 3u];
+#if INTERLEAVED
+    // a holds the pairs of frequencies 4g and 4g + 1, b those of 4g + 2 and 4g + 3.
+    a = vec4<f32>(a.x * c0.x - a.y * c0.y, a.x * c0.y + a.y * c0.x, a.z * c1.x - a.w * c1.y, a.z * c1.y + a.w * c1.x);
+    b = vec4<f32>(b.x * c2.x - b.y * c2.y, b.x * c2.y + b.y * c2.x, b.z * c3.x - b.w * c3.y, b.z * c3.y + b.w * c3.x);
+#else
+    // a holds the first of the pairs of frequencies 4g..4g+3, b their second.
+    let cv = vec4<f32>(c0.x, c1.x, c2.x, c3.x);
+    let sv = vec4<f32>(c0.y, c1.y, c2.y, c3.y);
+    let ra = a * cv - b * sv;
+    b = a * sv + b * cv;
+    a = ra;
+#endif
+    x[hb + oa] = a;
+    x[hb + ob] = b;
+  }
+  if (h < p.H) { return; }
+  // A k or v head of the row: into its cache row.
+  let kv = h - p.H;
+  let vh = select(kv, kv - p.NKV, kv >= p.NKV);
+  let db = (idx[t] * p.NKV * p.HD + vh * p.HD) / 4u;
+  if (kv < p.NKV) {
+    dk[db + oa] = pack(a);
+    dk[db + ob] = pack(b);
+  } else {
+    dv[db + oa] = pack(a);
+    dv[db + ob] = pack(b);
+  }
+}
