@@ -9,16 +9,24 @@
  */
 import type { AttentionVariant, Engine } from '../engine';
 import { kernelPerRep, type KernelClock } from './matmul';
+import { parseAlgorithm, staticRecomputeRows } from '../kvlink/algorithms';
+import { textOnlyChunk, type LinkLayout } from '../kvlink/layout';
 
 export interface AttentionCase { T: number; n: number; H: number; NKV: number; HD: number; rows?: 'all' | 'linked' }
 
-/** The positions of the rows legolink:16 recomputes over `n` keys in 512-token chunks, the last 8 the question's. */
+/**
+ * The positions of the rows legolink:16 recomputes (kvlink's own choice, staticRecomputeRows) when it links `n`
+ * keys as 512-token chunks followed by an 8-token question.
+ */
 export function linkedRows(n: number): Int32Array {
-  const out: number[] = [];
-  for (let c = 512; c + 512 <= n - 8; c += 512) for (let j = 0; j < 16; j++) out.push(c + j);
-  for (let p = n - 8; p < n; p++) out.push(p);
-  return Int32Array.from(out);
+  const chunks = Math.floor((n - 8) / 512);
+  const chunk = textOnlyChunk('bench', [], null);
+  const segments = Array.from({ length: chunks }, (_, i) => ({ part: i, start: i * 512, length: 512, chunk }));
+  const uncached = Array.from({ length: n - chunks * 512 }, (_, i) => chunks * 512 + i);
+  const layout: LinkLayout = { tokens: new Array<number>(n).fill(0), positions: [], segments, uncached };
+  return Int32Array.from(staticRecomputeRows(layout, parseAlgorithm('legolink:16')));
 }
+
 export interface AttentionTiming extends AttentionCase {
   variant: AttentionVariant; rowsPerThread: 1 | 4; splits: number | 'auto';
   /** The tiled kernel's keys per tile: the one the shape named, or the engine's own (Ops.attentionTile). */
