@@ -87,7 +87,9 @@ else
   ARGS=(--budget-s $(( BUDGET * 72 / 100 )))
   TORCH_ARGS=(--budget-s $(( BUDGET * 22 / 100 )))
 fi
-"$RT/node" "$KIT/src/bench/gpu-check.mjs" --out "$OUT" "${ARGS[@]}" "$@" 2>&1 | tee "$OUT/gpu-check.log"
+# LEGOKV_NODE_FLAGS: extra flags for node, e.g. "--cpu-prof --cpu-prof-dir=$OUT/prof" (NODE_OPTIONS refuses --cpu-prof).
+# shellcheck disable=SC2086
+"$RT/node" ${LEGOKV_NODE_FLAGS:-} "$KIT/src/bench/gpu-check.mjs" --out "$OUT" "${ARGS[@]}" "$@" 2>&1 | tee "$OUT/gpu-check.log"
 status=${PIPESTATUS[0]}
 
 if [ "$TORCH" = 1 ] && python3 -c 'import torch, transformers' 2>/dev/null; then

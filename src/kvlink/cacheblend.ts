@@ -47,7 +47,7 @@ export async function cacheBlendPass(
   engine: Engine, cache: KVCache, layout: LinkLayout, a: CacheBlend,
   scoresFor: (passRows: number[]) => ScoresRequest | undefined = () => undefined,
   /** Called before each layer runs (the linker loads that layer's cached rows there). */
-  beforeLayer: (l: number) => void = () => {},
+  beforeLayer: (l: number) => void | Promise<void> = () => {},
 ) {
   const N = layout.tokens.length;
   const L = engine.config.nLayers;
@@ -58,13 +58,13 @@ export async function cacheBlendPass(
   const pass = engine.pass(cache);
   pass.begin(layout.tokens, all);
   let rowLayers = 0;
-  const runLayer = (l: number) => {
-    beforeLayer(l);
+  const runLayer = async (l: number) => {
+    await beforeLayer(l);
     rowLayers += pass.rows.length;
     pass.layer(l, { scores: scoresFor(Array.from(pass.rows)) });
     engine.ops.d.flush();
   };
-  for (let l = 0; l <= check; l++) runLayer(l);
+  for (let l = 0; l <= check; l++) await runLayer(l);
   let chosen = cachedRows;
   const steps = a.gradual && check + 1 < L ? [Math.min(1, 2 * a.r), a.r] : [a.r];
   for (let s = 0; s < steps.length; s++) {
@@ -75,9 +75,9 @@ export async function cacheBlendPass(
     // Cache row → its index among the pass's rows (a lookup per kept row: 32K rows made indexOf scans take seconds).
     const at = new Map(Array.from(pass.rows, (r, i) => [r, i] as const));
     pass.select(keepRows.map((r) => at.get(r)!));
-    if (s + 1 < steps.length) runLayer(layer + 1);
+    if (s + 1 < steps.length) await runLayer(layer + 1);
   }
-  for (let l = check + steps.length; l < L; l++) runLayer(l);
+  for (let l = check + steps.length; l < L; l++) await runLayer(l);
   await engine.sync();
   const recomputedAt = performance.now();
   const rows = Array.from(pass.rows);

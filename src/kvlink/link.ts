@@ -91,8 +91,10 @@ async function linkNow(engine: Engine, parts: LinkPart[], algo: LinkAlgorithm, o
     const segments = algo.kind === 'full' || algo.kind === 'prompt' ? [] : layout.segments;
     const writer = engine.rowWriter(cache, segments.map((s) => ({ start: s.start, positions: layout.positions.slice(s.start, s.start + s.length) })));
     let stagingMs = 0;
-    const loadLayer = (l: number) => {
+    const loadLayer = async (l: number) => {
       if (!segments.length) return;
+      // Waiting for a staging buffer is waiting for the GPU's work on earlier layers: recompute, not load.
+      await engine.ops.d.uploadRoom();
       const a = performance.now();
       writer.layer(l, segments.map((s) => s.chunk.gpu?.[l] ?? s.chunk.layers[l]));
       engine.ops.d.flush();
@@ -100,11 +102,11 @@ async function linkNow(engine: Engine, parts: LinkPart[], algo: LinkAlgorithm, o
     };
     const pipelined = opts.pipeline ?? true;
     if (!pipelined) {
-      for (let l = 0; l < L; l++) loadLayer(l);
+      for (let l = 0; l < L; l++) await loadLayer(l);
       await engine.sync();
     }
     const timed = engine.ops.d.startGpuTimer();
-    const beforeLayer = pipelined ? loadLayer : () => {};
+    const beforeLayer = pipelined ? loadLayer : async () => {};
     let rows: number[];
     let rowLayers: number;
     let logits: Float32Array;
@@ -130,7 +132,7 @@ async function linkNow(engine: Engine, parts: LinkPart[], algo: LinkAlgorithm, o
       pass.begin(rows.map((i) => layout.tokens[i]), rows);
       const req = scoresFor(rows);
       for (let l = 0; l < L; l++) {
-        beforeLayer(l);
+        await beforeLayer(l);
         pass.layer(l, { scores: req });
         engine.ops.d.flush();
       }

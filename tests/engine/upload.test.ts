@@ -83,6 +83,54 @@ test('mapped: a staging buffer is mapped again once copied from, and reused', as
   }
 });
 
+test('mapped: uploads that wait for room (a link\'s layers) reuse their staging buffers; a loop that never waits makes one each', async () => {
+  d.uploadWay = 'mapped';
+  try {
+    const dst = h.upload(new Uint8Array(8192));
+    // An earlier link's staging buffers, too small for these uploads, fill the pool: they must make way.
+    for (let i = 0; i < 6; i++) {
+      d.upload([{ dst, offset: 0, data: pattern(256, i) }]);
+      d.flush();
+    }
+    await d.uploadsSettled();
+    // A loop like a link's: upload, submit, and no other await in between.
+    const waiting = await counting(async () => {
+      for (let i = 0; i < 12; i++) {
+        await d.uploadRoom();
+        d.upload([{ dst, offset: 0, data: pattern(8192, i) }]);
+        d.flush();
+      }
+      return bytesOf(dst);
+    });
+    assert.deepEqual(waiting.value, pattern(8192, 11), 'the last upload landed');
+    // Three staging buffers in flight at most, and the read's own buffer.
+    assert.ok(waiting.created <= 4, `${waiting.created} buffers made for 12 uploads`);
+    await d.uploadsSettled();
+    const never = await counting(async () => {
+      for (let i = 0; i < 12; i++) {
+        d.upload([{ dst, offset: 0, data: pattern(8192, i) }]);
+        d.flush();
+      }
+      return bytesOf(dst);
+    });
+    assert.deepEqual(never.value, pattern(8192, 11));
+    assert.ok(never.created >= 8, `without waiting, ${never.created} buffers made for 12 uploads`);
+    await d.uploadsSettled();
+    dst.destroy();
+  } finally {
+    d.uploadWay = 'write';
+  }
+});
+
+test('writeBuffer uploads never wait for room', async () => {
+  d.uploadWay = 'write';
+  let done = false;
+  const room = d.uploadRoom().then(() => (done = true));
+  await Promise.resolve();
+  assert.ok(done, 'resolved at once');
+  await room;
+});
+
 const s = await openModel(join(import.meta.dirname, '../../public/models/stories260K/stories260K.bin'));
 after(() => s.close());
 

@@ -31,6 +31,8 @@ export class GpuValidationError extends Error {
   }
 }
 const MAX_WG = 65535;
+/** Mapped staging buffers that uploads may have in flight before Dispatcher.uploadRoom waits for one. */
+const UPLOADS_IN_FLIGHT = 3;
 
 export class Dispatcher {
   private arena = new ArrayBuffer(SLOT * 256);
@@ -202,8 +204,13 @@ export class Dispatcher {
     this.slot = 0;
     // Staging buffers the submitted copies read: mapped again once the GPU is done with them, then reused.
     for (const b of this.submittedUploads.splice(0)) {
+      // The pool keeps the most recent: buffers of sizes no longer asked for (an earlier link's) make way.
       const remap = b.mapAsync(GPUMapMode.WRITE).then(
-        () => void (this.uploadStaging.length < 4 && !this.destroyed ? this.uploadStaging.push(b) : b.destroy()),
+        () => {
+          if (this.destroyed) return b.destroy();
+          this.uploadStaging.push(b);
+          if (this.uploadStaging.length > UPLOADS_IN_FLIGHT + 1) this.uploadStaging.shift()!.destroy();
+        },
         () => b.destroy(),
       );
       this.remaps.add(remap);
@@ -223,6 +230,20 @@ export class Dispatcher {
   private submittedUploads: GPUBuffer[] = [];
   private remaps = new Set<Promise<void>>();
   private destroyed = false;
+
+  /**
+   * Resolves once an upload can go without making a staging buffer: at most UPLOADS_IN_FLIGHT of them submitted and
+   * not yet mapped again. A mapped staging buffer comes back only while the host awaits, so a loop that uploads and
+   * submits without yielding (a link's layers) made a new one for every upload, and host memory pinned anew each
+   * time ran the H100's uploads at the speed of writeBuffer (1.3 s for a 32K link: gpu-h100-11.json). Immediate
+   * with writeBuffer uploads.
+   */
+  async uploadRoom(): Promise<void> {
+    while (this.uploadWay === 'mapped' && this.remaps.size + this.submittedUploads.length >= UPLOADS_IN_FLIGHT) {
+      if (!this.remaps.size) this.flush();
+      await Promise.race(this.remaps);
+    }
+  }
 
   /** Resolves once every submitted staging buffer is mapped again (ready for reuse) or dropped. */
   async uploadsSettled(): Promise<void> {
