@@ -85,12 +85,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     for (var c = 0u; c < WG; c++) { sum += pe[c]; }
     l = l * corr + sum;
     m = mx;
-    // 3. Group g's keys of the tile (a hidden or missing key weighs 0 and is not read).
+    // 3. Group g's keys of the tile. No branch on the weight, so the loads of all of them can be in flight at once
+    //    (a branch made each wait for the one before); a hidden key weighs 0, a key past the last reads the last.
     acc *= corr;
     if (vlane) {
       for (var c = g; c < WG; c += G) {
-        let e = pe[c];
-        if (e > 0.0) { acc += e * load_v((j0 + c) * kstride + kvh * HD4 + i); }
+        acc += pe[c] * load_v(min(j0 + c, last - 1u) * kstride + kvh * HD4 + i);
       }
     }
     // The next tile overwrites sc and pe.

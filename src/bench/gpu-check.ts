@@ -77,9 +77,15 @@ const { values: a } = parseArgs({
 });
 const t0 = performance.now();
 const budgetS = Number(a['budget-s']);
-/** Seconds left before `frac` of the budget is spent: each stage has its own share, so a slow one cannot starve the next. */
-const left = (frac = 1) => budgetS * frac - (performance.now() - t0) / 1000;
-/** Where each stage must end, as a share of the budget: the quantized weights up to 35%, the real-shape prefills up to 60%, the links up to 95%. */
+const elapsedS = () => (performance.now() - t0) / 1000;
+/** Where the shares start: once the parity tests are done, the stages after them share what is left. */
+let sharedFrom = 0;
+/**
+ * Seconds left before `frac` of the shared budget is spent: each stage has its own share, so a slow one cannot
+ * starve the next (a slow parity stage once left the quant and engine stages none: gpu-h100-11.json).
+ */
+const left = (frac = 1) => sharedFrom + (budgetS - sharedFrom) * frac - elapsedS();
+/** Where each stage must end, as a share of the budget after parity: the quantized weights up to 35%, the real-shape prefills up to 60%, the links up to 95%. */
 const QUANT_END = 0.35, ENGINE_END = 0.6, LINK_END = 0.95;
 const stages = new Set(a.stages!.split(','));
 mkdirSync(a.out!, { recursive: true });
@@ -156,6 +162,7 @@ async function main() {
   if (stages.has('parity')) {
     parity();
     save();
+    sharedFrom = Math.min(elapsedS(), budgetS);
   }
   const gpu = await createNodeGpu();
   const adapter = gpu.adapter.description;
