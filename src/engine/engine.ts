@@ -26,7 +26,7 @@ import { validateConfig } from './model/config';
 import { ForwardPass, type ScoresRequest, type ScoresResult } from './model/forward';
 import { GpuModel, OutOfGpuMemoryError, packedTensors } from './model/gpu-model';
 import { kvDtypeFor, planGpuMemory, weightDtypeFor, type AdapterLimits, type GpuPlan } from './model/gpu-plan';
-import { KVCache } from './model/kv-cache';
+import { KVCache, KVSpare } from './model/kv-cache';
 import { readRows, readValues, RowWriter, writeRows, type LayerRows, type RowBlock } from './model/kv-io';
 import { floatsToHalves, halfRows } from './f16';
 import { Scratch } from './model/scratch';
@@ -101,6 +101,8 @@ export class Engine {
   private scratch: Scratch;
   model: GpuModel | null = null;
   kvDtype: StoreDType = 'f32';
+  /** The last destroyed cache's buffers, for the next newCache (KVSpare). */
+  private readonly kvSpare = new KVSpare();
   /**
    * Submit each layer's work as soon as it is recorded, so a real GPU runs layer l while the host records layer
    * l + 1 (a decode step is otherwise recorded whole before the GPU starts). Off on CPU adapters, where the
@@ -162,6 +164,7 @@ export class Engine {
     if (plan.problems.length) throw new OutOfGpuMemoryError(plan.problems.join(' '), plan.problems);
     this.model?.destroy();
     this.model = null;
+    this.kvSpare.clear();
     this.model = await GpuModel.upload(this.gpu.device, config, weights, plan.weightDtype, this.limits(opts.bufferLimit), { ...opts, kvDtype });
     this.kvDtype = kvDtype;
     return this.model;
@@ -169,7 +172,7 @@ export class Engine {
 
   newCache(capacity = 256): KVCache {
     const m = this.requireModel();
-    return new KVCache(this.gpu.device, m.config.nLayers, m.kvDim, this.kvDtype, capacity);
+    return new KVCache(this.gpu.device, m.config.nLayers, m.kvDim, this.kvDtype, capacity, this.kvSpare);
   }
 
   /**
@@ -347,6 +350,7 @@ export class Engine {
   }
 
   destroy() {
+    this.kvSpare.clear();
     this.model?.destroy();
     this.scratch.destroy();
     this.ops.destroy();

@@ -82,9 +82,10 @@ async function linkNow(engine: Engine, parts: LinkPart[], algo: LinkAlgorithm, o
   const layout = algo.kind === 'prompt' ? promptLayout(parts, opts.bosId) : layoutParts(parts, opts.bosId);
   const N = layout.tokens.length;
   const L = engine.config.nLayers;
+  // The TTFT counts making the working cache too (KVSpare makes it cheap from the second link on).
+  const t0 = performance.now();
   const cache = engine.newCache(N + (opts.reserve ?? 64));
   try {
-    const t0 = performance.now();
     cache.setPositions(0, layout.positions);
     // One writer for every cached chunk; layer l of all of them is staged right before layer l is recomputed.
     // full and prompt recompute every row, so they stage none.

@@ -6,6 +6,43 @@
  */
 import type { StoreDType } from '../ops';
 
+/** One cache's buffers: K and V of every layer, and the positions. */
+interface KVBuffers {
+  k: GPUBuffer[];
+  v: GPUBuffer[];
+  kpos: GPUBuffer;
+  capacity: number;
+  dtype: StoreDType;
+  kvDim: number;
+}
+
+/**
+ * The buffers of the last cache destroyed, kept for the next cache of about its size. A link makes a cache for
+ * every prompt, and at 32K rows on the H100 making one took 19 ms of createBuffer (a CPU profile of the kit's
+ * link stage, beside gpu-h100-13). Kept only while no later cache took them; Engine drops them with its model.
+ */
+export class KVSpare {
+  private kept: KVBuffers | null = null;
+
+  /** The spare buffers, if they hold `capacity` rows of this layout without being more than twice too big. */
+  take(nLayers: number, kvDim: number, dtype: StoreDType, capacity: number): KVBuffers | null {
+    const s = this.kept;
+    if (!s || s.k.length !== nLayers || s.kvDim !== kvDim || s.dtype !== dtype || s.capacity < capacity || s.capacity > 2 * Math.max(capacity, 256)) return null;
+    this.kept = null;
+    return s;
+  }
+
+  give(b: KVBuffers) {
+    this.clear();
+    this.kept = b;
+  }
+
+  clear() {
+    if (this.kept) for (const b of [...this.kept.k, ...this.kept.v, this.kept.kpos]) b.destroy();
+    this.kept = null;
+  }
+}
+
 export class KVCache {
   k: GPUBuffer[] = [];
   v: GPUBuffer[] = [];
@@ -21,7 +58,16 @@ export class KVCache {
     readonly kvDim: number,
     readonly dtype: StoreDType,
     public capacity: number,
+    /** Where destroy leaves the buffers for the next cache, and where this one looks for some first. */
+    private spare?: KVSpare,
   ) {
+    const kept = spare?.take(nLayers, kvDim, dtype, capacity);
+    if (kept) {
+      // Rows past `length` are never read, so the earlier cache's contents need no clearing.
+      ({ k: this.k, v: this.v, kpos: this.kpos, capacity: this.capacity } = kept);
+      this.positions = new Int32Array(this.capacity);
+      return;
+    }
     this.positions = new Int32Array(capacity);
     this.kpos = this.makePos(capacity);
     for (let l = 0; l < nLayers; l++) {
@@ -95,7 +141,9 @@ export class KVCache {
   }
 
   destroy() {
-    for (const b of [...this.k, ...this.v, this.kpos]) b.destroy();
+    if (!this.k.length) return;
+    if (this.spare) this.spare.give({ k: this.k, v: this.v, kpos: this.kpos, capacity: this.capacity, dtype: this.dtype, kvDim: this.kvDim });
+    else for (const b of [...this.k, ...this.v, this.kpos]) b.destroy();
     this.k = [];
     this.v = [];
   }
