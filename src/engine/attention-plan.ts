@@ -32,11 +32,13 @@ export function tiledSplits(workgroups: number, keys: number): number {
 
 /**
  * Key slices for attention_decode (a workgroup of 64 per row, head and slice, each invocation a key of a 64-key
- * tile): enough slices for about 1024 workgroups while slices keep at least 128 keys (2 tiles), at most 128 of them.
- * Not yet measured on a GPU: the kit (bench/attention.ts) times fixed counts beside it.
+ * tile): enough slices for about 1024 workgroups while slices keep at least 64 keys (a tile), at most 128 of them.
+ * The kernel is bound by each tile's latency, not by bandwidth, so more workgroups in flight win: on the H100
+ * (gpu-h100-13.json) 32 heads over 512 keys took 14.1 us in 8 slices, 18.0 in 4 and 48.5 in 1; 9 heads over 32K
+ * keys 100 us in 128 slices, 4.8 ms in 1.
  */
 export function keysSplits(rows: number, keys: number): number {
-  return Math.max(1, Math.min(Math.ceil(1024 / rows), Math.floor(keys / 128), 128));
+  return Math.max(1, Math.min(Math.ceil(1024 / rows), Math.floor(keys / 64), 128));
 }
 
 /**
