@@ -85,8 +85,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     for (var c = 0u; c < WG; c++) { sum += pe[c]; }
     l = l * corr + sum;
     m = mx;
-    // 3. Group g's keys of the tile. No branch on the weight, so the loads of all of them can be in flight at once
-    //    (a branch made each wait for the one before); a hidden key weighs 0, a key past the last reads the last.
+    // 3. Group g's keys of the tile, with no branch on the weight (the H100 ran it as fast as with one that skipped
+    //    weights of 0: gpu-h100-13.json); a hidden key weighs 0, a key past the last reads the last row.
     acc *= corr;
     if (vlane) {
       for (var c = g; c < WG; c += G) {
