@@ -94,8 +94,6 @@ export interface RopeScatterArgs {
 }
 export interface ScatterArgs {
   src: GPUBuffer; stride: number; offset: number; idx: GPUBuffer; dst: GPUBuffer; dstDtype: StoreDType; T: number; W: number;
-  /** A second destination, filled in the same launch from the W values after each source row's first W (keys, then values). */
-  dst2?: GPUBuffer;
 }
 /**
  * Rows [t0, t0 + T) of a placement (kernels/kv_gather.wgsl): source row srcRows[t] of the slab's keys and values

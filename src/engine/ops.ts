@@ -277,10 +277,8 @@ export class Ops {
 
   scatter(a: ScatterArgs) {
     checkAligned(a.stride, a.offset, a.W);
-    const pipe = this.lib.pipeline('kv_scatter', { DST_F16: a.dstDtype === 'f16', PAIR: !!a.dst2 });
-    const b: Record<number, GPUBuffer> = { 1: a.src, 2: a.idx, 3: a.dst };
-    if (a.dst2) b[4] = a.dst2;
-    this.d.run1d(pipe, [u(a.T), u(a.W / 4), u(a.stride), u(a.offset)], b, ((a.dst2 ? 2 : 1) * a.T * a.W) / 4);
+    const pipe = this.lib.pipeline('kv_scatter', { DST_F16: a.dstDtype === 'f16' });
+    this.d.run1d(pipe, [u(a.T), u(a.W / 4), u(a.stride), u(a.offset)], { 1: a.src, 2: a.idx, 3: a.dst }, (a.T * a.W) / 4);
   }
 
   gather(a: GatherArgs) {

@@ -335,23 +335,6 @@ for (const dstDtype of ['f32', 'f16'] as const) {
   });
 }
 
-for (const dstDtype of ['f32', 'f16'] as const) {
-  test(`kv_scatter ${dstDtype} of keys and values in one launch (PAIR)`, async () => {
-    const h = await harness();
-    const T = 3, W = 8, stride = 40, offset = 16, rowsInCache = 6;
-    const src = rand(T * stride, 24);
-    const idx = Uint32Array.from([5, 1, 3]);
-    const k = h.empty(rowsInCache * W * 4), v = h.empty(rowsInCache * W * 4);
-    h.ops.scatter({ src: h.upload(src), stride, offset, idx: h.upload(idx), dst: k, dst2: v, dstDtype, T, W });
-    const wantK = ref.scatter(src, stride, offset, idx, new Float32Array(rowsInCache * W), T, W);
-    const wantV = ref.scatter(src, stride, offset + W, idx, new Float32Array(rowsInCache * W), T, W);
-    for (const [buf, want, name] of [[k, wantK, 'keys'], [v, wantV, 'values']] as const) {
-      if (dstDtype === 'f32') assertClose(await h.readF32(buf, rowsInCache * W), want, 0, 0, name);
-      else assert.deepEqual([...new Uint16Array(await h.ops.d.read(buf, 0, rowsInCache * W * 2))], [...floatsToHalves(want)], name);
-    }
-  });
-}
-
 for (const dtype of ['f32', 'f16'] as const) {
   test(`embed ${dtype} with scale`, async () => {
     const h = await harness();
