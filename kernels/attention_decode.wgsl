@@ -4,26 +4,33 @@
 // which walks every key alone, so a decode step has as many invocations as
 // heads (times slices) and each of them a long serial loop. Here a
 // workgroup of 64 invocations takes one (row, head, slice) and walks its keys
-// in tiles of 64:
-//   1. each invocation scores one key of the tile (q.k, masked by position,
-//      window and the row's bounds) into workgroup memory;
-//   2. every invocation reads the tile's 64 scores back for their max, and
-//      the 64 weights exp2(score - max) for their sum, so all of them keep
-//      the same online-softmax state (max, sum; base-2 exponentials);
+// in rounds of KT = 64 * KPT keys:
+//   1. each invocation scores KPT keys of the round (q.k, masked by position,
+//      window and the row's bounds): key lid + 64 r for r < KPT, into
+//      workgroup memory, and its own largest score;
+//   2. every invocation reads the 64 largest back for the round's max, and
+//      turns its own scores into weights exp2(score - max), and the 64 sums
+//      of weights back for the round's sum, so all of them keep the same
+//      online-softmax state (max, sum; base-2 exponentials);
 //   3. the 64 invocations split the value rows as G = 64 / HD4 groups of HD4:
-//      invocation (g, i) adds vec4 i of the tile's keys g, g + G, ..., so
+//      invocation (g, i) adds vec4 i of the round's keys g, g + G, ..., so
 //      neighbouring invocations read neighbouring memory of the same row.
+// Three barriers a round: more keys an invocation (KPT > 1) means fewer
+// rounds and more loads in flight between barriers.
 // At the end the G groups' accumulators are summed through workgroup memory.
 // Workgroups are numbered (slice fastest, then head, then row).
 #include "attention_io"
 
 const WG: u32 = 64u;
+const KPT: u32 = {{KPT}}u;
+const KT: u32 = WG * KPT;
 // Value groups: each covers a whole head with HD4 invocations (HD4 <= 64).
 const G: u32 = WG / HD4;
 
 var<workgroup> qs: array<vec4<f32>, HD4>;
-var<workgroup> sc: array<f32, WG>;
-var<workgroup> pe: array<f32, WG>;
+var<workgroup> pe: array<f32, KT>;
+var<workgroup> rmax: array<f32, WG>;
+var<workgroup> rsum: array<f32, WG>;
 var<workgroup> accs: array<vec4<f32>, WG>;
 
 @compute @workgroup_size(64, 1, 1)
@@ -57,43 +64,55 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   var m = NEG;
   var l = 0.0;
   workgroupBarrier();
-  for (var j0 = first; j0 < last; j0 += WG) {
-    // 1. This invocation's key.
-    let j = j0 + lid;
-    var s = NEG;
-    if (j < last) {
-      let kp = kpos[j];
-      var seen = kp <= qp;
-      if (p.window > 0u) { seen = seen && qp - kp < i32(p.window); }
-      if (seen) {
-        let kb = j * kstride + kvh * HD4;
-        var d = 0.0;
-        for (var c = 0u; c < HD4; c++) { d += dot(qs[c], load_k(kb + c)); }
-        s = d;
+  for (var j0 = first; j0 < last; j0 += KT) {
+    // 1. This invocation's keys of the round.
+    var s: array<f32, KPT>;
+    var mine = NEG;
+    for (var r = 0u; r < KPT; r++) {
+      let j = j0 + lid + WG * r;
+      s[r] = NEG;
+      if (j < last) {
+        let kp = kpos[j];
+        var seen = kp <= qp;
+        if (p.window > 0u) { seen = seen && qp - kp < i32(p.window); }
+        if (seen) {
+          let kb = j * kstride + kvh * HD4;
+          var d = 0.0;
+          for (var c = 0u; c < HD4; c++) { d += dot(qs[c], load_k(kb + c)); }
+          s[r] = d;
+        }
       }
+      mine = max(mine, s[r]);
     }
-    sc[lid] = s;
+    rmax[lid] = mine;
     workgroupBarrier();
-    // 2. The tile's max, the same in every invocation; each invocation's own weight.
+    // 2. The round's max, the same in every invocation; this invocation's weights and their sum.
     var mx = m;
-    for (var c = 0u; c < WG; c++) { mx = max(mx, sc[c]); }
-    pe[lid] = select(0.0, exp2(s - mx), s > NEG);
+    for (var c = 0u; c < WG; c++) { mx = max(mx, rmax[c]); }
+    var part = 0.0;
+    for (var r = 0u; r < KPT; r++) {
+      let e = select(0.0, exp2(s[r] - mx), s[r] > NEG);
+      pe[lid + WG * r] = e;
+      part += e;
+    }
+    rsum[lid] = part;
     workgroupBarrier();
     // While no key has been seen, m = mx = NEG: corr is 1 and acc and l stay 0.
     let corr = exp2(m - mx);
     var sum = 0.0;
-    for (var c = 0u; c < WG; c++) { sum += pe[c]; }
+    for (var c = 0u; c < WG; c++) { sum += rsum[c]; }
     l = l * corr + sum;
     m = mx;
-    // 3. Group g's keys of the tile, with no branch on the weight (the H100 ran it as fast as with one that skipped
-    //    weights of 0: gpu-h100-13.json); a hidden key weighs 0, a key past the last reads the last row.
+    // 3. Group g's keys of the round, up to the last (a hidden key weighs 0). No branch on the weight: the H100
+    //    ran it as fast as with one that skipped weights of 0 (gpu-h100-13.json).
     acc *= corr;
+    let count = min(KT, last - j0);
     if (vlane) {
-      for (var c = g; c < WG; c += G) {
-        acc += pe[c] * load_v(min(j0 + c, last - 1u) * kstride + kvh * HD4 + i);
+      for (var c = g; c < count; c += G) {
+        acc += pe[c] * load_v((j0 + c) * kstride + kvh * HD4 + i);
       }
     }
-    // The next tile overwrites sc and pe.
+    // The next round overwrites pe, rmax and rsum.
     workgroupBarrier();
   }
   accs[lid] = acc;

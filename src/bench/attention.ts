@@ -31,6 +31,8 @@ export interface AttentionTiming extends AttentionCase {
   variant: AttentionVariant; rowsPerThread: 1 | 4; splits: number | 'auto';
   /** The tiled kernel's keys per tile: the one the shape named, or the engine's own (Ops.attentionTile). */
   keysPerTile?: number;
+  /** attention_decode's keys an invocation scores a round (Ops.attention's keysPerThread). */
+  keysPerThread?: number;
   chosen: boolean; ms: number; gflops: number; clock: KernelClock;
 }
 
@@ -75,7 +77,7 @@ export async function timeAttention(e: Engine, c: AttentionCase, targetMs = 60):
     }
     // Ops.attention clamps slices to what one binding holds: a count past it would be timed under a wrong label.
     const fits = (s: number) => c.T * c.H * s * c.HD * 4 <= dev.limits.maxStorageBufferBindingSize;
-    type Shape = { variant: AttentionVariant; rowsPerThread: 1 | 4; splits: number | 'auto'; keysPerTile?: number };
+    type Shape = { variant: AttentionVariant; rowsPerThread: 1 | 4; splits: number | 'auto'; keysPerTile?: number; keysPerThread?: number };
     const shapes: Shape[] = [];
     for (const rowsPerThread of [1, 4] as const) {
       // Four rows an invocation only differ from one where there are several query rows.
@@ -92,10 +94,15 @@ export async function timeAttention(e: Engine, c: AttentionCase, targetMs = 60):
     }
     if (c.T <= KEYS_MAX_T && c.HD <= 256) {
       for (const splits of ['auto', ...KEYS_SPLITS.filter((s) => s <= c.n / 64 && fits(s))] as const) shapes.push({ variant: 'keys', rowsPerThread: 1, splits });
+      // More keys an invocation a round (fewer rounds, so fewer barriers, and more loads in flight), in slices that
+      // give each workgroup a few rounds.
+      for (const keysPerThread of [2, 4, 8]) {
+        for (const splits of ['auto', ...KEYS_SPLITS.filter((s) => s <= c.n / (64 * keysPerThread) && fits(s))] as const) shapes.push({ variant: 'keys', rowsPerThread: 1, splits, keysPerThread });
+      }
     }
     const picked = e.ops.pickAttention(c.T, c.HD);
     for (const sh of shapes) {
-      const args = { ...base, variant: sh.variant, rowsPerThread: sh.rowsPerThread, keysPerTile: sh.keysPerTile, splits: sh.splits === 'auto' ? undefined : sh.splits };
+      const args = { ...base, variant: sh.variant, rowsPerThread: sh.rowsPerThread, keysPerTile: sh.keysPerTile, keysPerThread: sh.keysPerThread, splits: sh.splits === 'auto' ? undefined : sh.splits };
       const run = async (reps: number) => {
         const t0 = performance.now();
         for (let i = 0; i < reps; i++) e.ops.attention(args);
@@ -106,7 +113,7 @@ export async function timeAttention(e: Engine, c: AttentionCase, targetMs = 60):
       const once = await run(1);
       const reps = Math.max(2, Math.min(200, Math.ceil(targetMs / Math.max(once, 0.01))));
       const { ms, clock } = await kernelPerRep(e, run, reps);
-      const chosen = sh.variant === picked && sh.splits === 'auto' && sh.keysPerTile === undefined
+      const chosen = sh.variant === picked && sh.splits === 'auto' && sh.keysPerTile === undefined && sh.keysPerThread === undefined
         && (sh.variant !== 'rows' || sh.rowsPerThread === (e.ops.matmulProfile === 'cpu' ? 4 : 1));
       // The tile the engine used, where the shape left it to the engine.
       const keysPerTile = sh.variant === 'tiled' ? (sh.keysPerTile ?? e.ops.attentionTile(c.HD)) : undefined;

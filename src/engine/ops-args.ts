@@ -77,6 +77,8 @@ export interface AttentionArgs {
   variant?: AttentionVariant;
   /** The tiled kernel's keys per tile, a multiple of 4 (default 16), capped by what the adapter's workgroup memory holds. */
   keysPerTile?: number;
+  /** attention_decode's keys an invocation scores in each round of 64 * keysPerThread (default 1; at most 8). */
+  keysPerThread?: number;
 }
 /**
  * Attention kernels: 'rows' (attention.wgsl: each invocation a group of query rows, reading every key itself),

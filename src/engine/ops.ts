@@ -226,7 +226,9 @@ export class Ops {
       if (a.HD > 256) throw new Error(`attention_decode: a head of ${a.HD} (at most 256)`);
       const rows = a.T * a.H;
       const splits = Math.min(fit, a.splits ?? keysSplits(rows, a.n));
-      const pipe = this.lib.pipeline('attention_decode', { ...kv, KV_F16: a.kvDtype === 'f16', SPLIT: splits > 1 });
+      const KPT = a.keysPerThread ?? 1;
+      if (![1, 2, 4, 8].includes(KPT)) throw new Error(`attention_decode: ${KPT} keys an invocation (1, 2, 4 or 8)`);
+      const pipe = this.lib.pipeline('attention_decode', { ...kv, KPT, KV_F16: a.kvDtype === 'f16', SPLIT: splits > 1 });
       return this.attentionRun(a, pipe, params(splits), b, splits, rows * splits * 64);
     }
     if (variant === 'tiled') {

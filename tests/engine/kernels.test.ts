@@ -205,9 +205,11 @@ for (const kvDtype of ['f32', 'f16'] as const) {
             h.ops.attention({ ...common, v: kv(a.v), out, T: a.T, bounds: h.upload(bounds), splits, variant: 'tiled', keysPerTile });
             assertClose(await h.readF32(out, a.T * a.H * a.HD), ref.attention(a), 0, TILED_RT, `attention_tiled, ${splits} slices, ${keysPerTile ?? 'default'} keys a tile`);
           }
-          // attention_decode: a head of 8 (32 value groups), 11 keys in a 64-key tile.
-          h.ops.attention({ ...common, v: kv(a.v), out, T: a.T, bounds: h.upload(bounds), splits, variant: 'keys' });
-          assertClose(await h.readF32(out, a.T * a.H * a.HD), ref.attention(a), 0, KEYS_RT, `attention_decode, ${splits} slices`);
+          // attention_decode: a head of 8 (32 value groups), 11 keys in a round of 64 or 256.
+          for (const keysPerThread of [1, 4]) {
+            h.ops.attention({ ...common, v: kv(a.v), out, T: a.T, bounds: h.upload(bounds), splits, variant: 'keys', keysPerThread });
+            assertClose(await h.readF32(out, a.T * a.H * a.HD), ref.attention(a), 0, KEYS_RT, `attention_decode, ${splits} slices, ${keysPerThread} keys an invocation`);
+          }
         }
       }
       const rows = Uint32Array.from([0, 3, 4]);
@@ -263,10 +265,12 @@ for (const kvDtype of ['f32', 'f16'] as const) {
             assertClose(await h.readF32(out, want.length), want, 0, TILED_RT, `attention_tiled, ${splits} slices, ${keysPerTile ?? 'default'} keys a tile`);
           }
         }
-        // attention_decode on the same rows: 75 keys in a full and a partial tile, 4 value groups.
+        // attention_decode on the same rows: 75 keys in a full and a partial round of 64, or in one of 128, 4 value groups.
         for (const splits of [1, 3]) {
-          h.ops.attention({ ...args, bounds, variant: 'keys', splits });
-          assertClose(await h.readF32(out, want.length), want, 0, KEYS_RT, `attention_decode, ${splits} slices`);
+          for (const keysPerThread of [1, 2]) {
+            h.ops.attention({ ...args, bounds, variant: 'keys', splits, keysPerThread });
+            assertClose(await h.readF32(out, want.length), want, 0, KEYS_RT, `attention_decode, ${splits} slices, ${keysPerThread} keys an invocation`);
+          }
         }
       }
     });
@@ -274,8 +278,8 @@ for (const kvDtype of ['f32', 'f16'] as const) {
 }
 
 /**
- * Decode as attention_decode meets it: 3 query rows (one seeing no key) against 300 keys (four full tiles and a
- * partial one, gapped positions), GQA 2:1, for heads of 256 (one value group, as Gemma 3), 80 (3 groups of 20
+ * Decode as attention_decode meets it: 3 query rows (one seeing no key) against 300 keys (gapped positions, in
+ * rounds of 64, 256 or 512 keys), GQA 2:1, for heads of 256 (one value group, as Gemma 3), 80 (3 groups of 20
  * and 4 idle invocations) and 64.
  */
 for (const HD of [256, 80, 64]) {
@@ -295,9 +299,12 @@ for (const HD of [256, 80, 64]) {
         const out = h.empty(want.length * 4);
         const args = { q: h.upload(a.q), qStride, qOffset, k: kv(a.k), v: kv(a.v), kvDtype, qpos: h.upload(qpos), kpos: h.upload(kpos),
           out, T, n, H, NKV, HD, window, scale: a.scale, bounds: h.upload(keyBounds(kpos, n, qpos, window)) };
+        // Rounds of 64 keys (four full and a partial one), and of 256 or 512 (one full and a partial, or one partial).
         for (const splits of [1, 2, 7]) {
-          h.ops.attention({ ...args, variant: 'keys', splits });
-          assertClose(await h.readF32(out, want.length), want, 0, KEYS_RT, `attention_decode ${kvDtype}, ${splits} slices`);
+          for (const keysPerThread of [1, 4, 8]) {
+            h.ops.attention({ ...args, variant: 'keys', splits, keysPerThread });
+            assertClose(await h.readF32(out, want.length), want, 0, KEYS_RT, `attention_decode ${kvDtype}, ${splits} slices, ${keysPerThread} keys an invocation`);
+          }
         }
       }
     });
