@@ -61,15 +61,17 @@ async function measure(load: 'none' | 'own child' | 'outside') {
 
 // The accounting, not the machine's spare capacity: whatever share of a core the spinner got (less on a loaded
 // host), its ticks are in "other" when it runs outside this process tree, and in the tree's own when it is a child.
-// A tick or two of slack covers samples taken a moment apart.
+// The slack (a tenth, and two ticks) covers samples taken a moment apart and the aggregate counters' tick sampling,
+// which on a busy host fell 2.5 ticks short of the spinner's own 150 (CI, 2026-11-27); counting the spinner on the
+// wrong side would leave it near 0.
 test('a busy program outside this run counts as other programs\' CPU; one of its own children counts as ours', { skip: !linux && 'needs /proc (Linux)' }, async () => {
   const outside = await measure('outside');
   assert.ok(outside.spinner > 0, 'the outside spinner ran');
   const otherTicks = (outside.other / outside.b.cpus) * (outside.b.total - outside.a.total);
-  assert.ok(otherTicks >= outside.spinner - 2, `other programs' ticks ${otherTicks.toFixed(1)} leave out the spinner's ${outside.spinner}`);
+  assert.ok(otherTicks >= 0.9 * outside.spinner - 2, `other programs' ticks ${otherTicks.toFixed(1)} leave out the spinner's ${outside.spinner}`);
   const own = await measure('own child');
   assert.ok(own.spinner > 0, 'the child spinner ran');
-  assert.ok(own.b.tree - own.a.tree >= own.spinner - 2, `this tree's ticks ${own.b.tree - own.a.tree} leave out its child's ${own.spinner}`);
+  assert.ok(own.b.tree - own.a.tree >= 0.9 * own.spinner - 2, `this tree's ticks ${own.b.tree - own.a.tree} leave out its child's ${own.spinner}`);
   const none = await measure('none');
   assert.ok(none.other >= 0 && none.other <= none.b.cpus);
 });
