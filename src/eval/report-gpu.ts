@@ -65,7 +65,14 @@ export function gpuTargets(r: GpuRun) {
   const bw = r.torch?.copy_gbytes_per_s ? Math.max(r.torch.copy_gbytes_per_s, r.kit.copy?.gbytes_per_s ?? 0) : 0;
   const roof = dec && bw ? (bw * 1e9) / dec.weight_bytes : undefined;
   const roofWebGpu = dec && r.kit.copy ? (r.kit.copy.gbytes_per_s * 1e9) / dec.weight_bytes : undefined;
-  const link = (tier: 'host' | 'host-f16' | 'gpu') => (r.kit.link ?? []).find((x) => x.context === 32768 && (x.tier ?? 'host') === tier && x.ratios)?.ratios?.['full/legolink:16'];
+  const at32k = (tier: 'host' | 'host-f16' | 'gpu') => (r.kit.link ?? []).find((x) => x.context === 32768 && (x.tier ?? 'host') === tier && x.ratios)?.ratios;
+  const link = (tier: 'host' | 'host-f16' | 'gpu') => at32k(tier)?.['full/legolink:16'];
+  // naive recomputes the question alone: TTFT(full) / TTFT(naive) is what no algorithm reusing the same caches from
+  // the same tier can beat on this machine (from host memory, the upload bounds it).
+  const ceiling = (tier: 'host' | 'host-f16' | 'gpu') => {
+    const x = at32k(tier);
+    return x?.['full/legolink:16'] && x['naive/legolink:16'] ? x['full/legolink:16'] / x['naive/legolink:16'] : undefined;
+  };
   return {
     prefill: ours && theirs ? ours.tokens_per_s / theirs.tokens_per_s : undefined,
     decode: dec && roof ? appDecodeTokS(dec)! / roof : undefined,
@@ -75,6 +82,9 @@ export function gpuTargets(r: GpuRun) {
     link32k: link('host'),
     link32kHalves: link('host-f16'),
     link32kGpu: link('gpu'),
+    ceiling32k: ceiling('host'),
+    ceiling32kHalves: ceiling('host-f16'),
+    ceiling32kGpu: ceiling('gpu'),
   };
 }
 
@@ -155,14 +165,15 @@ export function gpuSection(runs: { file: string; r: GpuRun }[]): string {
       }
     }
     const g = gpuTargets(r);
-    lines.push('The GPU issue\'s targets, from this run:', '');
-    lines.push(table(['target', 'measured', 'goal', 'met'], [
-      ['Prefill of llama-3.2-1b at 2048 tokens, against PyTorch fp32', pc(g.prefill), '≥ 40%', g.prefill === undefined ? '–' : g.prefill >= 0.4 ? 'yes' : 'no'],
-      ['Decode of llama-3.2-1b, against its roofline', `${pc(g.decode)} of ${n0(g.roofline)} tok/s`, '≥ 50%', g.decode === undefined ? '–' : g.decode >= 0.5 ? 'yes' : 'no'],
-      ['(the same, against the roofline of WebGPU\'s own copy rate, which is lower)', `${pc(g.decodeWebGpu)} of ${n0(g.rooflineWebGpu)} tok/s`, '', ''],
-      ['TTFT(full) / TTFT(legolink:16) at 32K tokens, chunks in host memory', n1(g.link32k), '≥ 20', g.link32k === undefined ? '–' : g.link32k >= 20 ? 'yes' : 'no'],
-      ...(g.link32kHalves === undefined ? [] : [['TTFT(full) / TTFT(legolink:16) at 32K tokens, chunks in host memory as f16', n1(g.link32kHalves), '≥ 20', g.link32kHalves >= 20 ? 'yes' : 'no']]),
-      ['TTFT(full) / TTFT(legolink:16) at 32K tokens, chunks on the GPU', n1(g.link32kGpu), '≥ 20', g.link32kGpu === undefined ? '–' : g.link32kGpu >= 20 ? 'yes' : 'no'],
+    lines.push('The GPU issue\'s targets, from this run (*ceiling*, for the TTFT ratios: TTFT(full) / TTFT(naive), since naive recomputes the question alone, no algorithm that reuses the same caches from the same place does better here; from host memory the upload bounds it):', '');
+    const ttftRow = (where: string, x: number | undefined, ceil: number | undefined) => [`TTFT(full) / TTFT(legolink:16) at 32K tokens, ${where}`, n1(x), '≥ 20', x === undefined ? '–' : x >= 20 ? 'yes' : 'no', n1(ceil)];
+    lines.push(table(['target', 'measured', 'goal', 'met', 'ceiling'], [
+      ['Prefill of llama-3.2-1b at 2048 tokens, against PyTorch fp32', pc(g.prefill), '≥ 40%', g.prefill === undefined ? '–' : g.prefill >= 0.4 ? 'yes' : 'no', ''],
+      ['Decode of llama-3.2-1b, against its roofline', `${pc(g.decode)} of ${n0(g.roofline)} tok/s`, '≥ 50%', g.decode === undefined ? '–' : g.decode >= 0.5 ? 'yes' : 'no', ''],
+      ['(the same, against the roofline of WebGPU\'s own copy rate, which is lower)', `${pc(g.decodeWebGpu)} of ${n0(g.rooflineWebGpu)} tok/s`, '', '', ''],
+      ttftRow('chunks in host memory', g.link32k, g.ceiling32k),
+      ...(g.link32kHalves === undefined ? [] : [ttftRow('chunks in host memory as f16', g.link32kHalves, g.ceiling32kHalves)]),
+      ttftRow('chunks on the GPU', g.link32kGpu, g.ceiling32kGpu),
     ]), '');
   }
   return lines.join('\n');

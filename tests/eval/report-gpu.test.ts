@@ -15,8 +15,8 @@ const ttft = (algorithm: string, totalMs: number, loadMs: number) => ({
 test('the GPU section shows writeBuffer beside the copy rate, and the link from halves as a tier of its own', () => {
   const link = (tier: 'host' | 'host-f16' | 'gpu', legolink: number) => ({
     model: 'smollm2-135m', context: 32768, chunks: 64, chunk_tokens: 512, tier,
-    results: [...(tier === 'host' ? [ttft('full', 8000, 0)] : []), ttft('legolink:16', legolink, legolink / 2)],
-    ratios: { 'full/legolink:16': 8000 / legolink },
+    results: [...(tier === 'host' ? [ttft('full', 8000, 0)] : []), ttft('legolink:16', legolink, legolink / 2), ...(tier === 'gpu' ? [] : [ttft('naive', legolink - 100, legolink / 2)])],
+    ratios: { 'full/legolink:16': 8000 / legolink, ...(tier === 'gpu' ? {} : { 'naive/legolink:16': (legolink - 100) / legolink }) },
   });
   const r: GpuRun = {
     command: 'bash scripts/gpu-check.sh',
@@ -66,8 +66,11 @@ test('the GPU section shows writeBuffer beside the copy rate, and the link from 
   assert.match(md, /kept in host memory as halves, as KVStore's f16 blobs hold them, uploaded at link time and widened on the GPU/);
   const g = gpuTargets(r);
   assert.deepEqual([g.link32k, g.link32kHalves, g.link32kGpu], [5, 8, 20]);
-  assert.match(md, /\| TTFT\(full\) \/ TTFT\(legolink:16\) at 32K tokens, chunks in host memory as f16 \| 8\.0 \| ≥ 20 \| no \|/);
-  assert.match(md, /\| TTFT\(full\) \/ TTFT\(legolink:16\) at 32K tokens, chunks on the GPU \| 20\.0 \| ≥ 20 \| yes \|/);
+  // The ceiling: TTFT(full) / TTFT(naive), where naive was run (8000 / 1500, 8000 / 900); none without it.
+  assert.deepEqual([g.ceiling32k, g.ceiling32kHalves, g.ceiling32kGpu], [8000 / 1500, 8000 / 900, undefined]);
+  assert.match(md, /\| TTFT\(full\) \/ TTFT\(legolink:16\) at 32K tokens, chunks in host memory \| 5\.0 \| ≥ 20 \| no \| 5\.3 \|/);
+  assert.match(md, /\| TTFT\(full\) \/ TTFT\(legolink:16\) at 32K tokens, chunks in host memory as f16 \| 8\.0 \| ≥ 20 \| no \| 8\.9 \|/);
+  assert.match(md, /\| TTFT\(full\) \/ TTFT\(legolink:16\) at 32K tokens, chunks on the GPU \| 20\.0 \| ≥ 20 \| yes \| – \|/);
   // Decode each way (the profile itself missing: no timestamp queries).
   assert.match(md, /\| llama-3\.2-1b \| f16 \| fused, attention keys \| 250\.0 \| 4\.00 \| 3\.25 \| 130 \| yes \|/);
   assert.match(md, /\| llama-3\.2-1b \| f16 \| fused, attention rows \| 200\.0 \| 5\.00 \| – \| 130 \| {2}\|/);
