@@ -1,5 +1,5 @@
 /** Standalone matmul throughput of each of our kernel variants, for bench:engine's reference line and the GPU kit. */
-import type { Engine, MatmulVariant, StoreDType } from '../engine';
+import { WARM_MS, type Engine, type MatmulVariant, type StoreDType } from '../engine';
 
 export interface MatmulTiming {
   variant: MatmulVariant;
@@ -37,9 +37,6 @@ export async function kernelPerRep(e: Engine, run: (reps: number) => Promise<num
 /** How a kernel timing was taken (see kernelPerRep). */
 export type KernelClock = 'gpu-timestamps' | 'wall-slope';
 
-/** How long timeMatmuls keeps a real GPU busy before it times anything. */
-const WARM_MS = 250;
-
 /** Times every variant that can compute [T, K]·[K, N] on the engine's device (repetitions fill about `targetMs`). */
 export async function timeMatmuls(e: Engine, T: number, K: number, N: number, wDtype: StoreDType, targetMs = 60, only?: MatmulVariant[]): Promise<MatmulTiming[]> {
   const dev = e.gpu.device;
@@ -59,7 +56,8 @@ export async function timeMatmuls(e: Engine, T: number, K: number, N: number, wD
       await e.ops.d.read(y, 0, 16);
       return performance.now() - t0;
     };
-    // A real GPU idle until now clocks up under load: the first way timed cold ran 4x slow (gpu-h100-11.json).
+    // A real GPU idle until now clocks up under load (as decode tuning warms it): the first way timed cold ran 4x
+    // slow (gpu-h100-11.json).
     if (e.gpu.profile === 'gpu') {
       const warm = runner(ways[ways.length - 1].variant, ways[ways.length - 1].half);
       for (const until = performance.now() + WARM_MS; performance.now() < until; ) await warm(4);

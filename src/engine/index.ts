@@ -9,7 +9,7 @@ export type { HostTensor, HostWeights } from './model/weights';
 export type { KVCache } from './model/kv-cache';
 export type { LayerRows, GpuLayerRows } from './model/kv-io';
 export type { ScoresRequest, ScoresResult } from './model/forward';
-export { MARGIN as TUNE_MARGIN, describeSettings, type DecodeSettings, type DecodeTrial, type DecodeTuning, type TuneOptions, type UploadTuning } from './model/tune';
+export { MARGIN as TUNE_MARGIN, WARM_MS, describeSettings, type DecodeSettings, type DecodeTrial, type DecodeTuning, type TuneOptions, type UploadTuning } from './model/tune';
 export { OutOfGpuMemoryError } from './model/gpu-model';
 export { DeviceLostError, GpuValidationError } from './gpu/dispatcher';
 export { describeSplit, kvDtypeFor, paramCount, planGpuMemory, splitMatrices, weightDtypeFor, type AdapterLimits, type GpuPlan } from './model/gpu-plan';

@@ -189,7 +189,6 @@ export class Ops {
     this.d.run1d(pipe, params, { 1: a.x, 2: a.cs, 3: a.idx, 4: a.dstK, 5: a.dstV }, (a.T * (a.H + 2 * a.NKV) * a.HD) / 8);
   }
 
-
   /**
    * The attention kernel a call gets when it names none: on real GPUs, tiled once the rows fill a workgroup and a
    * workgroup per row below that (decode), unless decodeAttention says otherwise; CPU adapters keep attention.wgsl.

@@ -33,94 +33,89 @@ async function counting<T>(fn: () => Promise<T>): Promise<{ value: T; created: n
   }
 }
 
-for (const way of ['write', 'mapped'] as const) {
-  test(`${way}: pieces land in their buffers, after work recorded before them`, async () => {
-    d.uploadWay = way;
-    try {
-      const usage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST;
-      const a = h.upload(pattern(256, 1)), b = h.upload(pattern(128, 2));
-      const snapshot = dev.createBuffer({ size: 256, usage });
-      // Recorded before the upload: must copy a's old bytes.
-      d.commandEncoder().copyBufferToBuffer(a, 0, snapshot, 0, 256);
-      const p1 = pattern(64, 3), p2 = pattern(32, 4), p3 = pattern(16, 5), p4 = pattern(48, 6);
-      // p1 and p2 lie end to end in a; p3 goes elsewhere in a; p4 into b.
-      d.upload([{ dst: a, offset: 16, data: p1 }, { dst: a, offset: 80, data: p2 }, { dst: a, offset: 200, data: p3 }, { dst: b, offset: 64, data: p4 }]);
-      const wantA = pattern(256, 1);
-      wantA.set(p1, 16), wantA.set(p2, 80), wantA.set(p3, 200);
-      const wantB = pattern(128, 2);
-      wantB.set(p4, 64);
-      assert.deepEqual(await bytesOf(snapshot), pattern(256, 1), 'work recorded before the upload saw the old bytes');
-      assert.deepEqual(await bytesOf(a), wantA);
-      assert.deepEqual(await bytesOf(b), wantB);
-      for (const x of [a, b, snapshot]) x.destroy();
-    } finally {
-      d.uploadWay = 'write';
-    }
-  });
+/** Runs `fn` with uploads going `way`, then back to writeBuffer (the harness's default). */
+async function uploading<T>(way: 'write' | 'mapped', fn: () => Promise<T>): Promise<T> {
+  d.uploadWay = way;
+  try {
+    return await fn();
+  } finally {
+    d.uploadWay = 'write';
+  }
 }
 
-test('mapped: a staging buffer is mapped again once copied from, and reused', async () => {
-  d.uploadWay = 'mapped';
-  try {
-    const dst = h.upload(new Uint8Array(4096));
-    const first = await counting(async () => {
-      d.upload([{ dst, offset: 0, data: pattern(4096, 7) }]);
-      return bytesOf(dst);
-    });
-    assert.deepEqual(first.value, pattern(4096, 7));
-    // The first upload makes a staging buffer (and the read its own); once copied from, it is mapped again.
-    await d.uploadsSettled();
-    const second = await counting(async () => {
-      d.upload([{ dst, offset: 0, data: pattern(4096, 8) }]);
-      return bytesOf(dst);
-    });
-    assert.deepEqual(second.value, pattern(4096, 8));
-    assert.equal(second.created, 0, 'the second upload reused the first one\'s staging buffer');
-    assert.ok(first.created >= 1);
-    dst.destroy();
-  } finally {
-    d.uploadWay = 'write';
-  }
-});
+for (const way of ['write', 'mapped'] as const) {
+  test(`${way}: pieces land in their buffers, after work recorded before them`, () => uploading(way, async () => {
+    const usage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST;
+    const a = h.upload(pattern(256, 1)), b = h.upload(pattern(128, 2));
+    const snapshot = dev.createBuffer({ size: 256, usage });
+    // Recorded before the upload: must copy a's old bytes.
+    d.commandEncoder().copyBufferToBuffer(a, 0, snapshot, 0, 256);
+    const p1 = pattern(64, 3), p2 = pattern(32, 4), p3 = pattern(16, 5), p4 = pattern(48, 6);
+    // p1 and p2 lie end to end in a; p3 goes elsewhere in a; p4 into b.
+    d.upload([{ dst: a, offset: 16, data: p1 }, { dst: a, offset: 80, data: p2 }, { dst: a, offset: 200, data: p3 }, { dst: b, offset: 64, data: p4 }]);
+    const wantA = pattern(256, 1);
+    wantA.set(p1, 16), wantA.set(p2, 80), wantA.set(p3, 200);
+    const wantB = pattern(128, 2);
+    wantB.set(p4, 64);
+    assert.deepEqual(await bytesOf(snapshot), pattern(256, 1), 'work recorded before the upload saw the old bytes');
+    assert.deepEqual(await bytesOf(a), wantA);
+    assert.deepEqual(await bytesOf(b), wantB);
+    for (const x of [a, b, snapshot]) x.destroy();
+  }));
+}
 
-test('mapped: uploads that wait for room (a link\'s layers) reuse their staging buffers; a loop that never waits makes one each', async () => {
-  d.uploadWay = 'mapped';
-  try {
-    const dst = h.upload(new Uint8Array(8192));
-    // An earlier link's staging buffers, too small for these uploads, fill the pool: they must make way.
-    for (let i = 0; i < 6; i++) {
-      d.upload([{ dst, offset: 0, data: pattern(256, i) }]);
+test('mapped: a staging buffer is mapped again once copied from, and reused', () => uploading('mapped', async () => {
+  const dst = h.upload(new Uint8Array(4096));
+  const first = await counting(async () => {
+    d.upload([{ dst, offset: 0, data: pattern(4096, 7) }]);
+    return bytesOf(dst);
+  });
+  assert.deepEqual(first.value, pattern(4096, 7));
+  // The first upload makes a staging buffer (and the read its own); once copied from, it is mapped again.
+  await d.uploadsSettled();
+  const second = await counting(async () => {
+    d.upload([{ dst, offset: 0, data: pattern(4096, 8) }]);
+    return bytesOf(dst);
+  });
+  assert.deepEqual(second.value, pattern(4096, 8));
+  assert.equal(second.created, 0, 'the second upload reused the first one\'s staging buffer');
+  assert.ok(first.created >= 1);
+  dst.destroy();
+}));
+
+test('mapped: uploads that wait for room (a link\'s layers) reuse their staging buffers; a loop that never waits makes one each', () => uploading('mapped', async () => {
+  const dst = h.upload(new Uint8Array(8192));
+  // An earlier link's staging buffers, too small for these uploads, fill the pool: they must make way.
+  for (let i = 0; i < 6; i++) {
+    d.upload([{ dst, offset: 0, data: pattern(256, i) }]);
+    d.flush();
+  }
+  await d.uploadsSettled();
+  // A loop like a link's: upload, submit, and no other await in between.
+  const waiting = await counting(async () => {
+    for (let i = 0; i < 12; i++) {
+      await d.uploadRoom();
+      d.upload([{ dst, offset: 0, data: pattern(8192, i) }]);
       d.flush();
     }
-    await d.uploadsSettled();
-    // A loop like a link's: upload, submit, and no other await in between.
-    const waiting = await counting(async () => {
-      for (let i = 0; i < 12; i++) {
-        await d.uploadRoom();
-        d.upload([{ dst, offset: 0, data: pattern(8192, i) }]);
-        d.flush();
-      }
-      return bytesOf(dst);
-    });
-    assert.deepEqual(waiting.value, pattern(8192, 11), 'the last upload landed');
-    // Three staging buffers in flight at most, and the read's own buffer.
-    assert.ok(waiting.created <= 4, `${waiting.created} buffers made for 12 uploads`);
-    await d.uploadsSettled();
-    const never = await counting(async () => {
-      for (let i = 0; i < 12; i++) {
-        d.upload([{ dst, offset: 0, data: pattern(8192, i) }]);
-        d.flush();
-      }
-      return bytesOf(dst);
-    });
-    assert.deepEqual(never.value, pattern(8192, 11));
-    assert.ok(never.created >= 8, `without waiting, ${never.created} buffers made for 12 uploads`);
-    await d.uploadsSettled();
-    dst.destroy();
-  } finally {
-    d.uploadWay = 'write';
-  }
-});
+    return bytesOf(dst);
+  });
+  assert.deepEqual(waiting.value, pattern(8192, 11), 'the last upload landed');
+  // Three staging buffers in flight at most, and the read's own buffer.
+  assert.ok(waiting.created <= 4, `${waiting.created} buffers made for 12 uploads`);
+  await d.uploadsSettled();
+  const never = await counting(async () => {
+    for (let i = 0; i < 12; i++) {
+      d.upload([{ dst, offset: 0, data: pattern(8192, i) }]);
+      d.flush();
+    }
+    return bytesOf(dst);
+  });
+  assert.deepEqual(never.value, pattern(8192, 11));
+  assert.ok(never.created >= 8, `without waiting, ${never.created} buffers made for 12 uploads`);
+  await d.uploadsSettled();
+  dst.destroy();
+}));
 
 test('writeBuffer uploads never wait for room', async () => {
   d.uploadWay = 'write';
