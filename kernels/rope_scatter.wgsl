@@ -1,8 +1,9 @@
 // RoPE and the KV-cache write in one launch, after the q/k/v matmul: in each
 // fused q/k/v row t (stride floats apart), the q and k heads are rotated in
-// place (cs[t * HD/2 + i] = (cos, sin) of row t's angle for frequency i,
-// computed on the host from the row's own position id, so rows may sit at
-// any position), and the row's rotated k heads and its v heads go into cache
+// place with row cs_rows[t] of cs (cs[r * HD/2 + i] = (cos, sin) of row r's
+// angle for frequency i: the model's table by position, kept on the GPU, with
+// cs_rows[t] = the row's position; or a table of the pass's own rows, with
+// cs_rows[t] = t), and the row's rotated k heads and its v heads go into cache
 // row idx[t] of dk and dv (f32 or packed f16, DST_F16), as kv_scatter.wgsl
 // writes rows. Heads are numbered q (H), then k (NKV), then v (NKV);
 // v heads are only copied. One invocation per 4 pairs of a head, so it writes
@@ -17,6 +18,7 @@ struct Params { T: u32, H: u32, NKV: u32, HD: u32, stride: u32, _a: u32, _b: u32
 @group(0) @binding(1) var<storage, read_write> x: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read> cs: array<vec2<f32>>;
 @group(0) @binding(3) var<storage, read> idx: array<u32>;
+@group(0) @binding(6) var<storage, read> cs_rows: array<u32>;
 #if DST_F16
 @group(0) @binding(4) var<storage, read_write> dk: array<vec2<u32>>;
 @group(0) @binding(5) var<storage, read_write> dv: array<vec2<u32>>;
@@ -49,7 +51,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   var a = x[hb + oa];
   var b = x[hb + ob];
   if (h < p.H + p.NKV) {
-    let r = t * half + 4u * g;
+    let r = cs_rows[t] * half + 4u * g;
     let c0 = cs[r];
     let c1 = cs[r + 1u];
     let c2 = cs[r + 2u];

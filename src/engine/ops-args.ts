@@ -91,7 +91,10 @@ export interface ScoresArgs extends Omit<AttentionArgs, 'v' | 'out' | 'T' | 'bou
 }
 /** rope_scatter: q and k heads of fused q/k/v rows rotated in place, then k and v into cache rows idx[t]. */
 export interface RopeScatterArgs {
-  x: GPUBuffer; cs: GPUBuffer; idx: GPUBuffer; dstK: GPUBuffer; dstV: GPUBuffer; dstDtype: StoreDType;
+  x: GPUBuffer;
+  /** RoPE's (cos, sin) rows, and for each pass row the row of `cs` that rotates it (as GatherArgs). */
+  cs: GPUBuffer; csRows: GPUBuffer;
+  idx: GPUBuffer; dstK: GPUBuffer; dstV: GPUBuffer; dstDtype: StoreDType;
   T: number; H: number; NKV: number; HD: number; stride: number; interleaved: boolean;
 }
 export interface ScatterArgs {

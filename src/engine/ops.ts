@@ -186,7 +186,7 @@ export class Ops {
     if (a.HD % 8 !== 0) throw new Error(`rope_scatter: heads of ${a.HD} (a multiple of 8)`);
     const pipe = this.lib.pipeline('rope_scatter', { INTERLEAVED: a.interleaved, DST_F16: a.dstDtype === 'f16' });
     const params = [u(a.T), u(a.H), u(a.NKV), u(a.HD), u(a.stride), u(0), u(0), u(0)];
-    this.d.run1d(pipe, params, { 1: a.x, 2: a.cs, 3: a.idx, 4: a.dstK, 5: a.dstV }, (a.T * (a.H + 2 * a.NKV) * a.HD) / 8);
+    this.d.run1d(pipe, params, { 1: a.x, 2: a.cs, 3: a.idx, 4: a.dstK, 5: a.dstV, 6: a.csRows }, (a.T * (a.H + 2 * a.NKV) * a.HD) / 8);
   }
 
   /**

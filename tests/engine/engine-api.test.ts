@@ -37,6 +37,9 @@ async function engineFor(which: 'stories' | 'gemma' | 'llama3', kvDtype: 'f32' |
 
 // Placed keys against the reference rotation: at most 2.4e-7 measured on SwiftShader (an f32 ulp); about 10× that.
 const KEY_TOL = 2.5e-6;
+// Logits of a pass at negative positions against the same at 0.., over the logit range: at most 4.0e-6 measured on
+// SwiftShader, about 10× that.
+const LOGIT_SHIFT_TOL = 4e-5;
 const seq = (n: number, seed: number, V: number) => Array.from({ length: n }, (_, i) => (i * 37 + seed * 11 + 5) % V);
 
 for (const which of ['stories', 'gemma'] as const) {
@@ -206,6 +209,29 @@ test('attention scores: masked by position id, probabilities sum to one', async 
     assert.ok(row3.slice(4).every((v) => v === -Infinity), 'row 3 does not see keys 4..11');
     const p = softmax(s.scores.subarray(12, 24));
     assert.ok(Math.abs(p.reduce((a, b) => a + b, 0) - 1) < 1e-9);
+  }
+  e.destroy();
+});
+
+// RoPE sees only differences of positions: a pass shifted to where the model's table by position cannot serve
+// (negative positions) rotates by tables of its own rows and gives the logits of the same pass at 0.., which rotates
+// by the table (both kinds of layer, two bases, the sliding window).
+test('gemma: a pass the table by position cannot serve rotates by its own tables, with the same logits', async (t) => {
+  const e = await engineFor('gemma');
+  const c = e.config;
+  const tokens = seq(12, 3, c.vocabSize);
+  const logitsAt = async (p0: number) => {
+    const cache = e.newCache();
+    const out = (await e.prefill(cache, tokens, tokens.map((_, i) => p0 + i), { logits: 'all' })).logits;
+    cache.destroy();
+    return out;
+  };
+  const want = await logitsAt(0);
+  for (const p0 of [-700, -5]) {
+    const got = await logitsAt(p0);
+    const err = scaledMaxDiff(got, want);
+    t.diagnostic(`positions ${p0}..: largest logit difference ${err.toExponential(2)} of the range`);
+    assert.ok(err <= LOGIT_SHIFT_TOL, `positions ${p0}..: ${err}`);
   }
   e.destroy();
 });

@@ -82,7 +82,7 @@ for (const [HD, heads] of [[8, 2], [64, 3]] as const) {
             staged.set(v.subarray(r * W, (r + 1) * W), (2 * i + 1) * W);
           });
           const [ok, ov] = [dst(), dst()];
-          const rows = { x: h.upload(staged), cs: h.upload(rowsCs.subarray(t0 * HD, (t0 + T) * HD)), idx: h.upload(idx.subarray(t0, t0 + T)) };
+          const rows = { x: h.upload(staged), cs: h.upload(rowsCs.subarray(t0 * HD, (t0 + T) * HD)), csRows: h.upload(Uint32Array.from({ length: T }, (_, i) => i)), idx: h.upload(idx.subarray(t0, t0 + T)) };
           h.ops.ropeScatter({ ...rows, dstK: ok, dstV: ov, dstDtype, T, H: 0, NKV: heads, HD, stride: 2 * W, interleaved });
           assert.deepEqual(await read(ov), gv, 'values as rope_scatter places them');
           const old = await read(ok);

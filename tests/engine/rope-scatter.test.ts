@@ -1,7 +1,8 @@
 /**
  * rope_scatter.wgsl against its TypeScript reference (reference.ts `rope` then `scatter`, what rope.wgsl and
  * kv_scatter.wgsl did in two launches before it): fused q/k/v rows with GQA (3 q heads, 1 k and 1 v head),
- * both RoPE styles, f32 or packed f16 cache. The q and k heads are rotated in place, the v heads left as they are,
+ * both RoPE styles, f32 or packed f16 cache, each row rotated by a table of the rows' own (cs_rows[t] = t) and by
+ * one by position (cs_rows[t] = the row's position, as the forward pass rotates by PositionTable). The q and k heads are rotated in place, the v heads left as they are,
  * and the rotated k heads and the v heads land in cache rows idx[t], every other cache row untouched.
  */
 import { test } from 'node:test';
@@ -31,7 +32,7 @@ const maxDiff = (a: ArrayLike<number>, b: ArrayLike<number>) => {
 for (const HD of [8, 64]) {
   for (const interleaved of [false, true]) {
     for (const dstDtype of ['f32', 'f16'] as const) {
-      test(`rope_scatter head ${HD}, ${interleaved ? 'interleaved' : 'half-split'} RoPE, ${dstDtype} cache`, async (t) => {
+      for (const table of ['own', 'by position'] as const) test(`rope_scatter head ${HD}, ${interleaved ? 'interleaved' : 'half-split'} RoPE, ${dstDtype} cache, ${table} table`, async (t) => {
         const h = await harness();
         const qDim = H * HD, kvDim = NKV * HD, W = qDim + 2 * kvDim;
         const x = rand(T * W, 11 + HD, 4);
@@ -42,8 +43,11 @@ for (const HD of [8, 64]) {
         const stored = (a: Float32Array) => (dstDtype === 'f16' ? halvesToFloats(floatsToHalves(a)) : a);
 
         // The fused launch.
-        const xb = h.upload(x), dk = cache(), dv = cache(), csb = h.upload(cs), idxb = h.upload(idx);
-        h.ops.ropeScatter({ x: xb, cs: csb, idx: idxb, dstK: dk, dstV: dv, dstDtype, T, H, NKV, HD, stride: W, interleaved });
+        const inv = inverseFrequencies({ headDim: HD, ropeTheta: 10000 } as ModelConfig, 'global');
+        const [launchCs, csRows] = table === 'own' ? [cs, Uint32Array.from(positions, (_, i) => i)]
+          : [ropeTable(inv, Array.from({ length: Math.max(...positions) + 1 }, (_, i) => i)), Uint32Array.from(positions)];
+        const xb = h.upload(x), dk = cache(), dv = cache(), csb = h.upload(launchCs), rowsb = h.upload(csRows), idxb = h.upload(idx);
+        h.ops.ropeScatter({ x: xb, cs: csb, csRows: rowsb, idx: idxb, dstK: dk, dstV: dv, dstDtype, T, H, NKV, HD, stride: W, interleaved });
         const [gx, gk, gv] = [await h.readF32(xb, T * W), await read(dk), await read(dv)];
 
         // The reference: q and k heads rotated, then k and v scattered.
@@ -60,7 +64,7 @@ for (const HD of [8, 64]) {
           assert.ok(gk.subarray(r * kvDim, (r + 1) * kvDim).every((v) => v === SENTINEL) && gv.subarray(r * kvDim, (r + 1) * kvDim).every((v) => v === SENTINEL), `cache row ${r} untouched`);
         }
 
-        for (const b of [xb, dk, dv, csb, idxb]) b.destroy();
+        for (const b of [xb, dk, dv, csb, rowsb, idxb]) b.destroy();
       });
     }
   }

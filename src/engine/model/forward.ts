@@ -86,6 +86,8 @@ export class ForwardPass {
   rows: Uint32Array = new Uint32Array();
   private blocks: Block[] = [];
   private invFreq: { global: Float32Array; local: Float32Array };
+  /** Whether this pass's rows rotate by the model's table by position (else by their own tables: setRows). */
+  private ropeByPosition = false;
   private pendingScores: Promise<ScoresResult>[] = [];
   private s: RunState;
   preRopeK: GPUBuffer[] = [];
@@ -146,18 +148,24 @@ export class ForwardPass {
     const spans = rowBlocks(pos, this.maxRows, () => `A pass of ${rows.length} rows needs ${Math.ceil((rows.length * this.s.rowBytes) / 2 ** 20)} MiB in one buffer, more than this adapter binds (${Math.floor(this.bindLimit / 2 ** 20)} MiB)`);
     const n = this.cache.length;
     const kinds = this.c.layerKinds.includes('local') ? (['global', 'local'] as const) : (['global'] as const);
+    // RoPE by the model's table by position (kept on the GPU; rope_scatter reads row qpos[t]), as RowWriter places
+    // keys; where positions are negative or past what that table may hold, by tables of these rows' own.
+    let lo = 0, hi = 0;
+    for (const p of pos) (lo = Math.min(lo, p)), (hi = Math.max(hi, p));
+    this.ropeByPosition = lo >= 0 && kinds.every((kind) => this.m.positionTable(kind).covering(hi, () => this.ops.d.flush()) !== null);
     for (const kind of kinds) {
-      const table = ropeTable(this.invFreq[kind], pos);
       const bounds = keyBounds(this.cache.positions, n, pos, kind === 'local' ? this.c.slidingWindow : 0);
-      const per = table.length / Math.max(1, pos.length);
+      const table = this.ropeByPosition ? null : ropeTable(this.invFreq[kind], pos);
+      const per = 2 * this.invFreq[kind].length;
       spans.forEach(([a, b], k) => {
-        this.s.putRope(kind, table.subarray(a * per, b * per), k);
+        if (table) this.s.putRope(kind, table.subarray(a * per, b * per), k);
         this.s.putBounds(kind, bounds.subarray(2 * a, 2 * b), k);
       });
     }
     spans.forEach(([a, b], k) => {
       this.s.putRows(rows.subarray(a, b), k);
       this.s.putQpos(pos.subarray(a, b), k);
+      if (!this.ropeByPosition) this.s.putCsRows(b - a, k);
     });
     return spans;
   }
@@ -220,11 +228,13 @@ export class ForwardPass {
       ops.scatter({ src: qkv, stride: W, offset: qDim, idx: ident, dst, dstDtype: 'f32', T, W: kvDim });
       this.preRopeK[l] = dst;
     }
-    const cs = this.s.rope(kind, k);
+    // The table as it is now: a link's RowWriter may have grown it since setRows.
+    const cs = this.ropeByPosition ? this.m.positionTable(kind).buffer! : this.s.rope(kind, k);
+    const csRows = this.ropeByPosition ? this.s.qpos(k) : this.s.csRows(k);
     const interleaved = c.ropeStyle === 'interleaved';
     // One launch rotates the q and k heads of each row and writes its k and v heads into the cache.
     const kv = this.cache.dtype;
-    ops.ropeScatter({ x: qkv, cs, idx: rowsBuf, dstK: this.cache.k[l], dstV: this.cache.v[l], dstDtype: kv, T, H: c.nHeads, NKV: c.nKvHeads, HD, stride: W, interleaved });
+    ops.ropeScatter({ x: qkv, cs, csRows, idx: rowsBuf, dstK: this.cache.k[l], dstV: this.cache.v[l], dstDtype: kv, T, H: c.nHeads, NKV: c.nKvHeads, HD, stride: W, interleaved });
     const window = kind === 'local' ? c.slidingWindow : 0;
     const common = {
       q: qkv, qStride: W, qOffset: 0, k: this.cache.k[l], kvDtype: kv, qpos: this.s.qpos(k), kpos: this.cache.kpos,

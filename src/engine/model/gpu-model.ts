@@ -199,7 +199,7 @@ export class GpuModel {
 
   private positionTables = new Map<LayerKind, PositionTable>();
 
-  /** RoPE's (cos, sin) by position for layers of `kind`, kept on the GPU while the model is (RowWriter). */
+  /** RoPE's (cos, sin) by position for layers of `kind`, kept on the GPU while the model is (ForwardPass, RowWriter). */
   positionTable(kind: LayerKind): PositionTable {
     let t = this.positionTables.get(kind);
     if (!t) this.positionTables.set(kind, (t = new PositionTable(this.device, inverseFrequencies(this.config, kind), Math.min(64 * 2 ** 20, bufferLimit(this.device.limits)))));

@@ -44,7 +44,8 @@ export interface RowBlock {
 export class RowWriter {
   private idx!: GPUBuffer;
   private src!: GPUBuffer;
-  private tables!: { global: GPUBuffer; local: GPUBuffer | null };
+  /** The rows' own RoPE tables, or null where keys rotate by the model's table by position (fetched at launch). */
+  private tables!: { global: GPUBuffer; local: GPUBuffer | null } | null;
   /** Per placement row, its row of the tables. */
   private csRows!: GPUBuffer;
   /** Per block, its first placement row; set by the first layer. */
@@ -106,7 +107,7 @@ export class RowWriter {
     for (const p of positions) (lo = Math.min(lo, p)), (hi = Math.max(hi, p));
     const byPosition = lo >= 0 ? kinds.map((k) => this.m.positionTable(k).covering(hi, () => this.ops.d.flush())) : [];
     if (byPosition.length && byPosition.every((b) => b)) {
-      this.tables = { global: byPosition[0]!, local: byPosition[1] ?? null };
+      this.tables = null;
       this.csRows = this.scratch.put('io.csrows', positions);
     } else {
       const own = (k: LayerKind) => this.scratch.put(`io.cs.${k}`, ropeTable(inverseFrequencies(c, k), positions));
@@ -123,7 +124,9 @@ export class RowWriter {
     this.ops.d.flush();
     if (!this.groups.length) this.plan(sources);
     const c = this.m.config;
-    const cs = (c.layerKinds[l] === 'local' ? this.tables.local : this.tables.global)!;
+    // The model's table as it is now: a forward pass may have grown it since plan.
+    const kind = c.layerKinds[l];
+    const cs = (this.tables ? (kind === 'local' ? this.tables.local : this.tables.global) : this.m.positionTable(kind).buffer)!;
     for (const g of this.groups) {
       // Host blocks bring the same precision in every layer; GPU blocks, this layer's buffers of their slab.
       const first = sources[g.blocks[0]];

@@ -50,8 +50,9 @@ export function ropeTable(inv: Float32Array, positions: ArrayLike<number>, sign 
 
 /**
  * RoPE's (cos, sin) for every position in [0, rows), one row of ropeTable a position, kept in a GPU buffer from
- * link to link: placing a chunk's rows then costs no trigonometry and no table upload, only each row's position
- * (RowWriter; kv_gather reads row `position`). At 32K positions the table for SmolLM2's 32 frequencies takes
+ * pass to pass: a forward pass or a link's placement of a chunk's rows then costs no trigonometry and no table
+ * upload, only each row's position (ForwardPass, rope_scatter; RowWriter, kv_gather: both read row `position`).
+ * Callers fetch `buffer` when they launch, since another caller's `covering` may have grown it. At 32K positions the table for SmolLM2's 32 frequencies takes
  * 26 ms to compute on this project's host and 8 MiB to upload, once. It grows by doubling to cover the largest
  * position asked for, up to `maxBytes`; past that `covering` returns null and the caller makes a table of its own
  * rows.
@@ -65,6 +66,11 @@ export class PositionTable {
     readonly inv: Float32Array,
     private maxBytes: number,
   ) {}
+
+  /** The table as it is now (callers that hold on to it across a `covering` that grew it would hold a destroyed one). */
+  get buffer(): GPUBuffer | null {
+    return this.buf;
+  }
 
   /** The table covering positions [0, maxPos], or null past maxBytes; `beforeReplace` submits work using the old one. */
   covering(maxPos: number, beforeReplace: () => void): GPUBuffer | null {

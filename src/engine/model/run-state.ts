@@ -22,7 +22,7 @@ import type { LayerKind } from './config';
 import type { Scratch } from './scratch';
 
 /** Buffers each block of a pass's rows has of its own (block 0 under the plain name, block k under `name#k`). */
-type PerBlock = 'rows' | 'qpos' | `cs.${LayerKind}` | `bounds.${LayerKind}` | 'x0' | 'x1' | 'ident';
+type PerBlock = 'rows' | 'qpos' | 'csrows' | `cs.${LayerKind}` | `bounds.${LayerKind}` | 'x0' | 'x1' | 'ident';
 type Name =
   | PerBlock | `${PerBlock}#${number}`
   | 'tokens' | 'xn' | 'qkv' | 'att' | 'gu' | 'act' | 'tmp'
@@ -71,6 +71,13 @@ export class RunState {
   }
   qpos(block = 0) {
     return this.get(named('qpos', block), 0);
+  }
+  /** u32 [T]: 0, 1, …, T - 1: the rows of a block's own RoPE tables (putRope), where the model's by position cannot serve. */
+  putCsRows(T: number, block = 0) {
+    return this.put(named('csrows', block), Uint32Array.from({ length: T }, (_, i) => i));
+  }
+  csRows(block = 0) {
+    return this.get(named('csrows', block), 0);
   }
   /** [T, HD/2, 2]: (cos, sin) of each row's position, per layer kind (their RoPE bases differ). */
   putRope(kind: LayerKind, table: Float32Array, block = 0) {
