@@ -45,12 +45,16 @@ export function keysSplits(rows: number, keys: number): number {
  * The cache rows each query needs to scan, as [first, last) pairs. When the
  * cache's positions never decrease, keys after the last position <= q (and,
  * with a window, before the first position > q - window) are skipped;
- * otherwise every row is scanned and the mask alone decides.
+ * otherwise every row is scanned and the mask alone decides. `sorted` says
+ * whether they never decrease, where the caller knows (KVCache.ascending);
+ * otherwise the first n are scanned to learn it.
  */
-export function keyBounds(kpos: Int32Array, n: number, qpos: ArrayLike<number>, window: number): Uint32Array {
+export function keyBounds(kpos: Int32Array, n: number, qpos: ArrayLike<number>, window: number, sorted?: boolean): Uint32Array {
   const out = new Uint32Array(2 * qpos.length);
-  let sorted = true;
-  for (let j = 1; j < n && sorted; j++) sorted = kpos[j] >= kpos[j - 1];
+  if (sorted === undefined) {
+    sorted = true;
+    for (let j = 1; j < n && sorted; j++) sorted = kpos[j] >= kpos[j - 1];
+  }
   // First index in [0, n) whose position is > v.
   const upper = (v: number) => {
     let lo = 0, hi = n;

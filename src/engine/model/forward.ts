@@ -153,8 +153,9 @@ export class ForwardPass {
     let lo = 0, hi = 0;
     for (const p of pos) (lo = Math.min(lo, p)), (hi = Math.max(hi, p));
     this.ropeByPosition = lo >= 0 && kinds.every((kind) => this.m.positionTable(kind).covering(hi, () => this.ops.d.flush()) !== null);
+    const ascending = this.cache.ascending;
     for (const kind of kinds) {
-      const bounds = keyBounds(this.cache.positions, n, pos, kind === 'local' ? this.c.slidingWindow : 0);
+      const bounds = keyBounds(this.cache.positions, n, pos, kind === 'local' ? this.c.slidingWindow : 0, ascending);
       const table = this.ropeByPosition ? null : ropeTable(this.invFreq[kind], pos);
       const per = 2 * this.invFreq[kind].length;
       spans.forEach(([a, b], k) => {

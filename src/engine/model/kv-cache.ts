@@ -50,7 +50,11 @@ export class KVCache {
   positions: Int32Array;
   kpos: GPUBuffer;
   length = 0;
-  private posDirty = true;
+  /** Rows [dirtyFrom, dirtyTo) hold positions the GPU's copy lacks: the next pass uploads them alone. */
+  private dirtyFrom = 0;
+  private dirtyTo = 0;
+  /** Positions [0, orderedTo) are known never to decrease (see `ascending`). */
+  private orderedTo = 0;
 
   constructor(
     readonly device: GPUDevice,
@@ -117,7 +121,7 @@ export class KVCache {
     this.positions = pos;
     this.kpos.destroy();
     this.kpos = this.makePos(cap);
-    this.posDirty = true;
+    this.markDirty(0, this.length);
     this.capacity = cap;
   }
 
@@ -126,14 +130,34 @@ export class KVCache {
     this.reserve(start + p.length);
     this.positions.set(p, start);
     this.length = Math.max(this.length, start + p.length);
-    this.posDirty = true;
+    this.markDirty(start, start + p.length);
+    this.orderedTo = Math.min(this.orderedTo, start);
   }
 
-  /** Uploads changed positions before a pass reads them. */
+  private markDirty(from: number, to: number) {
+    if (to <= from) return;
+    if (this.dirtyTo <= this.dirtyFrom) [this.dirtyFrom, this.dirtyTo] = [from, to];
+    else [this.dirtyFrom, this.dirtyTo] = [Math.min(this.dirtyFrom, from), Math.max(this.dirtyTo, to)];
+  }
+
+  /**
+   * Whether the positions of rows [0, length) never decrease, which lets attention skip keys by binary search
+   * (keyBounds). Known incrementally: a decode step adds a row and checks it alone, where a scan of every row
+   * each step would cost O(length) on the host per token.
+   */
+  get ascending(): boolean {
+    const p = this.positions;
+    let j = Math.max(1, this.orderedTo);
+    while (j < this.length && p[j] >= p[j - 1]) j++;
+    this.orderedTo = j;
+    return j >= this.length;
+  }
+
+  /** Uploads the positions changed since the last upload (a decode step's one row) before a pass reads them. */
   syncPositions() {
-    if (!this.posDirty) return;
-    this.device.queue.writeBuffer(this.kpos, 0, this.positions.buffer, 0, Math.max(4, this.length * 4));
-    this.posDirty = false;
+    const from = this.dirtyFrom, to = Math.min(this.dirtyTo, this.length);
+    if (to > from) this.device.queue.writeBuffer(this.kpos, from * 4, this.positions.buffer, from * 4, (to - from) * 4);
+    this.dirtyFrom = this.dirtyTo = 0;
   }
 
   truncate(length: number) {
