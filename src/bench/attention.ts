@@ -7,7 +7,7 @@
  * of every chunk after the first, and the 8 question rows at the end), each seeing the keys up to its own position,
  * as a link's pass bounds them: 4·H·HD FLOPs a visible key.
  */
-import type { AttentionVariant, Engine } from '../engine';
+import type { AttentionVariant, Engine, KeysPerThread } from '../engine';
 import { kernelPerRep, type KernelClock } from './matmul';
 import { parseAlgorithm, staticRecomputeRows } from '../kvlink/algorithms';
 import { textOnlyChunk, type LinkLayout } from '../kvlink/layout';
@@ -77,7 +77,7 @@ export async function timeAttention(e: Engine, c: AttentionCase, targetMs = 60):
     }
     // Ops.attention clamps slices to what one binding holds: a count past it would be timed under a wrong label.
     const fits = (s: number) => c.T * c.H * s * c.HD * 4 <= dev.limits.maxStorageBufferBindingSize;
-    type Shape = { variant: AttentionVariant; rowsPerThread: 1 | 4; splits: number | 'auto'; keysPerTile?: number; keysPerThread?: number };
+    type Shape = { variant: AttentionVariant; rowsPerThread: 1 | 4; splits: number | 'auto'; keysPerTile?: number; keysPerThread?: KeysPerThread };
     const shapes: Shape[] = [];
     for (const rowsPerThread of [1, 4] as const) {
       // Four rows an invocation only differ from one where there are several query rows.
@@ -96,7 +96,7 @@ export async function timeAttention(e: Engine, c: AttentionCase, targetMs = 60):
       for (const splits of ['auto', ...KEYS_SPLITS.filter((s) => s <= c.n / 64 && fits(s))] as const) shapes.push({ variant: 'keys', rowsPerThread: 1, splits });
       // More keys an invocation a round (fewer rounds, so fewer barriers, and more loads in flight), in slices that
       // give each workgroup a few rounds.
-      for (const keysPerThread of [2, 4, 8]) {
+      for (const keysPerThread of [2, 4, 8] as const) {
         for (const splits of ['auto', ...KEYS_SPLITS.filter((s) => s <= c.n / (64 * keysPerThread) && fits(s))] as const) shapes.push({ variant: 'keys', rowsPerThread: 1, splits, keysPerThread });
       }
     }

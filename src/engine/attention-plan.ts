@@ -31,14 +31,15 @@ export function tiledSplits(workgroups: number, keys: number): number {
 }
 
 /**
- * Key slices for attention_decode (a workgroup of 64 per row, head and slice, each invocation a key of a 64-key
- * tile): enough slices for about 1024 workgroups while slices keep at least 64 keys (a tile), at most 128 of them.
- * The kernel is bound by each tile's latency, not by bandwidth, so more workgroups in flight win: on the H100
- * (gpu-h100-13.json) 32 heads over 512 keys took 14.1 us in 8 slices, 18.0 in 4 and 48.5 in 1; 9 heads over 32K
- * keys 100 us in 128 slices, 4.8 ms in 1.
+ * Key slices for attention_decode (a workgroup of 64 per row, head and slice, each invocation `keysPerThread` keys
+ * of a round of 64 * keysPerThread): enough slices for about 1024 workgroups while slices keep at least a round's
+ * keys, at most 128 of them. The kernel is bound by each round's latency, not by bandwidth, so more workgroups in
+ * flight win: on the H100 (gpu-h100-13.json, one key a thread) 32 heads over 512 keys took 14.1 us in 8 slices,
+ * 18.0 in 4 and 48.5 in 1; 9 heads over 32K keys 100 us in 128 slices, 4.8 ms in 1. More keys a thread make
+ * fewer, longer slices: 512 keys at 8 a thread are one slice, with no attention_combine launch after it.
  */
-export function keysSplits(rows: number, keys: number): number {
-  return Math.max(1, Math.min(Math.ceil(1024 / rows), Math.floor(keys / 64), 128));
+export function keysSplits(rows: number, keys: number, keysPerThread = 1): number {
+  return Math.max(1, Math.min(Math.ceil(1024 / rows), Math.floor(keys / (64 * keysPerThread)), 128));
 }
 
 /**

@@ -13,7 +13,7 @@ export { MARGIN as TUNE_MARGIN, WARM_MS, describeSettings, type DecodeSettings, 
 export { OutOfGpuMemoryError } from './model/gpu-model';
 export { DeviceLostError, GpuValidationError } from './gpu/dispatcher';
 export { describeSplit, kvDtypeFor, paramCount, planGpuMemory, splitMatrices, weightDtypeFor, type AdapterLimits, type GpuPlan } from './model/gpu-plan';
-export type { AttentionVariant, GemvVariant, MatmulVariant, StoreDType } from './ops';
+export type { AttentionVariant, GemvVariant, KeysPerThread, MatmulVariant, StoreDType } from './ops';
 
 // GPU context and kernels.
 export { createGpuContext, describeAdapter, NoWebGPUError, type AdapterSummary, type GpuContext } from './gpu/device';

@@ -77,9 +77,10 @@ export interface AttentionArgs {
   variant?: AttentionVariant;
   /** The tiled kernel's keys per tile, a multiple of 4 (default 16), capped by what the adapter's workgroup memory holds. */
   keysPerTile?: number;
-  /** attention_decode's keys an invocation scores in each round of 64 * keysPerThread (default 1; at most 8). */
-  keysPerThread?: number;
+  /** attention_decode's keys an invocation scores in each round of 64 * keysPerThread (default: Ops.decodeKeysPerThread, else 1). */
+  keysPerThread?: KeysPerThread;
 }
+export type KeysPerThread = 1 | 2 | 4 | 8;
 /**
  * Attention kernels: 'rows' (attention.wgsl: each invocation a group of query rows, reading every key itself),
  * 'tiled' (attention_tiled.wgsl: a workgroup of 64 rows stages tiles of keys and values in workgroup memory) and

@@ -13,13 +13,13 @@ import { attentionSplits, keysSplits, tiledSplits } from './attention-plan';
 
 import type {
   AttentionArgs, AttentionVariant, EmbedArgs, GatherArgs, GemvVariant, GluArgs, MatmulArgs, MatmulProfile, MatmulVariant, RmsNormArgs, RopeScatterArgs,
-  ScatterArgs, ScoresArgs, StoreDType, WeightDType, WeightMatrix, XPrologue,
+  KeysPerThread, ScatterArgs, ScoresArgs, StoreDType, WeightDType, WeightMatrix, XPrologue,
 } from './ops-args';
 
 export { attentionSplits, keyBounds, keysSplits, tiledSplits } from './attention-plan';
 export type {
   AttentionArgs, AttentionVariant, EmbedArgs, GatherArgs, GemvVariant, GluArgs, MatmulArgs, MatmulProfile, MatmulVariant, RmsNormArgs, RopeScatterArgs,
-  ScatterArgs, ScoresArgs, StoreDType, WeightDType, WeightMatrix, XPrologue,
+  KeysPerThread, ScatterArgs, ScoresArgs, StoreDType, WeightDType, WeightMatrix, XPrologue,
 } from './ops-args';
 
 const u = (v: number) => ({ u32: v });
@@ -56,6 +56,8 @@ export class Ops {
   attentionVariant?: AttentionVariant;
   /** The attention kernel pickAttention gives decode's few rows on the 'gpu' profile, where set (Engine.tuneDecode measures it). */
   decodeAttention?: AttentionVariant;
+  /** attention_decode's keys an invocation a round where a call names none (default 1; Engine.tuneDecode measures it). */
+  decodeKeysPerThread?: KeysPerThread;
   /** The GEMV kernel every product of at most 4 rows gets on the 'gpu' profile, instead of pickGemv's (the GPU kit times decode with each). */
   gemvVariant?: GemvVariant;
   /**
@@ -224,9 +226,9 @@ export class Ops {
     if (variant === 'keys') {
       if (a.HD > 256) throw new Error(`attention_decode: a head of ${a.HD} (at most 256)`);
       const rows = a.T * a.H;
-      const splits = Math.min(fit, a.splits ?? keysSplits(rows, a.n));
-      const KPT = a.keysPerThread ?? 1;
+      const KPT = a.keysPerThread ?? this.decodeKeysPerThread ?? 1;
       if (![1, 2, 4, 8].includes(KPT)) throw new Error(`attention_decode: ${KPT} keys an invocation (1, 2, 4 or 8)`);
+      const splits = Math.min(fit, a.splits ?? keysSplits(rows, a.n, KPT));
       const pipe = this.lib.pipeline('attention_decode', { ...kv, KPT, KV_F16: a.kvDtype === 'f16', SPLIT: splits > 1 });
       return this.attentionRun(a, pipe, params(splits), b, splits, rows * splits * 64);
     }

@@ -15,18 +15,18 @@ const s = await openModel(join(import.meta.dirname, '../../public/models/stories
 const e = s.engine;
 after(() => s.close());
 
-const key = (x: DecodeSettings) => `${x.gemv}/${x.fuse ? 'fused' : 'unfused'}/${x.attention}`;
+const key = (x: DecodeSettings) => `${x.gemv}/${x.fuse ? 'fused' : 'unfused'}/${x.attention}/k${x.keysPerThread ?? 1}`;
 const gemvs = () => (e.ops.subgroupMin ? ['gemv_sg', 'gemv'] : ['gemv']);
 
 /** Runs `fn` with the engine on the 'gpu' profile and no tuned or forced decode settings, restored after. */
 async function onGpuProfile<T>(fn: (e: Engine) => Promise<T>): Promise<T> {
-  const saved = { profile: e.ops.matmulProfile, fuse: e.ops.fuse, gemv: e.ops.gemvVariant, attention: e.ops.decodeAttention };
+  const saved = { profile: e.ops.matmulProfile, fuse: e.ops.fuse, gemv: e.ops.gemvVariant, attention: e.ops.decodeAttention, keys: e.ops.decodeKeysPerThread };
   e.ops.matmulProfile = 'gpu';
-  e.ops.fuse = e.ops.gemvVariant = e.ops.decodeAttention = undefined;
+  e.ops.fuse = e.ops.gemvVariant = e.ops.decodeAttention = e.ops.decodeKeysPerThread = undefined;
   try {
     return await fn(e);
   } finally {
-    Object.assign(e.ops, { matmulProfile: saved.profile, fuse: saved.fuse, gemvVariant: saved.gemv, decodeAttention: saved.attention });
+    Object.assign(e.ops, { matmulProfile: saved.profile, fuse: saved.fuse, gemvVariant: saved.gemv, decodeAttention: saved.attention, decodeKeysPerThread: saved.keys });
   }
 }
 
@@ -48,32 +48,37 @@ test('the cpu profile is not tuned: null, and the engine unchanged', async () =>
 
 test('the defaults first, then each choice from the best so far; the fastest past the margin is kept', async () => {
   await onGpuProfile(async () => {
-    const defaults: DecodeSettings = { gemv: e.ops.pickGemv(), fuse: e.ops.fuses(1), attention: e.ops.pickAttention(1, e.config.headDim) };
-    assert.deepEqual(defaults, { gemv: gemvs()[0], fuse: true, attention: 'keys' });
-    // Unfused is 10% faster, plain gemv 1% faster (inside the margin: not taken), 'rows' slower.
-    const ms = (x: DecodeSettings) => 10 * (x.fuse ? 1 : 0.9) * (x.gemv === 'gemv' && e.ops.subgroupMin ? 0.99 : 1) * (x.attention === 'rows' ? 1.2 : 1);
+    const defaults: DecodeSettings = { gemv: e.ops.pickGemv(), fuse: e.ops.fuses(1), attention: e.ops.pickAttention(1, e.config.headDim), keysPerThread: 1 };
+    assert.deepEqual(defaults, { gemv: gemvs()[0], fuse: true, attention: 'keys', keysPerThread: 1 });
+    // Unfused is 10% faster, plain gemv 1% faster (inside the margin: not taken), 'rows' slower, 4 keys a thread 10% faster.
+    const ms = (x: DecodeSettings) => 10 * (x.fuse ? 1 : 0.9) * (x.gemv === 'gemv' && e.ops.subgroupMin ? 0.99 : 1) * (x.attention === 'rows' ? 1.2 : 1) * (x.keysPerThread === 4 ? 0.9 : 1);
     const seen: string[] = [];
     let started = 0;
     const r = (await e.tuneDecode({ measure: async (x) => (seen.push(key(x)), ms(x)), onStart: () => started++, warmMs: 0, reps: 2 }))!;
     assert.equal(started, 1);
-    const expected = [key(defaults), ...(e.ops.subgroupMin ? ['gemv/fused/keys'] : []), `${defaults.gemv}/unfused/keys`, `${defaults.gemv}/unfused/rows`];
+    const g = defaults.gemv;
+    const unfused = `${g}/unfused/keys/k1`, k4 = `${g}/unfused/keys/k4`;
+    const expected = [key(defaults), ...(e.ops.subgroupMin ? ['gemv/fused/keys/k1'] : []), unfused, `${g}/unfused/rows/k1`, `${g}/unfused/keys/k2`, k4, `${g}/unfused/keys/k8`];
     assert.deepEqual([...new Set(seen)], expected);
     // One untimed run of the defaults, two timed; then each alternative in turns with the best so far.
     const turns = (alt: string, best: string) => [alt, best, alt, best];
     const alts = expected.slice(1);
-    // Plain gemv (inside the margin) was not kept, unfused was: 'rows' is timed against unfused.
-    const bests = alts.map((a) => (a.endsWith('/rows') ? `${defaults.gemv}/unfused/keys` : key(defaults)));
+    // Plain gemv (inside the margin) was not kept, unfused was: 'rows' and 2 and 4 keys a thread are timed against
+    // unfused; 4 keys were kept, so 8 against them.
+    const bests = alts.map((a) => (a === `${g}/unfused/keys/k8` ? k4 : a.includes('/unfused/') && a !== unfused ? unfused : key(defaults)));
     assert.deepEqual(seen, [key(defaults), key(defaults), key(defaults), ...alts.flatMap((a, i) => turns(a, bests[i]))]);
     assert.deepEqual(r.trials.map((t) => key(t.settings)), expected);
-    assert.deepEqual(r.chosen, { gemv: defaults.gemv, fuse: false, attention: 'keys' });
+    assert.deepEqual(r.chosen, { gemv: g, fuse: false, attention: 'keys', keysPerThread: 4 });
     assert.deepEqual(r.defaults, defaults);
-    assert.equal(describeSettings(r.chosen), `${defaults.gemv}, unfused, attention_decode`);
-    assert.equal(describeSettings({ gemv: 'gemv', fuse: true, attention: 'rows' }), 'gemv, fused, attention');
+    assert.equal(describeSettings(r.chosen), `${g}, unfused, attention_decode, 4 keys a thread`);
+    assert.equal(describeSettings({ ...r.chosen, keysPerThread: 1 }), `${g}, unfused, attention_decode`);
+    assert.equal(describeSettings({ gemv: 'gemv', fuse: true, attention: 'rows', keysPerThread: 4 }), 'gemv, fused, attention');
     assert.ok(0.01 < TUNE_MARGIN && TUNE_MARGIN < 0.1);
     // The engine now decodes that way.
     assert.equal(e.ops.fuses(1), false);
-    assert.equal(e.ops.pickGemv(), defaults.gemv);
+    assert.equal(e.ops.pickGemv(), g);
     assert.equal(e.ops.pickAttention(1, e.config.headDim), 'keys');
+    assert.equal(e.ops.decodeKeysPerThread, 4);
     // Prefill's rows keep their own kernels.
     assert.equal(e.ops.fuses(64), false);
     assert.equal(e.ops.pickAttention(64, e.config.headDim), 'tiled');
@@ -95,13 +100,14 @@ test('a faster one-row attention is kept for decode only; a failed timing restor
   await onGpuProfile(async () => {
     const r = (await e.tuneDecode({ measure: async (x) => (x.attention === 'rows' ? 5 : 10), warmMs: 0 }))!;
     assert.equal(r.chosen.attention, 'rows');
+    assert.ok(r.trials.every((t) => t.settings.keysPerThread === 1), 'keys a thread are not tried once attention_decode is out');
     assert.equal(e.ops.pickAttention(1, e.config.headDim), 'rows');
     assert.equal(e.ops.pickAttention(4, e.config.headDim), 'rows');
     assert.equal(e.ops.pickAttention(32, e.config.headDim), 'tiled');
-    const before = { fuse: e.ops.fuse, gemv: e.ops.gemvVariant, attention: e.ops.decodeAttention };
+    const before = { fuse: e.ops.fuse, gemv: e.ops.gemvVariant, attention: e.ops.decodeAttention, keys: e.ops.decodeKeysPerThread };
     let n = 0;
     await assert.rejects(e.tuneDecode({ measure: async (x) => (++n === 6 ? Promise.reject(new Error('device lost')) : x.fuse ? 10 : 1), warmMs: 0 }), /device lost/);
-    assert.deepEqual({ fuse: e.ops.fuse, gemv: e.ops.gemvVariant, attention: e.ops.decodeAttention }, before);
+    assert.deepEqual({ fuse: e.ops.fuse, gemv: e.ops.gemvVariant, attention: e.ops.decodeAttention, keys: e.ops.decodeKeysPerThread }, before);
   });
 });
 
@@ -121,14 +127,19 @@ async function tokens(count: number): Promise<number[]> {
 test('timed for real: every way runs, is timed, and decodes the same tokens as the cpu profile', async () => {
   const reference = await tokens(12);
   await onGpuProfile(async () => {
-    const r = (await e.tuneDecode({ context: 24, steps: 2, reps: 1, warmMs: 0 }))!;
-    assert.equal(r.trials.length, gemvs().length + 2);
+    // 160 cached rows: 8 keys a thread make one round of 512 keys, 1 key a thread slices of 64 keys.
+    const r = (await e.tuneDecode({ context: 160, steps: 2, reps: 1, warmMs: 0 }))!;
+    // Keys a thread are tried where attention_decode stayed.
+    assert.equal(r.trials.length, gemvs().length + 2 + (r.chosen.attention === 'keys' ? 3 : 0));
     for (const t of r.trials) assert.ok(Number.isFinite(t.msPerStep) && t.msPerStep > 0, `${key(t.settings)}: ${t.msPerStep} ms`);
     assert.ok(r.trials.some((t) => key(t.settings) === key(r.chosen)));
-    assert.deepEqual({ fuse: e.ops.fuses(1), gemv: e.ops.pickGemv(), attention: e.ops.pickAttention(1, e.config.headDim) }, { fuse: r.chosen.fuse, gemv: r.chosen.gemv, attention: r.chosen.attention });
-    for (const t of r.trials) {
-      Object.assign(e.ops, { fuse: t.settings.fuse, gemvVariant: t.settings.gemv, decodeAttention: t.settings.attention });
-      assert.deepEqual(await tokens(12), reference, key(t.settings));
+    const now = { fuse: e.ops.fuses(1), gemv: e.ops.pickGemv(), attention: e.ops.pickAttention(1, e.config.headDim), keysPerThread: e.ops.decodeKeysPerThread };
+    assert.deepEqual(now, r.chosen);
+    // Every way decodes the same tokens, each of attention_decode's keys a thread among them.
+    const ways = [...r.trials.map((t) => t.settings), ...([1, 2, 4, 8] as const).map((k) => ({ ...r.chosen, attention: 'keys' as const, keysPerThread: k }))];
+    for (const w of ways) {
+      Object.assign(e.ops, { fuse: w.fuse, gemvVariant: w.gemv, decodeAttention: w.attention, decodeKeysPerThread: w.keysPerThread });
+      assert.deepEqual(await tokens(12), reference, key(w));
     }
   });
 });

@@ -2,12 +2,14 @@
  * Decode's kernels chosen by measurement on the adapter at hand (Engine.tuneDecode); and, at the end of this
  * file, how a link's host rows go up (Engine.tuneUpload).
  *
- * On the 'gpu' profile three choices shape a decode step, and which way pays
+ * On the 'gpu' profile four choices shape a decode step, and which way pays
  * depends on the GPU, its driver and the model's widths: the GEMV kernel
  * (gemv, or gemv_sg where the device has subgroups), whether RMSNorm and GLU
- * are folded into the GEMVs after them (Ops.fuse), and the kernel that
- * attends for the step's one row (attention_decode's 'keys' or
- * attention.wgsl's 'rows'). Ops' defaults are reasoned guesses; users' GPUs
+ * are folded into the GEMVs after them (Ops.fuse), the kernel that attends
+ * for the step's one row (attention_decode's 'keys' or attention.wgsl's
+ * 'rows'), and, for 'keys', how many keys each of its invocations scores a
+ * round (more make fewer rounds and key slices, down to none to combine, but
+ * fewer workgroups in flight). Ops' defaults are reasoned guesses; users' GPUs
  * (integrated, Apple, AMD, NVIDIA) differ more than any guess. So the engine
  * times whole greedy decode steps, recorded ahead as the app decodes, each
  * way, one choice at a time from the defaults (coordinate descent: each
@@ -27,7 +29,7 @@
  * tuning changes speed only. CPU adapters are not tuned: their profile has
  * one way (register kernels, unfused; see Ops.fuse).
  */
-import type { AttentionVariant, GemvVariant, Ops } from '../ops';
+import type { AttentionVariant, GemvVariant, KeysPerThread, Ops } from '../ops';
 import type { ModelConfig } from './config';
 import type { KVCache } from './kv-cache';
 import { greedySteps, type Stepper } from './greedy-steps';
@@ -37,6 +39,11 @@ export interface DecodeSettings {
   gemv: GemvVariant;
   fuse: boolean;
   attention: AttentionVariant;
+  /**
+   * attention_decode's keys an invocation a round (Ops.decodeKeysPerThread; it matters only for 'keys'): always
+   * set by tuning, absent in results written before it was a choice (read as 1).
+   */
+  keysPerThread?: KeysPerThread;
 }
 
 /** One way timed: its settings and its best wall milliseconds a step. */
@@ -90,12 +97,13 @@ export interface Tunable extends Stepper {
 
 /** The settings Ops would use now for a one-row step. */
 export function currentSettings(ops: Ops, c: ModelConfig): DecodeSettings {
-  return { gemv: ops.pickGemv(), fuse: ops.fuses(1), attention: ops.pickAttention(1, c.headDim) };
+  return { gemv: ops.pickGemv(), fuse: ops.fuses(1), attention: ops.pickAttention(1, c.headDim), keysPerThread: ops.decodeKeysPerThread ?? 1 };
 }
 
-/** A way in words, by its kernels' names: "gemv_sg, fused, attention_decode". */
+/** A way in words, by its kernels' names: "gemv_sg, fused, attention_decode" (", 4 keys a thread" past one). */
 export function describeSettings(s: DecodeSettings): string {
-  return `${s.gemv}, ${s.fuse ? 'fused' : 'unfused'}, ${s.attention === 'keys' ? 'attention_decode' : 'attention'}`;
+  const keys = s.attention === 'keys' && (s.keysPerThread ?? 1) > 1 ? `, ${s.keysPerThread} keys a thread` : '';
+  return `${s.gemv}, ${s.fuse ? 'fused' : 'unfused'}, ${s.attention === 'keys' ? 'attention_decode' : 'attention'}${keys}`;
 }
 
 /** Makes `s` the engine's settings for decode. */
@@ -103,16 +111,21 @@ export function applySettings(ops: Ops, s: DecodeSettings) {
   ops.gemvVariant = s.gemv;
   ops.fuse = s.fuse;
   ops.decodeAttention = s.attention;
+  ops.decodeKeysPerThread = s.keysPerThread;
 }
 
 /** Each choice's possible values on this device and model, in the order they are tried. */
-function choices(ops: Ops, c: ModelConfig): { [K in keyof DecodeSettings]: DecodeSettings[K][] } {
+function choices(ops: Ops, c: ModelConfig): { [K in keyof DecodeSettings]-?: NonNullable<DecodeSettings[K]>[] } {
   return {
     gemv: ops.subgroupMin ? ['gemv_sg', 'gemv'] : ['gemv'],
     fuse: [true, false],
     attention: c.headDim <= 256 ? ['keys', 'rows'] : ['rows'],
+    keysPerThread: [1, 2, 4, 8],
   };
 }
+
+/** Whether a choice changes anything with the others as in `s`: keys a thread only with attention_decode. */
+const matters = (key: keyof DecodeSettings, s: DecodeSettings) => key !== 'keysPerThread' || s.attention === 'keys';
 
 /** Times decode each way and keeps the fastest (see the header); null, and nothing changed, off the 'gpu' profile. */
 export async function tuneDecode(e: Tunable, o: TuneOptions = {}): Promise<DecodeTuning | null> {
@@ -120,7 +133,7 @@ export async function tuneDecode(e: Tunable, o: TuneOptions = {}): Promise<Decod
   o.onStart?.();
   const t0 = performance.now();
   const context = o.context ?? 512, steps = o.steps ?? 8, reps = o.reps ?? 3;
-  const { gemvVariant, fuse, decodeAttention } = e.ops;
+  const { gemvVariant, fuse, decodeAttention, decodeKeysPerThread } = e.ops;
   const defaults = currentSettings(e.ops, e.config);
   let cache: KVCache | null = null;
   const warmed = new Set<string>();
@@ -143,6 +156,7 @@ export async function tuneDecode(e: Tunable, o: TuneOptions = {}): Promise<Decod
     let best = trials[0];
     const all = choices(e.ops, e.config);
     for (const key of Object.keys(all) as (keyof DecodeSettings)[]) {
+      if (!matters(key, best.settings)) continue;
       for (const value of all[key]) {
         if (best.settings[key] === value) continue;
         const trial: DecodeTrial = { settings: { ...best.settings, [key]: value }, msPerStep: Infinity };
@@ -158,7 +172,7 @@ export async function tuneDecode(e: Tunable, o: TuneOptions = {}): Promise<Decod
     applySettings(e.ops, best.settings);
     return { chosen: best.settings, defaults, trials, context, steps, reps, ms: performance.now() - t0 };
   } catch (err) {
-    Object.assign(e.ops, { gemvVariant, fuse, decodeAttention });
+    Object.assign(e.ops, { gemvVariant, fuse, decodeAttention, decodeKeysPerThread });
     throw err;
   } finally {
     (cache as KVCache | null)?.destroy();

@@ -1,0 +1,34 @@
+/**
+ * How attention's work is cut on the host (engine/attention-plan.ts): the cache rows a query scans, and the key
+ * slices attention_decode runs in parallel. The kernels' parity tests (kernels.test.ts) show any bounds and slices
+ * give the same output; these show which ones the engine asks for.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { keyBounds, keysSplits } from '../../src/engine/attention-plan';
+
+test('keyBounds: sorted positions narrow the scan, unsorted ones scan every row', () => {
+  const sorted = Int32Array.from([0, 1, 2, 5, 6, 9]);
+  assert.deepEqual([...keyBounds(sorted, 6, [2, 6, 9], 0)], [0, 3, 0, 5, 0, 6]);
+  // Window 3: query at 6 sees positions 4..6, i.e. rows 3..4.
+  assert.deepEqual([...keyBounds(sorted, 6, [6], 3)], [3, 5]);
+  const unsorted = Int32Array.from([0, 1, 7, 2, 3]);
+  assert.deepEqual([...keyBounds(unsorted, 5, [2], 0)], [0, 5]);
+  // A caller that knows the order (KVCache.ascending) spares the scan; told wrong, it gets what it said.
+  assert.deepEqual([...keyBounds(sorted, 6, [2], 0, true)], [0, 3]);
+  assert.deepEqual([...keyBounds(sorted, 6, [2], 0, false)], [0, 6]);
+});
+
+test('keysSplits: about 1024 workgroups, slices of at least a round of 64 keys a thread, at most 128', () => {
+  // 32 heads over 512 keys: 8 slices of one 64-key round each (the H100's fastest, gpu-h100-13.json).
+  assert.equal(keysSplits(32, 512), 8);
+  // Keys a thread lengthen a round: 8 a thread make 512 keys one round, one slice, nothing to combine.
+  assert.equal(keysSplits(32, 512, 2), 4);
+  assert.equal(keysSplits(32, 512, 8), 1);
+  // Long contexts: the workgroup target (1024 / 9 heads → 114), and the cap of 128.
+  assert.equal(keysSplits(9, 32768), 114);
+  assert.equal(keysSplits(9, 32768, 8), 64);
+  assert.equal(keysSplits(1, 1 << 20), 128);
+  // Never fewer than one, however few keys.
+  assert.equal(keysSplits(32, 10, 8), 1);
+});
