@@ -16,7 +16,9 @@
 //      invocation (g, i) adds vec4 i of the round's keys g, g + G, ..., so
 //      neighbouring invocations read neighbouring memory of the same row.
 // Three barriers a round: more keys an invocation (KPT > 1) means fewer
-// rounds and more loads in flight between barriers.
+// rounds and more loads in flight between barriers. Each phase issues its
+// memory loads together (a key with its position, values four at a time):
+// a round's time is its memory latencies, not its bandwidth.
 // At the end the G groups' accumulators are summed through workgroup memory.
 // Workgroups are numbered (slice fastest, then head, then row).
 #include "attention_io"
@@ -65,23 +67,21 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   var l = 0.0;
   workgroupBarrier();
   for (var j0 = first; j0 < last; j0 += KT) {
-    // 1. This invocation's keys of the round.
+    // 1. This invocation's keys of the round. The key and its position are read together and the key scored
+    //    whether seen or not (a key past the last reads the last), then masked: a branch on the position would
+    //    make the key's loads wait for it, two memory latencies a round instead of one.
     var s: array<f32, KPT>;
     var mine = NEG;
     for (var r = 0u; r < KPT; r++) {
       let j = j0 + lid + WG * r;
-      s[r] = NEG;
-      if (j < last) {
-        let kp = kpos[j];
-        var seen = kp <= qp;
-        if (p.window > 0u) { seen = seen && qp - kp < i32(p.window); }
-        if (seen) {
-          let kb = j * kstride + kvh * HD4;
-          var d = 0.0;
-          for (var c = 0u; c < HD4; c++) { d += dot(qs[c], load_k(kb + c)); }
-          s[r] = d;
-        }
-      }
+      let jc = min(j, last - 1u);
+      let kp = kpos[jc];
+      let kb = jc * kstride + kvh * HD4;
+      var d = 0.0;
+      for (var c = 0u; c < HD4; c++) { d += dot(qs[c], load_k(kb + c)); }
+      var seen = j < last && kp <= qp;
+      if (p.window > 0u) { seen = seen && qp - kp < i32(p.window); }
+      s[r] = select(NEG, d, seen);
       mine = max(mine, s[r]);
     }
     rmax[lid] = mine;
@@ -103,14 +103,24 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     for (var c = 0u; c < WG; c++) { sum += rsum[c]; }
     l = l * corr + sum;
     m = mx;
-    // 3. Group g's keys of the round, up to the last (a hidden key weighs 0). No branch on the weight: the H100
-    //    ran it as fast as with one that skipped weights of 0 (gpu-h100-13.json).
+    // 3. Group g's keys of the round, up to the last (a hidden key weighs 0), four at a time: their four loads
+    //    are issued together, written out rather than left to a compiler's unrolling, since a GPU stalls where a
+    //    load's value is first used and a loop that adds each value as it comes holds one load in flight. (On
+    //    the H100 a 64-key round took about 9 us with one slice over 32K keys, gpu-h100-13.json: about a memory
+    //    latency for each of a group's 16 keys.)
     acc *= corr;
     let count = min(KT, last - j0);
     if (vlane) {
-      for (var c = g; c < count; c += G) {
-        acc += pe[c] * load_v((j0 + c) * kstride + kvh * HD4 + i);
+      let vb = j0 * kstride + kvh * HD4 + i;
+      var c = g;
+      for (; c + 3u * G < count; c += 4u * G) {
+        let v0 = load_v(vb + c * kstride);
+        let v1 = load_v(vb + (c + G) * kstride);
+        let v2 = load_v(vb + (c + 2u * G) * kstride);
+        let v3 = load_v(vb + (c + 3u * G) * kstride);
+        acc += (pe[c] * v0 + pe[c + G] * v1) + (pe[c + 2u * G] * v2 + pe[c + 3u * G] * v3);
       }
+      for (; c < count; c += G) { acc += pe[c] * load_v(vb + c * kstride); }
     }
     // The next round overwrites pe, rmax and rsum.
     workgroupBarrier();
