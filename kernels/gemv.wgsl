@@ -50,15 +50,32 @@ fn partials(wrow: u32, first: u32, step: u32, acc: ptr<function, array<f32, TX>>
     }
   }
 #else
-  for (var k = first; k < p.K4; k += step) {
-    let wv = load_w(wrow + k) * gain(k);
-    for (var t = 0u; t < TX; t++) {
-      let xv = load_x(t, k);
-      (*ss)[t] += sq(xv);
-      (*acc)[t] += dot(xv, wv);
-    }
+  // Four of the lane's weight vec4s a pass, their loads issued before any is used: a GPU stalls where a load's
+  // value is first used, so a loop that uses each as it comes keeps one load a lane in flight, and a GEMV of few
+  // columns (Llama-1B's attention output: 256 workgroups) has too few lanes for that to fill the memory pipe.
+  var k = first;
+  for (; k + 3u * step < p.K4; k += 4u * step) {
+    let w0 = load_w(wrow + k);
+    let w1 = load_w(wrow + k + step);
+    let w2 = load_w(wrow + k + 2u * step);
+    let w3 = load_w(wrow + k + 3u * step);
+    add_vec4(k, w0, acc, ss);
+    add_vec4(k + step, w1, acc, ss);
+    add_vec4(k + 2u * step, w2, acc, ss);
+    add_vec4(k + 3u * step, w3, acc, ss);
   }
+  for (; k < p.K4; k += step) { add_vec4(k, load_w(wrow + k), acc, ss); }
 #endif
+}
+
+// Weight vec4 k of a column (loaded) into every row's partial sums.
+fn add_vec4(k: u32, w: vec4<f32>, acc: ptr<function, array<f32, TX>>, ss: ptr<function, array<f32, TX>>) {
+  let wv = w * gain(k);
+  for (var t = 0u; t < TX; t++) {
+    let xv = load_x(t, k);
+    (*ss)[t] += sq(xv);
+    (*acc)[t] += dot(xv, wv);
+  }
 }
 
 // Row t's finished sum s for column n, through the bias/residual epilogue or into its column range.
