@@ -25,7 +25,7 @@
  */
 import type { GpuModel } from './gpu-model';
 import type { KVCache } from './kv-cache';
-import { inverseFrequencies, ropeTable } from './rope';
+import { ropeTable } from './rope';
 import type { Scratch } from './scratch';
 import { RunState } from './run-state';
 import { keyBounds, unmaskScores, type Ops, type WeightMatrix, type XPrologue } from '../ops';
@@ -85,7 +85,6 @@ export class ForwardPass {
   T = 0;
   rows: Uint32Array = new Uint32Array();
   private blocks: Block[] = [];
-  private invFreq: { global: Float32Array; local: Float32Array };
   /** Whether this pass's rows rotate by the model's table by position (else by their own tables: setRows). */
   private ropeByPosition = false;
   private pendingScores: Promise<ScoresResult>[] = [];
@@ -103,7 +102,6 @@ export class ForwardPass {
     maxRows?: number,
   ) {
     this.s = new RunState(scratch, { D: m.config.hidden, qDim: m.qDim, kvDim: m.kvDim, I: m.config.intermediate, V: m.config.vocabSize });
-    this.invFreq = { global: inverseFrequencies(m.config, 'global'), local: inverseFrequencies(m.config, 'local') };
     this.bindLimit = scratch.limit;
     this.maxRows = Math.max(1, Math.min(maxRows ?? Infinity, Math.floor(this.bindLimit / this.s.rowBytes)));
   }
@@ -156,8 +154,10 @@ export class ForwardPass {
     const ascending = this.cache.ascending;
     for (const kind of kinds) {
       const bounds = keyBounds(this.cache.positions, n, pos, kind === 'local' ? this.c.slidingWindow : 0, ascending);
-      const table = this.ropeByPosition ? null : ropeTable(this.invFreq[kind], pos);
-      const per = 2 * this.invFreq[kind].length;
+      // The model's frequencies (a pass is made every decode step: they are not recomputed for it).
+      const inv = this.m.positionTable(kind).inv;
+      const table = this.ropeByPosition ? null : ropeTable(inv, pos);
+      const per = 2 * inv.length;
       spans.forEach(([a, b], k) => {
         if (table) this.s.putRope(kind, table.subarray(a * per, b * per), k);
         this.s.putBounds(kind, bounds.subarray(2 * a, 2 * b), k);
