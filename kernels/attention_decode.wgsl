@@ -21,7 +21,19 @@
 // a round's time is its memory latencies, not its bandwidth.
 // At the end the G groups' accumulators are summed through workgroup memory.
 // Workgroups are numbered (slice fastest, then head, then row).
+// STEP (a decode step's one row, T = 1; see attention_io.wgsl): the launch also
+// does rope_scatter.wgsl's work for the row, so a layer has one launch fewer.
+// q is then the row's q/k/v before RoPE: each workgroup rotates its q head and
+// its kv head's key (cs row p.qp) into workgroup memory, with the value; the
+// cache row p.row is read from there, and one workgroup per kv head (the group's
+// first head, slice 0) writes the key and value into it for later steps. No
+// other workgroup reads that row from the cache, so no ordering is needed. An
+// f16 cache gets them rounded to f16 as rope_scatter would store them, so the
+// step computes exactly what rope_scatter then attention_decode compute.
 #include "attention_io"
+#if STEP
+#include "rope_pairs"
+#endif
 
 const WG: u32 = 64u;
 const KPT: u32 = {{KPT}}u;
@@ -34,6 +46,22 @@ var<workgroup> pe: array<f32, KT>;
 var<workgroup> rmax: array<f32, WG>;
 var<workgroup> rsum: array<f32, WG>;
 var<workgroup> accs: array<vec4<f32>, WG>;
+#if STEP
+// The step's key (rotated) and value, as the cache will hold them.
+var<workgroup> kn: array<vec4<f32>, HD4>;
+var<workgroup> vn: array<vec4<f32>, HD4>;
+fn as_cached(v: vec4<f32>) -> vec4<f32> {
+#if KV_F16
+  return unpack4h(pack4h(v));
+#else
+  return v;
+#endif
+}
+// Value vec4 `at` of cache row j, the step's own row from vn (vnew).
+fn value_at(j: u32, at: u32, vnew: vec4<f32>) -> vec4<f32> { return select(load_v(at), vnew, j == p.row); }
+#else
+fn value_at(j: u32, at: u32, vnew: vec4<f32>) -> vec4<f32> { return load_v(at); }
+#endif
 
 @compute @workgroup_size(64, 1, 1)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
@@ -45,14 +73,34 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let t = th / p.H;
   let h = th % p.H;
   let kvh = h / (p.H / p.NKV);
+  let qbase = (t * p.q_stride + p.q_offset) / 4u;
+#if STEP
+  let qp = p.qp;
+  // Group lid of the q head and of the kv head's key, rotated; the value as it is.
+  if (lid < HD4 / 2u) {
+    let o = rope_groups(lid, 4u * HD4);
+    let r = u32(qp) * 2u * HD4 + 4u * lid;
+    let qh = qbase + h * HD4;
+    let qr = rope_rotate(q[qh + o.x], q[qh + o.y], r);
+    qs[o.x] = qr[0] * (p.scale * LOG2E);
+    qs[o.y] = qr[1] * (p.scale * LOG2E);
+    let kh = qbase + (p.H + kvh) * HD4;
+    let kr = rope_rotate(q[kh + o.x], q[kh + o.y], r);
+    kn[o.x] = as_cached(kr[0]);
+    kn[o.y] = as_cached(kr[1]);
+  }
+  if (lid < HD4) { vn[lid] = as_cached(q[qbase + (p.H + p.NKV + kvh) * HD4 + lid]); }
+  var first = p.first;
+  var last = min(p.last, p.n);
+#else
   let qp = qpos[t];
-
   if (lid < HD4) {
-    qs[lid] = q[(t * p.q_stride + p.q_offset) / 4u + h * HD4 + lid] * (p.scale * LOG2E);
+    qs[lid] = q[qbase + h * HD4 + lid] * (p.scale * LOG2E);
   }
   let b = bounds[t];
   var first = b.x;
   var last = min(b.y, p.n);
+#endif
   if (last > first && p.splits > 1u) {
     let len = (last - first + p.splits - 1u) / p.splits;
     first = min(last, first + split * len);
@@ -66,6 +114,16 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   var m = NEG;
   var l = 0.0;
   workgroupBarrier();
+#if STEP
+  if (split == 0u && h % (p.H / p.NKV) == 0u && lid < HD4) {
+    let at = p.row * kstride + kvh * HD4 + lid;
+    kc[at] = pack_kv(kn[lid]);
+    vc[at] = pack_kv(vn[lid]);
+  }
+  let vnew = vn[i];
+#else
+  let vnew = vec4<f32>(0.0);
+#endif
   for (var j0 = first; j0 < last; j0 += KT) {
     // 1. This invocation's keys of the round. The key and its position are read together and the key scored
     //    whether seen or not (a key past the last reads the last), then masked: a branch on the position would
@@ -79,6 +137,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
       let kb = jc * kstride + kvh * HD4;
       var d = 0.0;
       for (var c = 0u; c < HD4; c++) { d += dot(qs[c], load_k(kb + c)); }
+#if STEP
+      if (jc == p.row) {
+        d = 0.0;
+        for (var c = 0u; c < HD4; c++) { d += dot(qs[c], kn[c]); }
+      }
+#endif
       var seen = j < last && kp <= qp;
       if (p.window > 0u) { seen = seen && qp - kp < i32(p.window); }
       s[r] = select(NEG, d, seen);
@@ -114,13 +178,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
       let vb = j0 * kstride + kvh * HD4 + i;
       var c = g;
       for (; c + 3u * G < count; c += 4u * G) {
-        let v0 = load_v(vb + c * kstride);
-        let v1 = load_v(vb + (c + G) * kstride);
-        let v2 = load_v(vb + (c + 2u * G) * kstride);
-        let v3 = load_v(vb + (c + 3u * G) * kstride);
+        let v0 = value_at(j0 + c, vb + c * kstride, vnew);
+        let v1 = value_at(j0 + c + G, vb + (c + G) * kstride, vnew);
+        let v2 = value_at(j0 + c + 2u * G, vb + (c + 2u * G) * kstride, vnew);
+        let v3 = value_at(j0 + c + 3u * G, vb + (c + 3u * G) * kstride, vnew);
         acc += (pe[c] * v0 + pe[c + G] * v1) + (pe[c + 2u * G] * v2 + pe[c + 3u * G] * v3);
       }
-      for (; c < count; c += G) { acc += pe[c] * load_v(vb + c * kstride); }
+      for (; c < count; c += G) { acc += pe[c] * value_at(j0 + c, vb + c * kstride, vnew); }
     }
     // The next round overwrites pe, rmax and rsum.
     workgroupBarrier();

@@ -6,10 +6,9 @@
 // cs_rows[t] = t), and the row's rotated k heads and its v heads go into cache
 // row idx[t] of dk and dv (f32 or packed f16, DST_F16), as kv_scatter.wgsl
 // writes rows. Heads are numbered q (H), then k (NKV), then v (NKV);
-// v heads are only copied. One invocation per 4 pairs of a head, so it writes
-// whole groups of 4 values (one vec2<u32> of an f16 cache): INTERLEAVED, the
-// pairs (2i, 2i+1) of 8 consecutive values; otherwise values i..i+3 and their
-// partners i+HD/2..i+HD/2+3. HD is a multiple of 8.
+// v heads are only copied. One invocation per 4 pairs of a head (a group of
+// rope_pairs.wgsl), so it writes whole groups of 4 values (one vec2<u32> of an
+// f16 cache). HD is a multiple of 8.
 #include "common"
 
 struct Params { T: u32, H: u32, NKV: u32, HD: u32, stride: u32, _a: u32, _b: u32, _c: u32 }
@@ -19,6 +18,7 @@ struct Params { T: u32, H: u32, NKV: u32, HD: u32, stride: u32, _a: u32, _b: u32
 @group(0) @binding(2) var<storage, read> cs: array<vec2<f32>>;
 @group(0) @binding(3) var<storage, read> idx: array<u32>;
 @group(0) @binding(6) var<storage, read> cs_rows: array<u32>;
+#include "rope_pairs"
 #if DST_F16
 @group(0) @binding(4) var<storage, read_write> dk: array<vec2<u32>>;
 @group(0) @binding(5) var<storage, read_write> dv: array<vec2<u32>>;
@@ -40,34 +40,16 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   let t = id / (G * heads);
   let half = p.HD / 2u;
   let hb = (t * p.stride + h * p.HD) / 4u;
-  // The invocation's two groups of 4 within the head (in vec4s), and the frequency of the first pair.
-#if INTERLEAVED
-  let oa = 2u * g;
-  let ob = 2u * g + 1u;
-#else
-  let oa = g;
-  let ob = half / 4u + g;
-#endif
+  // The invocation's group: two vec4s within the head.
+  let o = rope_groups(g, p.HD);
+  let oa = o.x;
+  let ob = o.y;
   var a = x[hb + oa];
   var b = x[hb + ob];
   if (h < p.H + p.NKV) {
-    let r = cs_rows[t] * half + 4u * g;
-    let c0 = cs[r];
-    let c1 = cs[r + 1u];
-    let c2 = cs[r + 2u];
-    let c3 = cs[r + 3u];
-#if INTERLEAVED
-    // a holds the pairs of frequencies 4g and 4g + 1, b those of 4g + 2 and 4g + 3.
-    a = vec4<f32>(a.x * c0.x - a.y * c0.y, a.x * c0.y + a.y * c0.x, a.z * c1.x - a.w * c1.y, a.z * c1.y + a.w * c1.x);
-    b = vec4<f32>(b.x * c2.x - b.y * c2.y, b.x * c2.y + b.y * c2.x, b.z * c3.x - b.w * c3.y, b.z * c3.y + b.w * c3.x);
-#else
-    // a holds the first of the pairs of frequencies 4g..4g+3, b their second.
-    let cv = vec4<f32>(c0.x, c1.x, c2.x, c3.x);
-    let sv = vec4<f32>(c0.y, c1.y, c2.y, c3.y);
-    let ra = a * cv - b * sv;
-    b = a * sv + b * cv;
-    a = ra;
-#endif
+    let rot = rope_rotate(a, b, cs_rows[t] * half + 4u * g);
+    a = rot[0];
+    b = rot[1];
     x[hb + oa] = a;
     x[hb + ob] = b;
   }

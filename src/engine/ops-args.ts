@@ -79,6 +79,19 @@ export interface AttentionArgs {
   keysPerTile?: number;
   /** attention_decode's keys an invocation scores in each round of 64 * keysPerThread (default: Ops.decodeKeysPerThread, else 1). */
   keysPerThread?: KeysPerThread;
+  /**
+   * A decode step's one row (T = 1, attention_decode only) with rope_scatter's work folded in: q is then the row's
+   * q/k/v before RoPE (qStride its width), k and v are written as well as read, and qpos and bounds are not read.
+   */
+  step?: AttentionStep;
+}
+/** What attention_decode's STEP needs that rope_scatter took from buffers: see AttentionArgs.step. */
+export interface AttentionStep {
+  /** The model's RoPE table by position (PositionTable), and the row's position: it is rotated by row qp. */
+  cs: GPUBuffer; qp: number;
+  /** The cache row the step's key and value go into, and the rows its query scans ([first, last), as keyBounds). */
+  row: number; first: number; last: number;
+  interleaved: boolean;
 }
 export type KeysPerThread = 1 | 2 | 4 | 8;
 /**

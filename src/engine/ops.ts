@@ -13,13 +13,13 @@ import { attentionSplits, keysSplits, tiledSplits } from './attention-plan';
 
 import type {
   AttentionArgs, AttentionVariant, EmbedArgs, GatherArgs, GemvVariant, GluArgs, MatmulArgs, MatmulProfile, MatmulVariant, RmsNormArgs, RopeScatterArgs,
-  KeysPerThread, ScatterArgs, ScoresArgs, StoreDType, WeightDType, WeightMatrix, XPrologue,
+  KeysPerThread, AttentionStep, ScatterArgs, ScoresArgs, StoreDType, WeightDType, WeightMatrix, XPrologue,
 } from './ops-args';
 
 export { attentionSplits, keyBounds, keysSplits, tiledSplits } from './attention-plan';
 export type {
   AttentionArgs, AttentionVariant, EmbedArgs, GatherArgs, GemvVariant, GluArgs, MatmulArgs, MatmulProfile, MatmulVariant, RmsNormArgs, RopeScatterArgs,
-  KeysPerThread, ScatterArgs, ScoresArgs, StoreDType, WeightDType, WeightMatrix, XPrologue,
+  KeysPerThread, AttentionStep, ScatterArgs, ScoresArgs, StoreDType, WeightDType, WeightMatrix, XPrologue,
 } from './ops-args';
 
 const u = (v: number) => ({ u32: v });
@@ -46,8 +46,8 @@ export class Ops {
   /** The matmul family used when a call names no variant; chosen per adapter (see Engine). */
   matmulProfile: MatmulProfile = 'cpu';
   /**
-   * Whether decode folds its RMSNorm and GLU launches into the GEMVs after them (XPrologue); default: on the
-   * 'gpu' profile. CPU adapters keep separate launches: only gemv has the prologues, and its workgroup barriers
+   * Whether decode folds its RMSNorm and GLU launches into the GEMVs after them (XPrologue), and a step's
+   * rope_scatter into attention_decode where that attends (AttentionArgs.step); default: on the 'gpu' profile. CPU adapters keep separate launches: only gemv has the prologues, and its workgroup barriers
    * are what they handle worst (SwiftShader, stories260K decode: 6 tok/s fused against 220 unfused; gemv alone
    * 30-100x slower than the register matmul). Tests (LEGOKV_FUSE=on|off) and the GPU kit force either way.
    */
@@ -220,16 +220,21 @@ export class Ops {
     // The slices' partial outputs are one binding: never more slices than it can hold.
     const fit = Math.max(1, Math.floor(this.maxBinding / (a.T * a.H * a.HD * 4)));
     const kv = { HD4: a.HD / 4 };
-    const params = (splits: number) => [u(a.T), u(a.n), u(a.H), u(a.NKV), u(a.qStride), u(a.qOffset), u(a.window), f(a.scale), u(splits)];
-    const b: Record<number, GPUBuffer> = { 1: a.q, 2: a.k, 3: a.v, 4: a.qpos, 5: a.kpos, 6: a.out, 7: a.bounds };
+    const s = a.step;
+    const params = (splits: number) => [
+      u(a.T), u(a.n), u(a.H), u(a.NKV), u(a.qStride), u(a.qOffset), u(a.window), f(a.scale), u(splits),
+      ...(s ? [{ i32: s.qp }, u(s.row), u(s.first), u(s.last)] : []),
+    ];
+    const b: Record<number, GPUBuffer> = s ? { 1: a.q, 2: a.k, 3: a.v, 4: s.cs, 5: a.kpos, 6: a.out } : { 1: a.q, 2: a.k, 3: a.v, 4: a.qpos, 5: a.kpos, 6: a.out, 7: a.bounds };
     const variant = a.variant ?? this.attentionVariant ?? this.pickAttention(a.T, a.HD);
+    if (s && (variant !== 'keys' || a.T !== 1 || a.HD % 8 !== 0)) throw new Error(`attention: a step folds RoPE into attention_decode for one row and heads of a multiple of 8, not ${variant} for ${a.T} rows of ${a.HD}`);
     if (variant === 'keys') {
       if (a.HD > 256) throw new Error(`attention_decode: a head of ${a.HD} (at most 256)`);
       const rows = a.T * a.H;
       const KPT = a.keysPerThread ?? this.decodeKeysPerThread ?? 1;
       if (![1, 2, 4, 8].includes(KPT)) throw new Error(`attention_decode: ${KPT} keys an invocation (1, 2, 4 or 8)`);
       const splits = Math.min(fit, a.splits ?? keysSplits(rows, a.n, KPT));
-      const pipe = this.lib.pipeline('attention_decode', { ...kv, KPT, KV_F16: a.kvDtype === 'f16', SPLIT: splits > 1 });
+      const pipe = this.lib.pipeline('attention_decode', { ...kv, KPT, KV_F16: a.kvDtype === 'f16', SPLIT: splits > 1, STEP: !!s, INTERLEAVED: !!s?.interleaved });
       return this.attentionRun(a, pipe, params(splits), b, splits, rows * splits * 64);
     }
     if (variant === 'tiled') {

@@ -6,7 +6,8 @@
  * logits transformers recorded, with hf-models' tolerance (1e-5 of their range; measured on SwiftShader: at most
  * 1.2e-6 fused, 1.0e-6 unfused, both Qwen2's). Fails with the fusion broken (checked by hand: the norm's scale
  * left out). Also counts the launches of a decode step: fusing saves three a layer (two
- * norms and the GLU) and the final norm's.
+ * norms and the GLU) and the final norm's. A third way attends with attention_decode, which a fused step then
+ * gives rope_scatter's work too (AttentionArgs.step): one launch fewer a layer again, the same logits.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -25,7 +26,7 @@ const PREFILL = 3;
 interface Case { name: string; tokens: number[]; positions: number[]; logits: string; shape: [number, number] }
 
 for (const name of ['llama3-smollm', 'qwen2', 'gemma3']) {
-  test(`${name}: decode fused and unfused both match transformers; fusing saves 3 launches a layer + 1`, async (t) => {
+  test(`${name}: decode fused and unfused both match transformers; fusing saves 3 launches a layer + 1, and the RoPE step in attention_decode 1 more`, async (t) => {
     const dir = join(FIX, name);
     const ref = JSON.parse(readFileSync(join(dir, 'reference.json'), 'utf8')) as { cases: Case[] };
     const h = await harness();
@@ -34,8 +35,10 @@ for (const name of ['llama3-smollm', 'qwen2', 'gemma3']) {
     await engine.load(m.config, m.weights, { weightDtype: 'f32' });
     const launches: Record<string, number> = {};
     try {
-      for (const fuse of [true, false]) {
+      for (const way of ['fused', 'unfused', 'fused step'] as const) {
+        const fuse = way !== 'unfused';
         engine.ops.fuse = fuse;
+        engine.ops.attentionVariant = way === 'fused step' ? 'keys' : undefined;
         let worst = 0;
         for (const c of ref.cases) {
           const want = new Float32Array(readFileSync(join(dir, c.logits)).buffer.slice(0));
@@ -44,21 +47,22 @@ for (const name of ['llama3-smollm', 'qwen2', 'gemma3']) {
           const check = (got: Float32Array, row: number) => {
             const { d, range } = maxDiffOverRange(got, want.subarray(row * V, (row + 1) * V));
             worst = Math.max(worst, d / range);
-            assert.ok(d <= 1e-5 * range, `${c.name} row ${row}, fuse=${fuse}: max |Δlogit| ${d.toExponential(2)} (range ${range.toFixed(2)})`);
+            assert.ok(d <= 1e-5 * range, `${c.name} row ${row}, ${way}: max |Δlogit| ${d.toExponential(2)} (range ${range.toFixed(2)})`);
           };
           check((await engine.prefill(cache, c.tokens.slice(0, PREFILL), c.positions.slice(0, PREFILL))).logits, PREFILL - 1);
           for (let i = PREFILL; i < c.tokens.length; i++) {
             const before = engine.ops.d.count;
             check(await engine.decode(cache, c.tokens[i], c.positions[i]), i);
-            launches[String(fuse)] = engine.ops.d.count - before;
+            launches[way] = engine.ops.d.count - before;
           }
           cache.destroy();
         }
-        t.diagnostic(`fuse=${fuse}: max |Δlogit| / range ${worst.toExponential(2)}, ${launches[String(fuse)]} launches a decode step`);
+        t.diagnostic(`${way}: max |Δlogit| / range ${worst.toExponential(2)}, ${launches[way]} launches a decode step`);
       }
     } finally {
       engine.destroy();
     }
-    assert.equal(launches.false - launches.true, 3 * m.config.nLayers + 1);
+    assert.equal(launches.unfused - launches.fused, 3 * m.config.nLayers + 1);
+    assert.equal(launches.fused - launches['fused step'], m.config.nLayers, 'rope_scatter folded into every layer\'s attention');
   });
 }

@@ -23,12 +23,13 @@
  * already written in this layer, and none of later blocks, whose positions
  * are greater (see rowBlocks).
  */
+import type { LayerKind } from './config';
 import type { GpuModel } from './gpu-model';
 import type { KVCache } from './kv-cache';
 import { ropeTable } from './rope';
 import type { Scratch } from './scratch';
 import { RunState } from './run-state';
-import { keyBounds, unmaskScores, type Ops, type WeightMatrix, type XPrologue } from '../ops';
+import { keyBounds, unmaskScores, type AttentionStep, type Ops, type WeightMatrix, type XPrologue } from '../ops';
 
 export interface ScoresRequest {
   /** One layer, or several (each gives its own results, in the same pass). */
@@ -87,6 +88,8 @@ export class ForwardPass {
   private blocks: Block[] = [];
   /** Whether this pass's rows rotate by the model's table by position (else by their own tables: setRows). */
   private ropeByPosition = false;
+  /** A one-row pass's key range per layer kind (what putBounds uploads), for attention_decode's STEP. */
+  private oneRowBounds: Partial<Record<LayerKind, [number, number]>> = {};
   private pendingScores: Promise<ScoresResult>[] = [];
   private s: RunState;
   preRopeK: GPUBuffer[] = [];
@@ -154,6 +157,7 @@ export class ForwardPass {
     const ascending = this.cache.ascending;
     for (const kind of kinds) {
       const bounds = keyBounds(this.cache.positions, n, pos, kind === 'local' ? this.c.slidingWindow : 0, ascending);
+      if (rows.length === 1) this.oneRowBounds[kind] = [bounds[0], bounds[1]];
       // The model's frequencies (a pass is made every decode step: they are not recomputed for it).
       const inv = this.m.positionTable(kind).inv;
       const table = this.ropeByPosition ? null : ropeTable(inv, pos);
@@ -233,16 +237,19 @@ export class ForwardPass {
     const cs = this.ropeByPosition ? this.m.positionTable(kind).buffer! : this.s.rope(kind, k);
     const csRows = this.ropeByPosition ? this.s.qpos(k) : this.s.csRows(k);
     const interleaved = c.ropeStyle === 'interleaved';
-    // One launch rotates the q and k heads of each row and writes its k and v heads into the cache.
     const kv = this.cache.dtype;
-    ops.ropeScatter({ x: qkv, cs, csRows, idx: rowsBuf, dstK: this.cache.k[l], dstV: this.cache.v[l], dstDtype: kv, T, H: c.nHeads, NKV: c.nKvHeads, HD, stride: W, interleaved });
+    const scores = !!opts.scores && wantsLayer(opts.scores.layer, l);
+    const step = this.stepOf(kind, cs, interleaved, scores);
+    // One launch rotates the q and k heads of each row and writes its k and v heads into the cache; a decode step
+    // that fuses does it inside attention_decode instead.
+    if (!step) ops.ropeScatter({ x: qkv, cs, csRows, idx: rowsBuf, dstK: this.cache.k[l], dstV: this.cache.v[l], dstDtype: kv, T, H: c.nHeads, NKV: c.nKvHeads, HD, stride: W, interleaved });
     const window = kind === 'local' ? c.slidingWindow : 0;
     const common = {
       q: qkv, qStride: W, qOffset: 0, k: this.cache.k[l], kvDtype: kv, qpos: this.s.qpos(k), kpos: this.cache.kpos,
       n: this.cache.length, H: c.nHeads, NKV: c.nKvHeads, HD, window, scale: c.attnScale,
     };
-    ops.attention({ ...common, v: this.cache.v[l], out: att, T, bounds: this.s.bounds(kind, k) });
-    if (opts.scores && wantsLayer(opts.scores.layer, l)) this.requestScores(opts.scores, l, common, blk);
+    ops.attention({ ...common, v: this.cache.v[l], out: att, T, bounds: this.s.bounds(kind, k), step: step ?? undefined });
+    if (scores) this.requestScores(opts.scores!, l, common, blk);
 
     this.residual(blk, att, Lw.wo, qDim, Lw.postAttnNorm);
     const gu = this.s.gu(T);
@@ -257,6 +264,20 @@ export class ForwardPass {
       // against f16's 65504): the down projection keeps f32 math where the others take f16 slices (Ops.half).
       this.residual(blk, act, Lw.wDown, I, Lw.postFfnNorm, { half: false });
     }
+  }
+
+  /**
+   * attention_decode's STEP for this layer, or null: a decode step's one row where decode fuses (Ops.fuses) and
+   * attends with attention_decode, rotating by the model's table; not where scores are read from this layer's q
+   * (attn_scores wants it rotated in place, as rope_scatter leaves it).
+   */
+  private stepOf(kind: LayerKind, cs: GPUBuffer, interleaved: boolean, scores: boolean): AttentionStep | null {
+    const { ops, c } = this;
+    const HD = c.headDim;
+    if (this.T !== 1 || !this.ropeByPosition || scores || !ops.fuses(1) || HD % 8 !== 0) return null;
+    if ((ops.attentionVariant ?? ops.pickAttention(1, HD)) !== 'keys') return null;
+    const [first, last] = this.oneRowBounds[kind]!;
+    return { cs, qp: this.cache.positions[this.rows[0]], row: this.rows[0], first, last, interleaved };
   }
 
   /**

@@ -5,7 +5,8 @@
  * On the 'gpu' profile four choices shape a decode step, and which way pays
  * depends on the GPU, its driver and the model's widths: the GEMV kernel
  * (gemv, or gemv_sg where the device has subgroups), whether RMSNorm and GLU
- * are folded into the GEMVs after them (Ops.fuse), the kernel that attends
+ * are folded into the GEMVs after them and RoPE with the cache write into
+ * attention_decode (Ops.fuse), the kernel that attends
  * for the step's one row (attention_decode's 'keys' or attention.wgsl's
  * 'rows'), and, for 'keys', how many keys each of its invocations scores a
  * round (more make fewer rounds and key slices, down to none to combine, but
