@@ -134,10 +134,20 @@ export class Ops {
     this.d.run(pipe, matmulParams(a), matmulBindings(a), [Math.ceil(a.N / 4 / 64), Math.ceil(a.T / TM), 1]);
   }
 
-  /** y = x · wᵀ for a matrix in row parts: one matmul per part, each writing its columns of y ([T, w.rows]). */
-  matmulParts(a: Omit<MatmulArgs, 'w' | 'wDtype' | 'N' | 'ldy' | 'y0'> & { w: WeightMatrix }) {
-    if (a.w.cols !== a.K) throw new Error(`matmul: the matrix has ${a.w.cols} columns, K is ${a.K}`);
-    for (const p of a.w.parts) this.matmul({ ...a, w: p.buffer, wDtype: p.dtype ?? a.w.dtype, N: p.rows, ldy: a.w.rows, y0: p.row0 });
+  /**
+   * y = x · wᵀ for a matrix in row parts: one matmul per part, each writing its columns of y ([T, w.rows]). `pre`,
+   * where given, replaces a.pre. Each part's arguments are written out rather than spread from `a`: decode runs this
+   * for every product of every step, and spreading was a tenth of the host's recording time.
+   */
+  matmulParts(a: Omit<MatmulArgs, 'w' | 'wDtype' | 'N' | 'ldy' | 'y0'> & { w: WeightMatrix }, pre = a.pre) {
+    const w = a.w;
+    if (w.cols !== a.K) throw new Error(`matmul: the matrix has ${w.cols} columns, K is ${a.K}`);
+    for (const p of w.parts) {
+      this.matmul({
+        x: a.x, w: p.buffer, wDtype: p.dtype ?? w.dtype, y: a.y, T: a.T, N: p.rows, K: a.K, bias: a.bias, residual: a.residual,
+        variant: a.variant, ldy: w.rows, y0: p.row0, pre, half: a.half,
+      });
+    }
   }
 
   /** Whether tiled products of f16 and quantized weights get HALF when a call does not say: Ops.half, else where the device has `shader-f16`. */
@@ -234,7 +244,7 @@ export class Ops {
       const KPT = a.keysPerThread ?? this.decodeKeysPerThread ?? 1;
       if (![1, 2, 4, 8].includes(KPT)) throw new Error(`attention_decode: ${KPT} keys an invocation (1, 2, 4 or 8)`);
       const splits = Math.min(fit, a.splits ?? keysSplits(rows, a.n, KPT));
-      const pipe = this.lib.pipeline('attention_decode', { ...kv, KPT, KV_F16: a.kvDtype === 'f16', SPLIT: splits > 1, STEP: !!s, INTERLEAVED: !!s?.interleaved });
+      const pipe = this.lib.pipeline('attention_decode', { HD4: kv.HD4, KPT, KV_F16: a.kvDtype === 'f16', SPLIT: splits > 1, STEP: !!s, INTERLEAVED: !!s?.interleaved });
       return this.attentionRun(a, pipe, params(splits), b, splits, rows * splits * 64);
     }
     if (variant === 'tiled') {

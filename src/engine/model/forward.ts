@@ -244,12 +244,14 @@ export class ForwardPass {
     // that fuses does it inside attention_decode instead.
     if (!step) ops.ropeScatter({ x: qkv, cs, csRows, idx: rowsBuf, dstK: this.cache.k[l], dstV: this.cache.v[l], dstDtype: kv, T, H: c.nHeads, NKV: c.nKvHeads, HD, stride: W, interleaved });
     const window = kind === 'local' ? c.slidingWindow : 0;
-    const common = {
-      q: qkv, qStride: W, qOffset: 0, k: this.cache.k[l], kvDtype: kv, qpos: this.s.qpos(k), kpos: this.cache.kpos,
-      n: this.cache.length, H: c.nHeads, NKV: c.nKvHeads, HD, window, scale: c.attnScale,
+    // Written out, not spread from a shared object: this runs for every layer of every decode step, and spreading
+    // was a tenth of the host's time recording a step (a CPU profile on lavapipe).
+    const args = {
+      q: qkv, qStride: W, qOffset: 0, k: this.cache.k[l], v: this.cache.v[l], kvDtype: kv, qpos: this.s.qpos(k), kpos: this.cache.kpos,
+      out: att, T, n: this.cache.length, H: c.nHeads, NKV: c.nKvHeads, HD, window, scale: c.attnScale, bounds: this.s.bounds(kind, k), step: step ?? undefined,
     };
-    ops.attention({ ...common, v: this.cache.v[l], out: att, T, bounds: this.s.bounds(kind, k), step: step ?? undefined });
-    if (scores) this.requestScores(opts.scores!, l, common, blk);
+    ops.attention(args);
+    if (scores) this.requestScores(opts.scores!, l, args, blk);
 
     this.residual(blk, att, Lw.wo, qDim, Lw.postAttnNorm);
     const gu = this.s.gu(T);
@@ -287,7 +289,7 @@ export class ForwardPass {
   private normMatmul(norm: GPUBuffer, xn: GPUBuffer, a: Parameters<Ops['matmulParts']>[0]) {
     const { ops, c } = this;
     const eps = c.rmsEps, plusOne = c.normPlusOne;
-    if (ops.fuses(a.T)) return ops.matmulParts({ ...a, pre: { norm, eps, plusOne } });
+    if (ops.fuses(a.T)) return ops.matmulParts(a, { norm, eps, plusOne });
     ops.rmsnorm({ x: a.x, w: norm, y: xn, T: a.T, D: a.K, eps, plusOne });
     ops.matmulParts({ ...a, x: xn });
   }
@@ -298,10 +300,10 @@ export class ForwardPass {
     const D = c.hidden, T = blk.b - blk.a;
     if (postNorm) {
       const tmp = this.s.tmp(T);
-      this.ops.matmulParts({ x: a, w, y: tmp, T, K, ...opt });
+      this.ops.matmulParts({ x: a, w, y: tmp, T, K, half: opt.half }, opt.pre);
       this.ops.rmsnorm({ x: tmp, w: postNorm, y: blk.other, T, D, eps: c.rmsEps, plusOne: c.normPlusOne, residual: blk.x });
     } else {
-      this.ops.matmulParts({ x: a, w, y: blk.other, T, K, residual: blk.x, ...opt });
+      this.ops.matmulParts({ x: a, w, y: blk.other, T, K, residual: blk.x, half: opt.half }, opt.pre);
     }
     [blk.x, blk.other] = [blk.other, blk.x];
   }
