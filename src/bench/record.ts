@@ -20,18 +20,17 @@ const a = parseCommand({
   options: {
     shape: { type: 'string', default: 'smollm2-135m', help: `model shape (${SHAPE_NAMES.join(', ')})` },
     contexts: { type: 'numbers', default: [64, 32768], min: 1, help: 'cached rows before the timed steps' },
-    profile: { type: 'string', default: 'gpu', help: 'kernel profile: gpu (fused decode, attention_decode) or cpu' },
+    profile: { type: 'string', default: 'gpu', choices: ['gpu', 'cpu'], help: 'kernel profile: gpu (fused decode, attention_decode) or cpu' },
     steps: { type: 'integer', default: 200, min: 1, help: 'steps a timed run' },
     reps: { type: 'integer', default: 5, min: 1, help: 'timed runs (the fastest counts)' },
   },
 });
-if (a.profile !== 'gpu' && a.profile !== 'cpu') throw new Error(`--profile is gpu or cpu, not ${a.profile}`);
 
 const gpu = await createNodeGpu();
 const adapter = gpu.adapter.description;
 const e = Engine.create(gpu, loadKernelSources());
 try {
-  e.ops.matmulProfile = a.profile;
+  e.ops.matmulProfile = a.profile as 'gpu' | 'cpu';
   const c = shapeConfig(a.shape);
   await e.load(c, syntheticWeights(c, 1), { weightDtype: 'f16', dequantize: false });
   const queue = gpu.device.queue as GPUQueue & { submit: GPUQueue['submit'] };
