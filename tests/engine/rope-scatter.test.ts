@@ -1,5 +1,6 @@
 /**
- * rope_scatter.wgsl against its TypeScript reference (reference.ts `rope` then `scatter`, what rope.wgsl and
+ * rope_scatter.wgsl, and through it rope_pairs.wgsl (the rotation it shares with attention_decode's STEP, whose
+ * test holds STEP to rope_scatter), against its TypeScript reference (reference.ts `rope` then `scatter`, what rope.wgsl and
  * kv_scatter.wgsl did in two launches before it): fused q/k/v rows with GQA (3 q heads, 1 k and 1 v head),
  * both RoPE styles, f32 or packed f16 cache, each row rotated by a table of the rows' own (cs_rows[t] = t) and by
  * one by position (cs_rows[t] = the row's position, as the forward pass rotates by PositionTable). The q and k heads are rotated in place, the v heads left as they are,
