@@ -291,7 +291,10 @@ export class ForwardPass {
     const eps = c.rmsEps, plusOne = c.normPlusOne;
     if (ops.fuses(a.T)) return ops.matmulParts(a, { norm, eps, plusOne });
     ops.rmsnorm({ x: a.x, w: norm, y: xn, T: a.T, D: a.K, eps, plusOne });
-    ops.matmulParts({ ...a, x: xn });
+    // The caller's arguments are a literal of its own: the product reads the normed rows, with no spread (the CPU
+    // profile's decode runs this for every product of every step).
+    a.x = xn;
+    ops.matmulParts(a);
   }
 
   /** A block's x ← x + (norm?)(a · Wᵀ), ping-ponging between its two x buffers; `pre` and `half` as MatmulArgs'. */
