@@ -3,7 +3,8 @@
  * adapter Dawn finds, it runs, in order and within a time budget,
  *   1. parity: the kernel and model parity tests the kit carries (node --test);
  *   2. copy: the adapter's buffer-copy bandwidth (bytes read + written), and the host's upload bandwidth
- *      through writeBuffer in the blocks a link uploads (upload.ts);
+ *      through writeBuffer in the blocks a link uploads (upload.ts); and what a launch costs the GPU and the
+ *      host apart from its work (dispatch.ts);
  *   3. matmul: each matmul kernel variant alone, on Llama-3.2-1B's products (--matmul-model)
  *      (prefill's and decode's), so the per-adapter choice can be checked;
  *   4. attention: the attention kernels alone (attention.wgsl in each launch
@@ -43,7 +44,7 @@ import { appDecodeTokS, benchPrefillDecode, prefillFlops, withRoofline } from '.
 import { asF32, asHalves, benchParts, benchTtft, compileBenchChunks, ttftRatios } from './ttft';
 import { timeMatmuls } from './matmul';
 import { linkedRows, timeAttention, type AttentionCase } from './attention';
-import { copyBandwidth, mappedUploadBandwidth, uploadBandwidth } from './upload';
+import { copyStage, type CopyReport } from './copy-stage';
 import { formatLinkProfile, formatProfile, profileDecode, profileLink } from './profile';
 import { decodeAttentionWays, decodeBothWays, decodeGemvWays, formatFuse, tuneAsTheApp, tuneUploadAsTheApp } from './fuse';
 import { GpuTier } from '../kvstore/gpu-tier';
@@ -171,13 +172,9 @@ async function main() {
   save();
   let copyGBps = 0;
   if (stages.has('copy')) {
-    copyGBps = await copyBandwidth(gpu.device, gpu.adapter.isFallback);
-    // A SmolLM2 chunk's layer of 512 rows (kvDim 192, f32) as the link uploads it, and 4 MiB blocks.
-    const upload = await uploadBandwidth(gpu.device, [512 * 192 * 4, 4 << 20], gpu.adapter.isFallback ? 64 << 20 : 1 << 30);
-    // And through mapped staging buffers reused, in a 32K link's layer of halves (32768 rows of 384 bytes).
-    const mapped = await mappedUploadBandwidth(gpu.device, gpu.adapter.isFallback ? 4 << 20 : 12 << 20, gpu.adapter.isFallback ? 64 << 20 : 1 << 30);
-    report.copy = { adapter, gbytes_per_s: copyGBps, counts: 'bytes read + bytes written', upload, upload_mapped: mapped };
-    log(`copy bandwidth: ${copyGBps.toFixed(0)} GB/s; upload (writeBuffer) ${upload.map((u) => `${(u.block / 1024).toFixed(0)} KiB blocks ${u.gbytes_per_s.toFixed(1)} GB/s`).join(', ')}; mapped staging ${(mapped.block / 2 ** 20).toFixed(0)} MiB blocks ${mapped.gbytes_per_s.toFixed(1)} GB/s`);
+    const copy = await copyStage(gpu, log);
+    report.copy = copy;
+    copyGBps = copy.gbytes_per_s;
     save();
   }
   if (a['real-model']) {
@@ -344,7 +341,8 @@ async function main() {
   const p = report.parity as { status: number | null; pass: number } | undefined;
   const errors = ['quant', 'matmul', 'attention', 'engine', 'link'].flatMap((k) => ((report[k] as { error?: string }[] | undefined) ?? []).filter((r) => r.error));
   const real = report.real as { error?: string; check?: { pass: boolean } } | undefined;
-  if ((p && (p.status !== 0 || !(p.pass > 0))) || errors.length || (real && (real.error || !real.check?.pass))) process.exitCode = 1;
+  const dispatch = (report.copy as CopyReport | undefined)?.dispatch;
+  if ((p && (p.status !== 0 || !(p.pass > 0))) || errors.length || (dispatch && 'error' in dispatch) || (real && (real.error || !real.check?.pass))) process.exitCode = 1;
 }
 
 /**

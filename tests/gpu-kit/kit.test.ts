@@ -49,6 +49,10 @@ test('npm run gpu:kit builds a kit under 60 MiB whose smoke run passes on this a
   const upload = r.copy.upload as { block: number; gbytes_per_s: number }[];
   assert.deepEqual(upload.map((u) => u.block), [512 * 192 * 4, 4 << 20]);
   assert.ok(r.copy.gbytes_per_s > 0 && upload.every((u) => u.gbytes_per_s > 0) && r.copy.upload_mapped.gbytes_per_s > 0, JSON.stringify(r.copy));
+  // What a launch costs, each case with GPU and host µs (the probe counted every launch, or the stage failed).
+  const dispatch = r.copy.dispatch as { case: string; gpu_us: number; host_us: number; clock: string }[];
+  assert.deepEqual(dispatch.map((x) => x.case), ['dependent', 'dependent, wide', 'independent', 'a pass each'], JSON.stringify(r.copy.dispatch));
+  assert.ok(dispatch.every((x) => Number.isFinite(x.gpu_us) && x.host_us > 0 && x.clock === 'gpu-timestamps'), JSON.stringify(dispatch));
   const engine = r.engine as { model: string; adapter: string; tokens_per_s: number; decode_tokens_per_s?: number; decode_ahead_tokens_per_s?: number }[];
   for (const m of ['tiny-llama', 'smollm2-135m']) {
     const row = engine.find((x) => x.model === m);
