@@ -19,8 +19,8 @@
 //    all (100x slower than the register kernel there: CPU adapters never pick it).
 // Packed quantized weights (W_Q): a lane takes 32-weight sub-blocks instead of
 // vec4s (quant.wgsl's dq32), so scales are decoded once per 32 weights.
-// NORM and GLU read x through a prologue (gemv_x.wgsl): decode's RMSNorm and GLU
-// launches folded into the GEMV that consumes their output.
+// NORM, GLU and COMBINE read x through a prologue (gemv_x.wgsl): decode's RMSNorm, GLU
+// and attention_combine launches folded into the GEMV that consumes their output.
 #if SG
 enable subgroups;
 // A column's loop ends where its subgroup's claim runs out: uniform within the subgroup, which is all
@@ -92,7 +92,10 @@ const COLS: u32 = {{COLS}}u;
 var<workgroup> next_col: atomic<u32>;
 
 @compute @workgroup_size(256, 1, 1)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
+#if COMBINE
+  stage_x(li);
+#endif
   let lanes = subgroupAdd(1u);
   let rank = subgroupExclusiveAdd(1u);
   let col0 = (wid.x + wid.y * nwg.x) * COLS;
@@ -126,6 +129,9 @@ var<workgroup> sq_part: array<f32, {{PARTS}}>;
 
 @compute @workgroup_size(256, 1, 1)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
+#if COMBINE
+  stage_x(li);
+#endif
   let col = li / 32u;
   let lane = li % 32u;
   let n = (wid.x + wid.y * nwg.x) * 8u + col;

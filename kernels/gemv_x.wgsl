@@ -7,6 +7,12 @@
 //    products they also have the row's sum of squares, and rms_scale turns it into 1/rms.
 //  GLU: x is the gate/up projection [T, 2K] (gate in columns [0, K), up in [K, 2K)) and
 //    load_x gives act(gate) * up (act.wgsl), so the GLU's output is never stored.
+//  COMBINE: x is attention's key slices before attention_combine merges them (its part and ml:
+//    part [T, heads, splits, K / heads] at binding 1, each slice's (max, sum) at binding 7).
+//    Every workgroup first merges them into workgroup memory (stage_x, all invocations, before
+//    anything else), and load_x reads x from there: the merge's launch folded into the output
+//    projection. The slices' weights 2^(m_s - M) / sum_s l_s 2^(m_s - M) are worked out once
+//    per (row, head, slice), as attention_combine's; a row that saw no key gets zeros.
 // Otherwise gain is 1 and sq 0: the plain kernel, which the compiler sees through.
 #if GLU
 #include "act"
@@ -15,13 +21,46 @@
 @group(0) @binding(6) var<storage, read> nw: array<vec4<f32>>;
 #endif
 
+#if COMBINE
+@group(0) @binding(7) var<storage, read> ml: array<vec2<f32>>;
+var<workgroup> xs: array<vec4<f32>, {{XS}}>;
+var<workgroup> wts: array<f32, {{WTS}}>;
+
+// x merged from the slices into xs, by the workgroup's 256 invocations (li: this one's index).
+fn stage_x(li: u32) {
+  let S = p.splits;
+  for (var i = li; i < TX * p.heads * S; i += 256u) {
+    let first = i - i % S;
+    var mx = -1.0e30;
+    for (var s = 0u; s < S; s++) { mx = max(mx, ml[first + s].x); }
+    var sum = 0.0;
+    for (var s = 0u; s < S; s++) { sum += ml[first + s].y * exp2(ml[first + s].x - mx); }
+    wts[i] = select(0.0, exp2(ml[i].x - mx) / sum, sum > 0.0);
+  }
+  workgroupBarrier();
+  let hd4 = p.K4 / p.heads;
+  for (var i = li; i < TX * p.K4; i += 256u) {
+    let k = i % p.K4;
+    let th = (i / p.K4) * p.heads + k / hd4;
+    var o = vec4<f32>(0.0);
+    for (var s = 0u; s < S; s++) { o += x[(th * S + s) * hd4 + k % hd4] * wts[th * S + s]; }
+    xs[i] = o;
+  }
+  workgroupBarrier();
+}
+#endif
+
 // Vec4 k of row t of the input (before the norm's gain).
 fn load_x(t: u32, k: u32) -> vec4<f32> {
+#if COMBINE
+  return xs[t * p.K4 + k];
+#else
 #if GLU
   let base = 2u * t * p.K4 + k;
   return act4(x[base]) * x[base + p.K4];
 #else
   return x[t * p.K4 + k];
+#endif
 #endif
 }
 

@@ -9,8 +9,8 @@
 // whole matrix), y is [T, N] and the kernels store exactly as they always did.
 #include "common"
 
-// eps and plus_one: gemv's NORM prologue (gemv_x.wgsl), as rmsnorm.wgsl's.
-struct Params { T: u32, N: u32, K4: u32, ldy: u32, y0: u32, sbase: u32, eps: f32, plus_one: u32 }
+// eps and plus_one: gemv's NORM prologue (gemv_x.wgsl), as rmsnorm.wgsl's; heads and splits its COMBINE's.
+struct Params { T: u32, N: u32, K4: u32, ldy: u32, y0: u32, sbase: u32, eps: f32, plus_one: u32, heads: u32, splits: u32 }
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;

@@ -103,10 +103,14 @@ export function decodeGemvWays(e: Engine, context: number, steps: number): Promi
   return timeWays(e, context, kernels.map((gemv) => ({ fused: e.ops.fuses(1), gemv, chosen: gemv === picked, steps })));
 }
 
-/** What a way sets, in words: "fused, attention keys", "unfused, gemv_sg", "fused, attention keys (4 keys a thread)". */
-export function wayLabel(r: Pick<DecodeWay, 'fused' | 'attention' | 'gemv'> & { keysPerThread?: number }): string {
+/**
+ * What a way sets, in words: "fused, attention keys", "unfused, gemv_sg", "fused, attention keys (4 keys a thread)",
+ * "fused, attention_combine launched" (a fused way that does not fold it: Ops.foldCombine).
+ */
+export function wayLabel(r: Pick<DecodeWay, 'fused' | 'attention' | 'gemv'> & { keysPerThread?: number; foldCombine?: boolean }): string {
   const keys = r.attention === 'keys' && (r.keysPerThread ?? 1) > 1 ? ` (${r.keysPerThread} keys a thread)` : '';
-  return `${r.fused ? 'fused' : 'unfused'}${r.attention && r.attention !== 'default' ? `, attention ${r.attention}${keys}` : ''}${r.gemv && r.gemv !== 'default' ? `, ${r.gemv}` : ''}`;
+  const combine = r.fused && r.foldCombine === false ? ', attention_combine launched' : '';
+  return `${r.fused ? 'fused' : 'unfused'}${combine}${r.attention && r.attention !== 'default' ? `, attention ${r.attention}${keys}` : ''}${r.gemv && r.gemv !== 'default' ? `, ${r.gemv}` : ''}`;
 }
 
 /** One line for logs. */

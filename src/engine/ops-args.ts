@@ -37,10 +37,18 @@ export interface MatmulArgs {
 
 /**
  * A launch folded into the GEMV that consumes its output (kernels/gemv_x.wgsl), for decode on real GPUs, which
- * is launch-bound: RMSNorm of x's rows (weight `norm`, as RmsNormArgs), or the GLU of a gate/up projection
- * (x is then [T, 2K]: gate, then up). See Ops.fuses.
+ * is launch-bound: RMSNorm of x's rows (weight `norm`, as RmsNormArgs), the GLU of a gate/up projection
+ * (x is then [T, 2K]: gate, then up), or attention_combine's merge of attention's key slices (x is then the
+ * slices' part, AttentionSlices). See Ops.fuses and Ops.combineFold.
  */
-export type XPrologue = { norm: GPUBuffer; eps: number; plusOne: boolean } | { glu: GluArgs['act'] };
+export type XPrologue = { norm: GPUBuffer; eps: number; plusOne: boolean } | { glu: GluArgs['act'] } | { combine: AttentionSlices };
+
+/**
+ * Attention's output left in key slices, unmerged (AttentionArgs.leaveSlices): each slice's unnormalised output
+ * in `part` ([T, heads, splits, HD]) and its running (max, sum) in `ml` ([T, heads, splits], base 2), as
+ * kernels/attention_combine.wgsl reads them.
+ */
+export interface AttentionSlices { part: GPUBuffer; ml: GPUBuffer; heads: number; splits: number }
 
 /**
  * A weight matrix [rows, cols] (canonical [out, in]) on the GPU: one buffer when it fits the adapter's binding
@@ -84,6 +92,12 @@ export interface AttentionArgs {
    * q/k/v before RoPE (qStride its width), k and v are written as well as read, and qpos and bounds are not read.
    */
   step?: AttentionStep;
+  /**
+   * Where the key slices number 2 to this many, no attention_combine launch follows: Ops.attention returns the
+   * slices (AttentionSlices) for the product that consumes them to merge as it reads them, and `out` is not
+   * written. Default 0: always merged into `out`. See Ops.combineFold.
+   */
+  leaveSlices?: number;
 }
 /** What attention_decode's STEP needs that rope_scatter took from buffers: see AttentionArgs.step. */
 export interface AttentionStep {

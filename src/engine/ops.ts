@@ -13,13 +13,13 @@ import { attentionSplits, keysSplits, tiledSplits } from './attention-plan';
 
 import type {
   AttentionArgs, AttentionVariant, EmbedArgs, GatherArgs, GemvVariant, GluArgs, MatmulArgs, MatmulProfile, MatmulVariant, RmsNormArgs, RopeScatterArgs,
-  KeysPerThread, AttentionStep, ScatterArgs, ScoresArgs, StoreDType, WeightDType, WeightMatrix, XPrologue,
+  KeysPerThread, AttentionSlices, AttentionStep, ScatterArgs, ScoresArgs, StoreDType, WeightDType, WeightMatrix, XPrologue,
 } from './ops-args';
 
 export { attentionSplits, keyBounds, keysSplits, tiledSplits } from './attention-plan';
 export type {
   AttentionArgs, AttentionVariant, EmbedArgs, GatherArgs, GemvVariant, GluArgs, MatmulArgs, MatmulProfile, MatmulVariant, RmsNormArgs, RopeScatterArgs,
-  KeysPerThread, AttentionStep, ScatterArgs, ScoresArgs, StoreDType, WeightDType, WeightMatrix, XPrologue,
+  KeysPerThread, AttentionSlices, AttentionStep, ScatterArgs, ScoresArgs, StoreDType, WeightDType, WeightMatrix, XPrologue,
 } from './ops-args';
 
 const u = (v: number) => ({ u32: v });
@@ -30,6 +30,8 @@ const isGemv = (v: MatmulVariant | undefined): v is GemvVariant => v === 'gemv' 
 export const gemvSgColumns = (subgroupMin: number) => Math.max(8, Math.min(64, Math.floor(256 / subgroupMin)));
 /** 128x128 tiles only pay once a product has this many of them (an H100 has 132 multiprocessors). */
 const TILES128_MIN = 256;
+/** The most key slices gemv's COMBINE merges (Ops.combineFold). */
+export const COMBINE_MAX = 8;
 /** The tiled kernel leaves most of a 64-row workgroup idle below this many query rows: decode keeps 'rows'. */
 const TILED_MIN_ROWS = 32;
 
@@ -58,6 +60,11 @@ export class Ops {
   decodeAttention?: AttentionVariant;
   /** attention_decode's keys an invocation a round where a call names none (default 1; Engine.tuneDecode measures it). */
   decodeKeysPerThread?: KeysPerThread;
+  /**
+   * Whether a fused decode step's output projection merges attention's key slices as it reads them (gemv's
+   * COMBINE), so no attention_combine launch runs; default on wherever decode fuses. Engine.tuneDecode measures it.
+   */
+  foldCombine?: boolean;
   /** The GEMV kernel every product of at most 4 rows gets on the 'gpu' profile, instead of pickGemv's (the GPU kit times decode with each). */
   gemvVariant?: GemvVariant;
   /**
@@ -91,6 +98,18 @@ export class Ops {
   /** Whether a pass of T rows gets the fused launches (see fuse): only the gemv kernel has the prologues. */
   fuses(T: number): boolean {
     return T <= 4 && (this.fuse ?? this.matmulProfile === 'gpu');
+  }
+
+  /**
+   * The most key slices the output projection of T rows, K wide in `heads` heads, merges as it reads them
+   * (AttentionArgs.leaveSlices), or 0: where decode fuses and foldCombine is not off, and its merged x and the
+   * slices' weights fit the workgroup memory beside the GEMV's own sums. Up to COMBINE_MAX: every workgroup
+   * reads every slice, so the fold pays where slices are few (long contexts' many slices keep the launch).
+   */
+  combineFold(T: number, K: number, heads: number): number {
+    if (!this.fuses(T) || this.foldCombine === false || K % (4 * heads) !== 0) return 0;
+    const bytes = 4 * (T * K + T * heads * COMBINE_MAX + (this.pickGemv() === 'gemv' ? 256 * T : 1));
+    return bytes <= this.lib.device.limits.maxComputeWorkgroupStorageSize ? COMBINE_MAX : 0;
   }
 
   /** The variants that can compute a [T, K]·[K, N] product (bench:engine and the GPU kit time each). */
@@ -172,10 +191,13 @@ export class Ops {
     if (a.T > 4) throw new Error(`gemv takes at most 4 rows of x, got T=${a.T}`);
     if (sg && !this.subgroupMin) throw new Error('gemv_sg needs a device with the subgroups feature');
     const glu = a.pre && 'glu' in a.pre ? a.pre.glu : null;
+    const comb = a.pre && 'combine' in a.pre ? a.pre.combine : null;
+    if (comb && (comb.splits < 1 || comb.splits > COMBINE_MAX || a.K % (4 * comb.heads) !== 0)) throw new Error(`gemv: merges 1 to ${COMBINE_MAX} key slices of heads a multiple of 4 wide, not ${comb.splits} of ${a.K} / ${comb.heads}`);
     const cols = sg ? gemvSgColumns(this.subgroupMin!) : 8;
     const pipe = this.lib.pipeline('gemv', {
       TX: a.T, SG: sg, ...(sg ? { COLS: cols } : { PARTS: 256 * a.T }), ...wDefines(a.wDtype), BIAS: !!a.bias, RESIDUAL: !!a.residual, Y_RANGE: yRange(a),
       NORM: !!a.pre && 'norm' in a.pre, GLU: !!glu, GELU_TANH: glu === 'gelu_tanh',
+      COMBINE: !!comb, ...(comb ? { XS: (a.T * a.K) / 4, WTS: a.T * comb.heads * COMBINE_MAX } : {}),
     });
     // One workgroup (of 256) per `cols` output columns.
     this.d.run1d(pipe, matmulParams(a), matmulBindings(a), Math.ceil(a.N / cols) * 64);
@@ -225,7 +247,8 @@ export class Ops {
   }
   private wgStorage?: number;
 
-  attention(a: AttentionArgs) {
+  /** Attends; returns the key slices where they are left for the consumer to merge (AttentionArgs.leaveSlices), else null. */
+  attention(a: AttentionArgs): AttentionSlices | null {
     checkAligned(a.qStride, a.qOffset, a.HD);
     // The slices' partial outputs are one binding: never more slices than it can hold.
     const fit = Math.max(1, Math.floor(this.maxBinding / (a.T * a.H * a.HD * 4)));
@@ -261,19 +284,24 @@ export class Ops {
     const work = Math.ceil(a.T / TQ) * a.H;
     const splits = Math.min(fit, a.splits ?? (this.matmulProfile === 'gpu' ? attentionSplits(work, a.n) : 1));
     const pipe = this.lib.pipeline('attention', { ...kv, TQ, KV_F16: a.kvDtype === 'f16', SPLIT: splits > 1 });
-    this.attentionRun(a, pipe, params(splits), b, splits, work * splits);
+    return this.attentionRun(a, pipe, params(splits), b, splits, work * splits);
   }
 
   /** Launches an attention kernel over `invocations`; with key slices, into partials that attention_combine merges. */
-  private attentionRun(a: AttentionArgs, pipe: GPUComputePipeline, params: Param[], b: Record<number, GPUBuffer>, splits: number, invocations: number) {
-    if (splits === 1) return this.d.run1d(pipe, params, b, invocations);
+  private attentionRun(a: AttentionArgs, pipe: GPUComputePipeline, params: Param[], b: Record<number, GPUBuffer>, splits: number, invocations: number): AttentionSlices | null {
+    if (splits === 1) {
+      this.d.run1d(pipe, params, b, invocations);
+      return null;
+    }
     // Each slice's unnormalised output and (max, sum).
     const slots = a.T * a.H * splits;
     b[6] = this.temps.get('attention.part', slots * a.HD * 4);
     b[8] = this.temps.get('attention.ml', slots * 8);
     this.d.run1d(pipe, params, b, invocations);
+    if (splits <= (a.leaveSlices ?? 0)) return { part: b[6], ml: b[8], heads: a.H, splits };
     const combine = this.lib.pipeline('attention_combine');
     this.d.run1d(combine, [u(a.T), u(a.H), u(splits), u(a.HD / 4)], { 1: b[6], 2: b[8], 3: a.out }, (a.T * a.H * a.HD) / 4);
+    return null;
   }
 
   /** Working buffers of the ops themselves (attention's slice partials), kept between calls and grown as needed. */
@@ -355,6 +383,7 @@ function matmulBindings(a: MatmulArgs): Record<number, GPUBuffer> {
   if (a.bias) b[4] = a.bias;
   if (a.residual) b[5] = a.residual;
   if (a.pre && 'norm' in a.pre) b[6] = a.pre.norm;
+  if (a.pre && 'combine' in a.pre) b[7] = a.pre.combine.ml;
   return b;
 }
 
@@ -370,7 +399,8 @@ function matmulParams(a: MatmulArgs) {
     sbase = scaleBase(a.wDtype, (a.N * a.K) / QUANT[a.wDtype].block);
   }
   const norm = a.pre && 'norm' in a.pre ? a.pre : null;
-  return [u(a.T), u(a.N), u(a.K / 4), u(ldy), u(y0), u(sbase), f(norm?.eps ?? 0), u(norm?.plusOne ? 1 : 0)];
+  const comb = a.pre && 'combine' in a.pre ? a.pre.combine : null;
+  return [u(a.T), u(a.N), u(a.K / 4), u(ldy), u(y0), u(sbase), f(norm?.eps ?? 0), u(norm?.plusOne ? 1 : 0), u(comb?.heads ?? 0), u(comb?.splits ?? 0)];
 }
 
 /** The matmul kernels' defines for a weight dtype: W_F16, or W_Q and the type's flag (quant.wgsl). */

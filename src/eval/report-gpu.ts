@@ -182,7 +182,7 @@ export function gpuSection(runs: { file: string; r: GpuRun }[]): string {
 /** What tuning decode's kernels at load measured and kept, per model (runs before tuning have none). */
 function tuning(rows: NonNullable<GpuRun['kit']['tune']>): string[] {
   if (!rows.length) return [];
-  const way = (x: DecodeSettings) => wayLabel({ fused: x.fuse, attention: x.attention, gemv: x.gemv, keysPerThread: x.keysPerThread });
+  const way = (x: DecodeSettings) => wayLabel({ fused: x.fuse, attention: x.attention, gemv: x.gemv, keysPerThread: x.keysPerThread, foldCombine: x.foldCombine });
   const t0 = rows[0];
   return [
     `Decode's kernels tuned as the app tunes them when it loads a model (Engine.tuneDecode: greedy steps recorded ahead after ${t0.context} cached rows, the fastest of ${t0.reps} or more runs of ${t0.steps} steps a way; the defaults first, an alternative kept only when over 3% faster; from gpu-h100-8 on, after the defaults ran untimed for 300 ms, each alternative timed in turns with the best so far; the kit's decode figures above and below use the way kept):`, '',

@@ -15,18 +15,18 @@ const s = await openModel(join(import.meta.dirname, '../../public/models/stories
 const e = s.engine;
 after(() => s.close());
 
-const key = (x: DecodeSettings) => `${x.gemv}/${x.fuse ? 'fused' : 'unfused'}/${x.attention}/k${x.keysPerThread ?? 1}`;
+const key = (x: DecodeSettings) => `${x.gemv}/${x.fuse ? 'fused' : 'unfused'}/${x.attention}/k${x.keysPerThread ?? 1}${x.foldCombine === false ? '/launched' : ''}`;
 const gemvs = () => (e.ops.subgroupMin ? ['gemv_sg', 'gemv'] : ['gemv']);
 
 /** Runs `fn` with the engine on the 'gpu' profile and no tuned or forced decode settings, restored after. */
 async function onGpuProfile<T>(fn: (e: Engine) => Promise<T>): Promise<T> {
-  const saved = { profile: e.ops.matmulProfile, fuse: e.ops.fuse, gemv: e.ops.gemvVariant, attention: e.ops.decodeAttention, keys: e.ops.decodeKeysPerThread };
+  const saved = { profile: e.ops.matmulProfile, fuse: e.ops.fuse, gemv: e.ops.gemvVariant, attention: e.ops.decodeAttention, keys: e.ops.decodeKeysPerThread, fold: e.ops.foldCombine };
   e.ops.matmulProfile = 'gpu';
-  e.ops.fuse = e.ops.gemvVariant = e.ops.decodeAttention = e.ops.decodeKeysPerThread = undefined;
+  e.ops.fuse = e.ops.gemvVariant = e.ops.decodeAttention = e.ops.decodeKeysPerThread = e.ops.foldCombine = undefined;
   try {
     return await fn(e);
   } finally {
-    Object.assign(e.ops, { matmulProfile: saved.profile, fuse: saved.fuse, gemvVariant: saved.gemv, decodeAttention: saved.attention, decodeKeysPerThread: saved.keys });
+    Object.assign(e.ops, { matmulProfile: saved.profile, fuse: saved.fuse, gemvVariant: saved.gemv, decodeAttention: saved.attention, decodeKeysPerThread: saved.keys, foldCombine: saved.fold });
   }
 }
 
@@ -48,9 +48,10 @@ test('the cpu profile is not tuned: null, and the engine unchanged', async () =>
 
 test('the defaults first, then each choice from the best so far; the fastest past the margin is kept', async () => {
   await onGpuProfile(async () => {
-    const defaults: DecodeSettings = { gemv: e.ops.pickGemv(), fuse: e.ops.fuses(1), attention: e.ops.pickAttention(1, e.config.headDim), keysPerThread: 1 };
-    assert.deepEqual(defaults, { gemv: gemvs()[0], fuse: true, attention: 'keys', keysPerThread: 1 });
-    // Unfused is 10% faster, plain gemv 1% faster (inside the margin: not taken), 'rows' slower, 4 keys a thread 10% faster.
+    const defaults: DecodeSettings = { gemv: e.ops.pickGemv(), fuse: e.ops.fuses(1), attention: e.ops.pickAttention(1, e.config.headDim), keysPerThread: 1, foldCombine: true };
+    assert.deepEqual(defaults, { gemv: gemvs()[0], fuse: true, attention: 'keys', keysPerThread: 1, foldCombine: true });
+    // Unfused is 10% faster, plain gemv 1% faster (inside the margin: not taken), 'rows' slower, 4 keys a thread 10%
+    // faster. Unfused, the fold of attention_combine is not tried: it matters only fused.
     const ms = (x: DecodeSettings) => 10 * (x.fuse ? 1 : 0.9) * (x.gemv === 'gemv' && e.ops.subgroupMin ? 0.99 : 1) * (x.attention === 'rows' ? 1.2 : 1) * (x.keysPerThread === 4 ? 0.9 : 1);
     const seen: string[] = [];
     let started = 0;
@@ -68,11 +69,12 @@ test('the defaults first, then each choice from the best so far; the fastest pas
     const bests = alts.map((a) => (a === `${g}/unfused/keys/k8` ? k4 : a.includes('/unfused/') && a !== unfused ? unfused : key(defaults)));
     assert.deepEqual(seen, [key(defaults), key(defaults), key(defaults), ...alts.flatMap((a, i) => turns(a, bests[i]))]);
     assert.deepEqual(r.trials.map((t) => key(t.settings)), expected);
-    assert.deepEqual(r.chosen, { gemv: g, fuse: false, attention: 'keys', keysPerThread: 4 });
+    assert.deepEqual(r.chosen, { gemv: g, fuse: false, attention: 'keys', keysPerThread: 4, foldCombine: true });
     assert.deepEqual(r.defaults, defaults);
     assert.equal(describeSettings(r.chosen), `${g}, unfused, attention_decode, 4 keys a thread`);
     assert.equal(describeSettings({ ...r.chosen, keysPerThread: 1 }), `${g}, unfused, attention_decode`);
     assert.equal(describeSettings({ gemv: 'gemv', fuse: true, attention: 'rows', keysPerThread: 4 }), 'gemv, fused, attention');
+    assert.equal(describeSettings({ gemv: 'gemv', fuse: true, attention: 'keys', keysPerThread: 2, foldCombine: false }), 'gemv, fused, attention_decode, 2 keys a thread, attention_combine launched');
     assert.ok(0.01 < TUNE_MARGIN && TUNE_MARGIN < 0.1);
     // The engine now decodes that way.
     assert.equal(e.ops.fuses(1), false);
@@ -104,10 +106,23 @@ test('a faster one-row attention is kept for decode only; a failed timing restor
     assert.equal(e.ops.pickAttention(1, e.config.headDim), 'rows');
     assert.equal(e.ops.pickAttention(4, e.config.headDim), 'rows');
     assert.equal(e.ops.pickAttention(32, e.config.headDim), 'tiled');
-    const before = { fuse: e.ops.fuse, gemv: e.ops.gemvVariant, attention: e.ops.decodeAttention, keys: e.ops.decodeKeysPerThread };
+    // Still fused: the fold was tried, and kept (as fast).
+    assert.deepEqual(r.trials.filter((t) => t.settings.foldCombine === false).map((t) => key(t.settings)), [`${r.chosen.gemv}/fused/rows/k1/launched`]);
+    assert.equal(e.ops.foldCombine, true);
+    const before = { fuse: e.ops.fuse, gemv: e.ops.gemvVariant, attention: e.ops.decodeAttention, keys: e.ops.decodeKeysPerThread, fold: e.ops.foldCombine };
     let n = 0;
     await assert.rejects(e.tuneDecode({ measure: async (x) => (++n === 6 ? Promise.reject(new Error('device lost')) : x.fuse ? 10 : 1), warmMs: 0 }), /device lost/);
-    assert.deepEqual({ fuse: e.ops.fuse, gemv: e.ops.gemvVariant, attention: e.ops.decodeAttention, keys: e.ops.decodeKeysPerThread }, before);
+    assert.deepEqual({ fuse: e.ops.fuse, gemv: e.ops.gemvVariant, attention: e.ops.decodeAttention, keys: e.ops.decodeKeysPerThread, fold: e.ops.foldCombine }, before);
+  });
+});
+
+test('attention_combine launched, where that is faster, is kept: the fold off for decode', async () => {
+  await onGpuProfile(async () => {
+    const r = (await e.tuneDecode({ measure: async (x) => (x.foldCombine === false ? 9 : 10), warmMs: 0 }))!;
+    assert.equal(r.trials.at(-1)!.settings.foldCombine, false, 'the fold is the last choice tried');
+    assert.deepEqual(r.chosen, { ...r.defaults, foldCombine: false });
+    assert.equal(e.ops.foldCombine, false);
+    assert.equal(e.ops.combineFold(1, e.config.nHeads * e.config.headDim, e.config.nHeads), 0);
   });
 });
 
@@ -129,16 +144,17 @@ test('timed for real: every way runs, is timed, and decodes the same tokens as t
   await onGpuProfile(async () => {
     // 160 cached rows: 8 keys a thread make one round of 512 keys, 1 key a thread slices of 64 keys.
     const r = (await e.tuneDecode({ context: 160, steps: 2, reps: 1, warmMs: 0 }))!;
-    // Keys a thread are tried where attention_decode stayed.
-    assert.equal(r.trials.length, gemvs().length + 2 + (r.chosen.attention === 'keys' ? 3 : 0));
+    // Keys a thread are tried where attention_decode stayed, the fold of attention_combine where decode stayed fused.
+    assert.equal(r.trials.length, gemvs().length + 2 + (r.chosen.attention === 'keys' ? 3 : 0) + (r.chosen.fuse ? 1 : 0));
     for (const t of r.trials) assert.ok(Number.isFinite(t.msPerStep) && t.msPerStep > 0, `${key(t.settings)}: ${t.msPerStep} ms`);
     assert.ok(r.trials.some((t) => key(t.settings) === key(r.chosen)));
-    const now = { fuse: e.ops.fuses(1), gemv: e.ops.pickGemv(), attention: e.ops.pickAttention(1, e.config.headDim), keysPerThread: e.ops.decodeKeysPerThread };
+    const now = { fuse: e.ops.fuses(1), gemv: e.ops.pickGemv(), attention: e.ops.pickAttention(1, e.config.headDim), keysPerThread: e.ops.decodeKeysPerThread, foldCombine: e.ops.foldCombine };
     assert.deepEqual(now, r.chosen);
-    // Every way decodes the same tokens, each of attention_decode's keys a thread among them.
+    // Every way decodes the same tokens, each of attention_decode's keys a thread among them (this prompt's few rows
+    // make no key slices: combine-fold.test.ts decodes with the fold where they do).
     const ways = [...r.trials.map((t) => t.settings), ...([1, 2, 4, 8] as const).map((k) => ({ ...r.chosen, attention: 'keys' as const, keysPerThread: k }))];
     for (const w of ways) {
-      Object.assign(e.ops, { fuse: w.fuse, gemvVariant: w.gemv, decodeAttention: w.attention, decodeKeysPerThread: w.keysPerThread });
+      Object.assign(e.ops, { fuse: w.fuse, gemvVariant: w.gemv, decodeAttention: w.attention, decodeKeysPerThread: w.keysPerThread, foldCombine: w.foldCombine });
       assert.deepEqual(await tokens(12), reference, key(w));
     }
   });

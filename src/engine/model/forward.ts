@@ -249,11 +249,14 @@ export class ForwardPass {
     const args = {
       q: qkv, qStride: W, qOffset: 0, k: this.cache.k[l], v: this.cache.v[l], kvDtype: kv, qpos: this.s.qpos(k), kpos: this.cache.kpos,
       out: att, T, n: this.cache.length, H: c.nHeads, NKV: c.nKvHeads, HD, window, scale: c.attnScale, bounds: this.s.bounds(kind, k), step: step ?? undefined,
+      leaveSlices: ops.combineFold(T, qDim, c.nHeads),
     };
-    ops.attention(args);
+    // Where decode fuses, the output projection merges a few key slices as it reads them: no attention_combine.
+    const slices = ops.attention(args);
     if (scores) this.requestScores(opts.scores!, l, args, blk);
 
-    this.residual(blk, att, Lw.wo, qDim, Lw.postAttnNorm);
+    if (slices) this.residual(blk, slices.part, Lw.wo, qDim, Lw.postAttnNorm, { pre: { combine: slices } });
+    else this.residual(blk, att, Lw.wo, qDim, Lw.postAttnNorm);
     const gu = this.s.gu(T);
     this.normMatmul(Lw.ffnNorm, xn, { x: blk.x, w: Lw.wGateUp, y: gu, T, K: D });
     if (ops.fuses(T)) {

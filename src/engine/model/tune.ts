@@ -2,7 +2,7 @@
  * Decode's kernels chosen by measurement on the adapter at hand (Engine.tuneDecode); and, at the end of this
  * file, how a link's host rows go up (Engine.tuneUpload).
  *
- * On the 'gpu' profile four choices shape a decode step, and which way pays
+ * On the 'gpu' profile five choices shape a decode step, and which way pays
  * depends on the GPU, its driver and the model's widths: the GEMV kernel
  * (gemv, or gemv_sg where the device has subgroups), whether RMSNorm and GLU
  * are folded into the GEMVs after them and RoPE with the cache write into
@@ -10,7 +10,10 @@
  * for the step's one row (attention_decode's 'keys' or attention.wgsl's
  * 'rows'), and, for 'keys', how many keys each of its invocations scores a
  * round (more make fewer rounds and key slices, down to none to combine, but
- * fewer workgroups in flight). Ops' defaults are reasoned guesses; users' GPUs
+ * fewer workgroups in flight); and, where decode fuses, whether the output
+ * projection merges attention's few key slices as it reads them or an
+ * attention_combine launch does (Ops.foldCombine: every one of its workgroups
+ * reads every slice). Ops' defaults are reasoned guesses; users' GPUs
  * (integrated, Apple, AMD, NVIDIA) differ more than any guess. So the engine
  * times whole greedy decode steps, recorded ahead as the app decodes, each
  * way, one choice at a time from the defaults (coordinate descent: each
@@ -45,6 +48,11 @@ export interface DecodeSettings {
    * set by tuning, absent in results written before it was a choice (read as 1).
    */
   keysPerThread?: KeysPerThread;
+  /**
+   * Whether a fused step's output projection merges attention's key slices (Ops.foldCombine; it matters only
+   * where fused): always set by tuning, absent in results written before it was a choice (which had no fold).
+   */
+  foldCombine?: boolean;
 }
 
 /** One way timed: its settings and its best wall milliseconds a step. */
@@ -98,13 +106,17 @@ export interface Tunable extends Stepper {
 
 /** The settings Ops would use now for a one-row step. */
 export function currentSettings(ops: Ops, c: ModelConfig): DecodeSettings {
-  return { gemv: ops.pickGemv(), fuse: ops.fuses(1), attention: ops.pickAttention(1, c.headDim), keysPerThread: ops.decodeKeysPerThread ?? 1 };
+  return { gemv: ops.pickGemv(), fuse: ops.fuses(1), attention: ops.pickAttention(1, c.headDim), keysPerThread: ops.decodeKeysPerThread ?? 1, foldCombine: ops.foldCombine !== false };
 }
 
-/** A way in words, by its kernels' names: "gemv_sg, fused, attention_decode" (", 4 keys a thread" past one). */
+/**
+ * A way in words, by its kernels' names: "gemv_sg, fused, attention_decode" (", 4 keys a thread" past one;
+ * ", attention_combine launched" where a fused step does not fold it).
+ */
 export function describeSettings(s: DecodeSettings): string {
   const keys = s.attention === 'keys' && (s.keysPerThread ?? 1) > 1 ? `, ${s.keysPerThread} keys a thread` : '';
-  return `${s.gemv}, ${s.fuse ? 'fused' : 'unfused'}, ${s.attention === 'keys' ? 'attention_decode' : 'attention'}${keys}`;
+  const combine = s.fuse && s.foldCombine === false ? ', attention_combine launched' : '';
+  return `${s.gemv}, ${s.fuse ? 'fused' : 'unfused'}, ${s.attention === 'keys' ? 'attention_decode' : 'attention'}${keys}${combine}`;
 }
 
 /** Makes `s` the engine's settings for decode. */
@@ -113,6 +125,7 @@ export function applySettings(ops: Ops, s: DecodeSettings) {
   ops.fuse = s.fuse;
   ops.decodeAttention = s.attention;
   ops.decodeKeysPerThread = s.keysPerThread;
+  ops.foldCombine = s.foldCombine;
 }
 
 /** Each choice's possible values on this device and model, in the order they are tried. */
@@ -122,11 +135,12 @@ function choices(ops: Ops, c: ModelConfig): { [K in keyof DecodeSettings]-?: Non
     fuse: [true, false],
     attention: c.headDim <= 256 ? ['keys', 'rows'] : ['rows'],
     keysPerThread: [1, 2, 4, 8],
+    foldCombine: [true, false],
   };
 }
 
-/** Whether a choice changes anything with the others as in `s`: keys a thread only with attention_decode. */
-const matters = (key: keyof DecodeSettings, s: DecodeSettings) => key !== 'keysPerThread' || s.attention === 'keys';
+/** Whether a choice changes anything with the others as in `s`: keys a thread only with attention_decode, the fold only fused. */
+const matters = (key: keyof DecodeSettings, s: DecodeSettings) => (key !== 'keysPerThread' || s.attention === 'keys') && (key !== 'foldCombine' || s.fuse);
 
 /** Times decode each way and keeps the fastest (see the header); null, and nothing changed, off the 'gpu' profile. */
 export async function tuneDecode(e: Tunable, o: TuneOptions = {}): Promise<DecodeTuning | null> {
@@ -134,7 +148,7 @@ export async function tuneDecode(e: Tunable, o: TuneOptions = {}): Promise<Decod
   o.onStart?.();
   const t0 = performance.now();
   const context = o.context ?? 512, steps = o.steps ?? 8, reps = o.reps ?? 3;
-  const { gemvVariant, fuse, decodeAttention, decodeKeysPerThread } = e.ops;
+  const { gemvVariant, fuse, decodeAttention, decodeKeysPerThread, foldCombine } = e.ops;
   const defaults = currentSettings(e.ops, e.config);
   let cache: KVCache | null = null;
   const warmed = new Set<string>();
@@ -173,7 +187,7 @@ export async function tuneDecode(e: Tunable, o: TuneOptions = {}): Promise<Decod
     applySettings(e.ops, best.settings);
     return { chosen: best.settings, defaults, trials, context, steps, reps, ms: performance.now() - t0 };
   } catch (err) {
-    Object.assign(e.ops, { gemvVariant, fuse, decodeAttention, decodeKeysPerThread });
+    Object.assign(e.ops, { gemvVariant, fuse, decodeAttention, decodeKeysPerThread, foldCombine });
     throw err;
   } finally {
     (cache as KVCache | null)?.destroy();
