@@ -3,7 +3,9 @@
  * together. Uniform parameters of every dispatch go into one arena (one
  * 256-byte slot each) that is uploaded once per flush; since a decode step
  * repeats the same dispatches on the same buffers, bind groups are cached by
- * (pipeline, slot, buffers) and reused from step to step.
+ * (pipeline, slot, buffers) and reused from step to step: first by what each
+ * slot had last time (compared object by object, as a repeated step finds
+ * it), then by a key built from them.
  */
 export type Param = { u32: number } | { i32: number } | { f32: number };
 export type Binding = GPUBuffer | { buffer: GPUBuffer; offset?: number; size?: number };
@@ -42,6 +44,8 @@ export class Dispatcher {
   private encoder: GPUCommandEncoder | null = null;
   private pass: GPUComputePassEncoder | null = null;
   private bindCache = new Map<string, GPUBindGroup>();
+  /** Per slot, the last bind group made or found for it, its pipeline, and its bindings flattened (slotMatches). */
+  private bySlot: ({ pipeline: GPUComputePipeline; parts: unknown[]; bg: GPUBindGroup } | undefined)[] = [];
   private ids = new WeakMap<object, number>();
   private nextId = 1;
   /** Dispatches recorded since creation (for tests and profiling). */
@@ -98,22 +102,28 @@ export class Dispatcher {
       else if ('i32' in p) this.view.setInt32(base + 4 * i, p.i32, true);
       else this.view.setFloat32(base + 4 * i, p.f32, true);
     });
-    // The cache key first: a decode step repeats its dispatches, so the entries are only built on a miss.
-    let key = `${this.id(pipeline)}:${this.slot}`;
-    for (const k in bindings) {
-      const b = bindings[k];
-      key += 'mapAsync' in b ? `|${k}=${this.id(b)}` : `|${k}=${this.id(b.buffer)}@${b.offset ?? 0}+${b.size ?? -1}`;
-    }
-    let bg = this.bindCache.get(key);
+    // What this slot had last time first: a decode step repeats its dispatches slot for slot. Then the cache key,
+    // and the entries only on a miss.
+    const last = this.bySlot[this.slot];
+    let bg = last && last.pipeline === pipeline && slotMatches(last.parts, bindings) ? last.bg : undefined;
     if (!bg) {
-      const entries: GPUBindGroupEntry[] = [{ binding: 0, resource: { buffer: this.uniform, offset: base, size: SLOT } }];
+      let key = `${this.id(pipeline)}:${this.slot}`;
       for (const k in bindings) {
         const b = bindings[k];
-        entries.push({ binding: Number(k), resource: 'mapAsync' in b ? { buffer: b } : b });
+        key += 'mapAsync' in b ? `|${k}=${this.id(b)}` : `|${k}=${this.id(b.buffer)}@${b.offset ?? 0}+${b.size ?? -1}`;
       }
-      if (this.bindCache.size > 8192) this.bindCache.clear();
-      bg = this.device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries });
-      this.bindCache.set(key, bg);
+      bg = this.bindCache.get(key);
+      if (!bg) {
+        const entries: GPUBindGroupEntry[] = [{ binding: 0, resource: { buffer: this.uniform, offset: base, size: SLOT } }];
+        for (const k in bindings) {
+          const b = bindings[k];
+          entries.push({ binding: Number(k), resource: 'mapAsync' in b ? { buffer: b } : b });
+        }
+        if (this.bindCache.size > 8192) this.bindCache.clear();
+        bg = this.device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries });
+        this.bindCache.set(key, bg);
+      }
+      this.bySlot[this.slot] = { pipeline, parts: flatBindings(bindings), bg };
     }
     this.slot++;
     this.count++;
@@ -136,6 +146,7 @@ export class Dispatcher {
     this.uniform.destroy();
     this.uniform = this.makeUniform(bigger.byteLength);
     this.bindCache.clear();
+    this.bySlot = [];
   }
 
   private beginPass(label?: string): GPUComputePassEncoder {
@@ -316,5 +327,30 @@ export class Dispatcher {
     this.submittedUploads = [];
     this.uniform.destroy();
     this.bindCache.clear();
+    this.bySlot = [];
   }
+}
+
+/** A dispatch's bindings as [binding, buffer, offset, size, ...] in binding order (what slotMatches compares). */
+function flatBindings(bindings: Record<number, Binding>): unknown[] {
+  const parts: unknown[] = [];
+  for (const k in bindings) {
+    const b = bindings[k];
+    if ('mapAsync' in b) parts.push(k, b, 0, -1);
+    else parts.push(k, b.buffer, b.offset ?? 0, b.size ?? -1);
+  }
+  return parts;
+}
+
+/** Whether `bindings` bind the same buffers, ranges and slots as `parts` (flatBindings), without building a key. */
+function slotMatches(parts: unknown[], bindings: Record<number, Binding>): boolean {
+  let i = 0;
+  for (const k in bindings) {
+    const b = bindings[k];
+    if (i + 4 > parts.length || parts[i] !== k) return false;
+    if ('mapAsync' in b ? parts[i + 1] !== b || parts[i + 2] !== 0 || parts[i + 3] !== -1
+      : parts[i + 1] !== b.buffer || parts[i + 2] !== (b.offset ?? 0) || parts[i + 3] !== (b.size ?? -1)) return false;
+    i += 4;
+  }
+  return i === parts.length;
 }

@@ -1,0 +1,94 @@
+/**
+ * The dispatcher's bind groups (gpu/dispatcher.ts): a step that repeats its dispatches slot for slot makes none
+ * after its first time, and whatever changes at a slot (the buffer, its range, the pipeline) makes a launch bind
+ * what it names, never what the slot had before: each probe launch adds its parameter to the values it binds, and
+ * every buffer is read back. Fails with the per-slot reuse comparing too little (checked by hand: the buffer
+ * alone, not its offset; the pipeline left out).
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { harness } from '../helpers/gpu';
+
+const h = await harness();
+const d = h.ops.d;
+const dev = h.gpu.device;
+
+const probe = (op: string) => {
+  const code = `struct P { add: f32 }
+@group(0) @binding(0) var<uniform> p: P;
+@group(0) @binding(1) var<storage, read_write> x: array<f32>;
+@compute @workgroup_size(64, 1, 1)
+fn main(@builtin(global_invocation_id) g: vec3<u32>) { if (g.x < arrayLength(&x)) { x[g.x] = x[g.x] ${op} p.add; } }`;
+  return dev.createComputePipeline({ layout: 'auto', compute: { module: dev.createShaderModule({ code }), entryPoint: 'main' } });
+};
+const add = probe('+'), mul = probe('*');
+const peek = dev.createComputePipeline({ layout: 'auto', compute: { entryPoint: 'main', module: dev.createShaderModule({ code: `struct P { add: f32 }
+@group(0) @binding(0) var<uniform> p: P;
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+@compute @workgroup_size(1, 1, 1)
+fn main() { _ = x[0] + p.add; }` }) } });
+const buffer = () => h.upload(new Float32Array(128));
+const values = async (b: GPUBuffer) => new Float32Array(await d.read(b, 0, b.size));
+
+/** Counts createBindGroup calls while `fn` runs. */
+function counting(fn: () => void): number {
+  const real = dev.createBindGroup.bind(dev);
+  let made = 0;
+  dev.createBindGroup = (desc: GPUBindGroupDescriptor) => (made++, real(desc));
+  try {
+    fn();
+  } finally {
+    dev.createBindGroup = real;
+  }
+  return made;
+}
+
+test('a repeated step reuses its bind groups; a changed buffer, range or pipeline at a slot binds what it names', async () => {
+  const a = buffer(), b = buffer(), c = buffer();
+  // Slot 0: a, whole; slot 1: b's first half; slot 2: b's second half (64 floats each).
+  const step = (second: GPUBuffer, first = a, pipe = add) => {
+    d.run(pipe, [{ f32: 1 }], { 1: first }, [2, 1, 1]);
+    d.run(add, [{ f32: 10 }], { 1: { buffer: second, offset: 0, size: 256 } }, [1, 1, 1]);
+    d.run(add, [{ f32: 100 }], { 1: { buffer: second, offset: 256, size: 256 } }, [1, 1, 1]);
+    d.flush();
+  };
+  assert.equal(counting(() => step(b)), 3, 'the first step makes its three');
+  assert.equal(counting(() => { for (let i = 0; i < 4; i++) step(b); }), 0, 'repeated steps make none');
+  assert.deepEqual([...new Set(await values(a))], [5]);
+  const got = await values(b);
+  assert.deepEqual([...new Set(got.subarray(0, 64))], [50]);
+  assert.deepEqual([...new Set(got.subarray(64))], [500]);
+
+  // Another buffer at slots 1 and 2: the launches write c, and b is left as it was.
+  assert.equal(counting(() => step(c)), 2);
+  const gc = await values(c);
+  assert.deepEqual([[...new Set(gc.subarray(0, 64))], [...new Set(gc.subarray(64))]], [[10], [100]]);
+  assert.deepEqual([...new Set((await values(b)).subarray(0, 64))], [50]);
+  // Back to b: its bind groups are found again by key, none made.
+  assert.equal(counting(() => step(b)), 0);
+  assert.deepEqual([...new Set((await values(b)).subarray(0, 64))], [60]);
+
+  // The same buffer at another range of it, at the same slot: the launch writes that range.
+  d.run(add, [{ f32: 1 }], { 1: a }, [2, 1, 1]);
+  d.run(add, [{ f32: 1000 }], { 1: { buffer: b, offset: 256, size: 256 } }, [1, 1, 1]);
+  d.flush();
+  const gb = await values(b);
+  assert.deepEqual([[...new Set(gb.subarray(0, 64))], [...new Set(gb.subarray(64))]], [[60], [1600]]);
+
+  // Another pipeline at slot 0, the same binding: it runs (7 × 3, not 7 + 3).
+  assert.deepEqual([...new Set(await values(a))], [8]);
+  d.run(mul, [{ f32: 3 }], { 1: a }, [2, 1, 1]);
+  d.flush();
+  assert.deepEqual([...new Set(await values(a))], [24]);
+  // A pipeline whose layout binds the same slot another way (read-only): a bind group of its own, or WebGPU
+  // rejects the launch.
+  d.run(peek, [{ f32: 0 }], { 1: a }, [1, 1, 1]);
+  d.flush();
+  d.check();
+  // Another buffer at slot 0 with the step otherwise the same: slot 0 now binds c whole.
+  step(b, c);
+  const gc2 = await values(c);
+  assert.deepEqual([[...new Set(gc2.subarray(0, 64))], [...new Set(gc2.subarray(64))]], [[11], [101]]);
+  assert.deepEqual([...new Set(await values(a))], [24]);
+  d.check();
+});
