@@ -1,5 +1,6 @@
 /**
- * The dispatcher's bind groups (gpu/dispatcher.ts): a step that repeats its dispatches slot for slot makes none
+ * The kernel library's pipelines (gpu/kernels.ts): found again by their defines, in any order, and a new one for
+ * any define that differs. The dispatcher's bind groups (gpu/dispatcher.ts): a step that repeats its dispatches slot for slot makes none
  * after its first time, and whatever changes at a slot (the buffer, its range, the pipeline) makes a launch bind
  * what it names, never what the slot had before: each probe launch adds its parameter to the values it binds, and
  * every buffer is read back. Fails with the per-slot reuse comparing too little (checked by hand: the buffer
@@ -8,6 +9,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { harness } from '../helpers/gpu';
+import { KernelLibrary } from '../../src/engine/gpu/kernels';
 
 const h = await harness();
 const d = h.ops.d;
@@ -91,4 +93,27 @@ test('a repeated step reuses its bind groups; a changed buffer, range or pipelin
   assert.deepEqual([[...new Set(gc2.subarray(0, 64))], [...new Set(gc2.subarray(64))]], [[11], [101]]);
   assert.deepEqual([...new Set(await values(a))], [24]);
   d.check();
+});
+
+test('a kernel\'s pipeline is found again by its defines, in any order; any define that differs builds another', () => {
+  const lib = new KernelLibrary(dev, { k: '#if A\nconst a = {{N}}u;\n#endif\n@compute @workgroup_size(1) fn main() {}' });
+  let made = 0;
+  const real = dev.createComputePipeline.bind(dev);
+  dev.createComputePipeline = (desc: GPUComputePipelineDescriptor) => (made++, real(desc));
+  try {
+    const p = lib.pipeline('k', { A: true, N: 3 });
+    assert.equal(lib.pipeline('k', { N: 3, A: true }), p);
+    assert.equal(made, 1);
+    const others = [lib.pipeline('k', { A: true, N: 4 }), lib.pipeline('k', { A: false, N: 3 }), lib.pipeline('k', { A: true, N: 3, B: false }), lib.pipeline('k', { A: true, N: '3' })];
+    assert.equal(new Set([p, ...others]).size, 5);
+    assert.equal(made, 5);
+    assert.equal(lib.pipeline('k', { A: true, N: 3, B: false }), others[2]);
+    assert.equal(made, 5);
+    // Fewer defines than a pipeline built before, the same values otherwise: another.
+    const more = lib.pipeline('k', { A: true, N: 5, B: false });
+    assert.notEqual(lib.pipeline('k', { A: true, N: 5 }), more);
+    assert.equal(made, 7);
+  } finally {
+    dev.createComputePipeline = real;
+  }
 });
