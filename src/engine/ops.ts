@@ -9,6 +9,7 @@ import type { Dispatcher, Param } from './gpu/dispatcher';
 import type { KernelLibrary } from './gpu/kernels';
 import { Scratch } from './model/scratch';
 import { checkQuantShape, isQuant, QUANT, scaleBase, type QuantType } from './quant';
+import { matmulBindings, matmulParams, wDefines, yRange } from './matmul-launch';
 import { attentionSplits, keysSplits, tiledSplits } from './attention-plan';
 
 import type {
@@ -375,37 +376,6 @@ export class Ops {
     const pipe = this.lib.pipeline('glu', { GELU_TANH: a.act === 'gelu_tanh' });
     this.d.run1d(pipe, [u(a.T), u(a.I), u(0), u(0)], { 1: a.gu, 2: a.out }, a.T * a.I);
   }
-}
-
-/** The bindings every matmul kernel shares (matmul_io.wgsl). */
-function matmulBindings(a: MatmulArgs): Record<number, GPUBuffer> {
-  const b: Record<number, GPUBuffer> = { 1: a.x, 2: a.w, 3: a.y };
-  if (a.bias) b[4] = a.bias;
-  if (a.residual) b[5] = a.residual;
-  if (a.pre && 'norm' in a.pre) b[6] = a.pre.norm;
-  if (a.pre && 'combine' in a.pre) b[7] = a.pre.combine.ml;
-  return b;
-}
-
-/** Whether a matmul writes a column range of a wider output (a part of a split matrix): its own pipeline. */
-const yRange = (a: MatmulArgs) => (a.ldy ?? a.N) !== a.N || (a.y0 ?? 0) !== 0;
-
-function matmulParams(a: MatmulArgs) {
-  const y0 = a.y0 ?? 0, ldy = a.ldy ?? a.N;
-  if (y0 + a.N > ldy) throw new Error(`matmul: columns [${y0}, ${y0 + a.N}) do not fit rows of ${ldy}`);
-  let sbase = 0;
-  if (isQuant(a.wDtype)) {
-    checkQuantShape(a.wDtype, a.K, 'matmul');
-    sbase = scaleBase(a.wDtype, (a.N * a.K) / QUANT[a.wDtype].block);
-  }
-  const norm = a.pre && 'norm' in a.pre ? a.pre : null;
-  const comb = a.pre && 'combine' in a.pre ? a.pre.combine : null;
-  return [u(a.T), u(a.N), u(a.K / 4), u(ldy), u(y0), u(sbase), f(norm?.eps ?? 0), u(norm?.plusOne ? 1 : 0), u(comb?.heads ?? 0), u(comb?.splits ?? 0)];
-}
-
-/** The matmul kernels' defines for a weight dtype: W_F16, or W_Q and the type's flag (quant.wgsl). */
-function wDefines(d: WeightDType): Record<string, boolean> {
-  return isQuant(d) ? { W_F16: false, W_Q: true, [d.toUpperCase()]: true } : { W_F16: d === 'f16' };
 }
 
 function checkAligned(...vals: number[]) {
