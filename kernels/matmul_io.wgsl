@@ -15,7 +15,14 @@ struct Params { T: u32, N: u32, K4: u32, ldy: u32, y0: u32, sbase: u32, eps: f32
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;
 #if W_Q
+#if QW4
+// gemv reads the blocks 16 bytes at a time (quant.wgsl's dq32); qw, which it leaves unread, is
+// declared for the rest of quant.wgsl only, so it is no binding of gemv's.
+@group(0) @binding(2) var<storage, read> qw4: array<vec4<u32>>;
+@group(0) @binding(8) var<storage, read> qw: array<u32>;
+#else
 @group(0) @binding(2) var<storage, read> qw: array<u32>;
+#endif
 #include "quant"
 fn load_w(i: u32) -> vec4<f32> { return dq4(i, p.sbase); }
 #else

@@ -19,7 +19,10 @@
 // Arithmetic as src/engine/formats/gguf-quants.ts (the reference): f32, d·q (Q4_0,
 // Q5_0, Q8_0), d·q + m (Q4_1), (d·sc)·q − dmin·m (Q4_K), (d·sc)·(q − 32) (Q6_K).
 // dq32(s, sbase, &w) gives weights 32s..32s+31 (one 32-weight sub-block) as 8 vec4s,
-// decoding its scales once: what gemv uses, a lane taking whole sub-blocks.
+// decoding its scales once: what gemv uses, a lane taking whole sub-blocks. With QW4 (gemv, for
+// the types whose blocks lie on 16-byte boundaries) the includer binds the matrix as
+// `qw4: array<vec4<u32>>` (and declares qw unbound), and dq32 loads 16 bytes at a time (every
+// buffer is a whole number of 16 bytes: gpu-plan.ts's paddedBytes).
 
 // Four 4-bit (or 8-bit) fields of a word's bytes, as u32 lanes.
 fn bytes4(w: u32) -> vec4<u32> {
@@ -28,14 +31,26 @@ fn bytes4(w: u32) -> vec4<u32> {
 
 // The f16 scale of block b from the scale region.
 fn q_scale(sbase: u32, b: u32) -> f32 {
+#if QW4
+  let i = sbase + b / 2u;
+  return unpack2x16float(qw4[i / 4u][i & 3u])[b & 1u];
+#else
   return unpack2x16float(qw[sbase + b / 2u])[b & 1u];
+#endif
 }
 
 #if Q4_0
 fn dq32(s: u32, sbase: u32, w: ptr<function, array<vec4<f32>, 8>>) {
   let d = q_scale(sbase, s);
+#if QW4
+  let q = qw4[s];
+#endif
   for (var j = 0u; j < 4u; j++) {
+#if QW4
+    let u = q[j];
+#else
     let u = qw[s * 4u + j];
+#endif
     (*w)[j] = d * (vec4<f32>(bytes4(u & 0x0F0F0F0Fu)) - 8.0);
     (*w)[j + 4u] = d * (vec4<f32>(bytes4((u >> 4u) & 0x0F0F0F0Fu)) - 8.0);
   }
@@ -100,7 +115,16 @@ fn int8x4(u: u32) -> vec4<f32> {
 
 fn dq32(s: u32, sbase: u32, w: ptr<function, array<vec4<f32>, 8>>) {
   let d = q_scale(sbase, s);
+#if QW4
+  let q0 = qw4[2u * s];
+  let q1 = qw4[2u * s + 1u];
+  for (var j = 0u; j < 4u; j++) {
+    (*w)[j] = d * int8x4(q0[j]);
+    (*w)[j + 4u] = d * int8x4(q1[j]);
+  }
+#else
   for (var j = 0u; j < 8u; j++) { (*w)[j] = d * int8x4(qw[s * 8u + j]); }
+#endif
 }
 
 fn dq4(i: u32, sbase: u32) -> vec4<f32> {
@@ -110,36 +134,61 @@ fn dq4(i: u32, sbase: u32) -> vec4<f32> {
 #endif
 
 #if Q4_K
-// Byte k of a Q4_K block's 12 scale bytes (words 1..3 of the block at word `base`).
-fn k_scale_byte(base: u32, k: u32) -> u32 {
-  return (qw[base + 1u + k / 4u] >> (8u * (k & 3u))) & 255u;
-}
-
-// (d·sc, dmin·m) of sub-block j (0..7) of the Q4_K block at word `base`.
-fn k_scale_min(base: u32, j: u32) -> vec2<f32> {
+// (d·sc, dmin·m) of sub-block j (0..7) of a Q4_K block from its first four words h: d | dmin << 16, then
+// the 12 bytes of 6-bit scales and mins.
+fn k_scale_min(h: vec4<u32>, j: u32) -> vec2<f32> {
+  let lo = k_byte(h, j);
+  let hi = k_byte(h, j + 4u);
   var sc: u32;
   var mn: u32;
   if (j < 4u) {
-    sc = k_scale_byte(base, j) & 63u;
-    mn = k_scale_byte(base, j + 4u) & 63u;
+    sc = lo & 63u;
+    mn = hi & 63u;
   } else {
-    let e = k_scale_byte(base, j + 4u);
-    sc = (e & 15u) | ((k_scale_byte(base, j - 4u) >> 6u) << 4u);
-    mn = (e >> 4u) | ((k_scale_byte(base, j) >> 6u) << 4u);
+    let e = hi;
+    sc = (e & 15u) | ((k_byte(h, j - 4u) >> 6u) << 4u);
+    mn = (e >> 4u) | ((lo >> 6u) << 4u);
   }
-  let dm = unpack2x16float(qw[base]);
+  let dm = unpack2x16float(h.x);
   return vec2<f32>(dm.x * f32(sc), dm.y * f32(mn));
 }
 
+// Byte k of the 12 scale bytes in a block's first four words.
+fn k_byte(h: vec4<u32>, k: u32) -> u32 {
+  return (h[1u + k / 4u] >> (8u * (k & 3u))) & 255u;
+}
+
+// A block's first four words (at word `base`).
+fn k_head(base: u32) -> vec4<u32> {
+  return vec4<u32>(qw[base], qw[base + 1u], qw[base + 2u], qw[base + 3u]);
+}
+
+#if QW4
+// With the matrix bound as vec4s (qw4: a block is 9 of them), a sub-block takes three loads: the block's
+// scales, and the 32 bytes of its 64-weight group.
+fn dq32(s: u32, sbase: u32, w: ptr<function, array<vec4<f32>, 8>>) {
+  let b = (s >> 3u) * 9u;
+  let j = s & 7u;
+  let sm = k_scale_min(qw4[b], j);
+  let sh = 4u * (j & 1u);
+  let q0 = qw4[b + 1u + 2u * (j >> 1u)];
+  let q1 = qw4[b + 2u + 2u * (j >> 1u)];
+  for (var t = 0u; t < 4u; t++) {
+    (*w)[t] = sm.x * vec4<f32>(bytes4((q0[t] >> sh) & 0x0F0F0F0Fu)) - sm.y;
+    (*w)[t + 4u] = sm.x * vec4<f32>(bytes4((q1[t] >> sh) & 0x0F0F0F0Fu)) - sm.y;
+  }
+}
+#else
 fn dq32(s: u32, sbase: u32, w: ptr<function, array<vec4<f32>, 8>>) {
   let base = (s >> 3u) * 36u;
   let j = s & 7u;
-  let sm = k_scale_min(base, j);
+  let sm = k_scale_min(k_head(base), j);
   let q0 = base + 4u + 8u * (j >> 1u);
   for (var t = 0u; t < 8u; t++) {
     (*w)[t] = sm.x * vec4<f32>(bytes4((qw[q0 + t] >> (4u * (j & 1u))) & 0x0F0F0F0Fu)) - sm.y;
   }
 }
+#endif
 
 fn dq4(i: u32, sbase: u32) -> vec4<f32> {
   let b = i >> 6u;
@@ -147,7 +196,7 @@ fn dq4(i: u32, sbase: u32) -> vec4<f32> {
   let base = b * 36u;
   let g = v >> 4u;            // 64-weight group
   let hiNib = (v >> 3u) & 1u; // second 32 of the group: high nibbles
-  let sm = k_scale_min(base, 2u * g + hiNib);
+  let sm = k_scale_min(k_head(base), 2u * g + hiNib);
   let q = bytes4((qw[base + 4u + 8u * g + (v & 7u)] >> (4u * hiNib)) & 0x0F0F0F0Fu);
   return sm.x * vec4<f32>(q) - sm.y;
 }
@@ -163,11 +212,32 @@ fn k6(base: u32, d: f32, h: u32, q: u32, l4: u32) -> vec4<f32> {
   return (d * f32(sc)) * (vec4<f32>(bytes4(lo | hi)) - 32.0);
 }
 
+#if QW4
+// With the matrix bound as vec4s (qw4: a block is 13 of them), quarter q of half h takes five loads: its 32 low
+// nibbles' words (two), its high bits' (two) and the block's 16 scales.
+fn dq32(s: u32, sbase: u32, w: ptr<function, array<vec4<f32>, 8>>) {
+  let b = (s >> 3u) * 13u;
+  let d = q_scale(sbase, s >> 3u);
+  let h = (s >> 2u) & 1u;
+  let q = s & 3u;
+  let lo = array<vec4<u32>, 2>(qw4[b + 4u * h + 2u * (q & 1u)], qw4[b + 4u * h + 2u * (q & 1u) + 1u]);
+  let hi = array<vec4<u32>, 2>(qw4[b + 8u + 2u * h], qw4[b + 8u + 2u * h + 1u]);
+  let scales = qw4[b + 12u];
+  for (var t = 0u; t < 8u; t++) {
+    let l = (lo[t >> 2u][t & 3u] >> (4u * (q >> 1u))) & 0x0F0F0F0Fu;
+    let m = ((hi[t >> 2u][t & 3u] >> (2u * q)) & 0x03030303u) << 4u;
+    let k = 8u * h + (t >> 2u) + 2u * q;
+    let sc = (bitcast<i32>(scales[k / 4u]) << (24u - 8u * (k & 3u))) >> 24u;
+    (*w)[t] = (d * f32(sc)) * (vec4<f32>(bytes4(l | m)) - 32.0);
+  }
+}
+#else
 fn dq32(s: u32, sbase: u32, w: ptr<function, array<vec4<f32>, 8>>) {
   let b = s >> 3u;
   let d = q_scale(sbase, b);
   for (var t = 0u; t < 8u; t++) { (*w)[t] = k6(b * 52u, d, (s >> 2u) & 1u, s & 3u, t); }
 }
+#endif
 
 fn dq4(i: u32, sbase: u32) -> vec4<f32> {
   let b = i >> 6u;
