@@ -2,8 +2,9 @@
  * Decode timed two ways side by side on one model and cache, for the GPU kit's engine stage, so each lent GPU says
  * which way pays there: with the fused launches (Ops.fuse: RMSNorm and GLU folded into the GEMVs after them) and
  * without; and with decode's attention in attention_decode.wgsl ('keys', the GPU default) and in attention.wgsl
- * ('rows'); and, on devices with subgroups, with its GEMVs in gemv_sg (the default there) and in gemv. Each way
- * reports its wall and GPU time a step and its dispatches a step.
+ * ('rows'); on devices with subgroups, with its GEMVs in gemv_sg (the default there) and in gemv; and, fused,
+ * with attention's few key slices merged in the output projection (Ops.foldCombine) and by attention_combine's
+ * launch. Each way reports its wall and GPU time a step and its dispatches a step.
  */
 import { describeSettings, type AttentionVariant, type DecodeTuning, type Engine, type GemvVariant, type UploadTuning } from '../engine';
 import { benchTokens } from './prefill';
@@ -14,6 +15,8 @@ export interface DecodeWay {
   attention: AttentionVariant | 'default';
   /** The GEMV kernel, where the way sets it (absent in files written before it could be chosen). */
   gemv?: GemvVariant | 'default';
+  /** Whether a fused step's output projection merges the key slices (Ops.foldCombine), where the way sets it. */
+  foldCombine?: boolean;
   /** Whether this is the way the engine decodes on this adapter by default. */
   chosen: boolean;
   steps: number;
@@ -26,18 +29,19 @@ export interface DecodeWay {
 /** The fused/unfused comparison's rows (their attention is the default). */
 export type FuseTiming = DecodeWay;
 
-type Way = { fused: boolean; attention?: AttentionVariant; gemv?: GemvVariant; chosen: boolean; steps: number };
+type Way = { fused: boolean; attention?: AttentionVariant; gemv?: GemvVariant; foldCombine?: boolean; chosen: boolean; steps: number };
 
 /**
  * After a `context`-token prefill, one step each way to build its pipelines, then each way's timed steps, the
  * engine's own way first; the engine's settings are restored after.
  */
 async function timeWays(e: Engine, context: number, ways: Way[]): Promise<DecodeWay[]> {
-  const saved = { fuse: e.ops.fuse, attention: e.ops.attentionVariant, gemv: e.ops.gemvVariant };
+  const saved = { fuse: e.ops.fuse, attention: e.ops.attentionVariant, gemv: e.ops.gemvVariant, foldCombine: e.ops.foldCombine };
   const set = (w: Way) => {
     e.ops.fuse = w.fused;
     e.ops.attentionVariant = w.attention;
     e.ops.gemvVariant = w.gemv;
+    e.ops.foldCombine = w.foldCombine ?? saved.foldCombine;
   };
   const total = context + ways.length + ways.reduce((s, w) => s + w.steps + Math.min(8, w.steps), 0);
   const tokens = benchTokens(total, e.config.vocabSize, 1);
@@ -64,13 +68,14 @@ async function timeWays(e: Engine, context: number, ways: Way[]): Promise<Decode
         for (let i = 0; i < probe; i++) await e.decode(cache, tokens[at++]);
         gpu = ((await d.stopGpuTimer()) ?? NaN) / probe;
       }
-      out.push({ fused: w.fused, attention: w.attention ?? 'default', gemv: w.gemv ?? 'default', chosen: w.chosen, steps: w.steps, decode_tokens_per_s: 1000 / wall, decode_wall_ms: wall, decode_gpu_ms: gpu, dispatches_per_step: dispatches });
+      out.push({ fused: w.fused, attention: w.attention ?? 'default', gemv: w.gemv ?? 'default', ...(w.foldCombine === undefined ? {} : { foldCombine: w.foldCombine }), chosen: w.chosen, steps: w.steps, decode_tokens_per_s: 1000 / wall, decode_wall_ms: wall, decode_gpu_ms: gpu, dispatches_per_step: dispatches });
     }
     return out;
   } finally {
     e.ops.fuse = saved.fuse;
     e.ops.attentionVariant = saved.attention;
     e.ops.gemvVariant = saved.gemv;
+    e.ops.foldCombine = saved.foldCombine;
     cache.destroy();
   }
 }
@@ -101,6 +106,16 @@ export function decodeGemvWays(e: Engine, context: number, steps: number): Promi
   const picked = e.ops.pickGemv();
   const kernels: GemvVariant[] = [picked, picked === 'gemv_sg' ? 'gemv' : 'gemv_sg'];
   return timeWays(e, context, kernels.map((gemv) => ({ fused: e.ops.fuses(1), gemv, chosen: gemv === picked, steps })));
+}
+
+/**
+ * Fused decode with attention's key slices merged in the output projection (gemv's COMBINE) and by
+ * attention_combine's launch, the engine's other settings kept (where it does not fuse, neither way is its own).
+ * The fold applies only where a step has 2 to 8 slices (Ops.combineFold): elsewhere both ways are the same.
+ */
+export function decodeCombineWays(e: Engine, context: number, steps: number): Promise<DecodeWay[]> {
+  const picked = e.ops.foldCombine !== false, fused = e.ops.fuses(1);
+  return timeWays(e, context, [picked, !picked].map((foldCombine) => ({ fused: true, foldCombine, chosen: fused && foldCombine === picked, steps })));
 }
 
 /**

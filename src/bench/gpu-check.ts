@@ -46,7 +46,7 @@ import { timeMatmuls } from './matmul';
 import { linkedRows, timeAttention, type AttentionCase } from './attention';
 import { copyStage, type CopyReport } from './copy-stage';
 import { formatLinkProfile, formatProfile, profileDecode, profileLink } from './profile';
-import { decodeAttentionWays, decodeBothWays, decodeGemvWays, formatFuse, tuneAsTheApp, tuneUploadAsTheApp } from './fuse';
+import { decodeAttentionWays, decodeBothWays, decodeCombineWays, decodeGemvWays, formatFuse, tuneAsTheApp, tuneUploadAsTheApp } from './fuse';
 import { GpuTier } from '../kvstore/gpu-tier';
 import { realStage } from './real-model';
 
@@ -394,8 +394,10 @@ async function profileInto(rows: Record<string, unknown>[], e: Engine, context: 
   log(`${tag} ${formatFuse(attention)}`);
   const gemv = await decodeGemvWays(e, ctx, cpu ? 1 : steps);
   if (gemv.length) log(`${tag} ${formatFuse(gemv)}`);
+  const combine = await decodeCombineWays(e, ctx, cpu ? 1 : steps);
+  log(`${tag} ${formatFuse(combine)}`);
   const p = await profileDecode(e, context);
-  rows.push({ ...row, profile: p ?? 'no timestamp queries', fuse, attention, gemv });
+  rows.push({ ...row, profile: p ?? 'no timestamp queries', fuse, attention, gemv, combine });
   if (!p) return;
   for (const l of formatProfile(p)) log(`${tag} ${l}`);
 }

@@ -12,7 +12,7 @@ import { mdTable } from './markdown';
 import type { DecodeSettings, DecodeTuning, UploadTuning } from '../engine';
 
 type KernelRow = { rows?: string; variant?: string; half?: boolean; rowsPerThread?: number; keysPerTile?: number; keysPerThread?: number; splits?: number | string; T: number; K?: number; N?: number; n?: number; H?: number; HD?: number; ms: number; gflops: number; weightGBps?: number; chosen: boolean; clock?: string };
-type EngineRow = PrefillRow & { adapter: string; model: string; weight_bytes: number; weight_dtype: string; weights?: string; profile?: DecodeProfile | string; fuse?: DecodeWay[]; attention?: DecodeWay[]; gemv?: DecodeWay[]; skipped?: string; error?: string };
+type EngineRow = PrefillRow & { adapter: string; model: string; weight_bytes: number; weight_dtype: string; weights?: string; profile?: DecodeProfile | string; fuse?: DecodeWay[]; attention?: DecodeWay[]; gemv?: DecodeWay[]; combine?: DecodeWay[]; skipped?: string; error?: string };
 type TorchRow = { model: string; tokens: number; tokens_per_s: number; gflops: number; decode_tokens_per_s?: number; skipped?: string; error?: string };
 type LinkRow = { model: string; context: number; chunks: number; chunk_tokens: number; tier?: 'host' | 'host-f16' | 'gpu'; kv_dtype?: 'f32' | 'f16'; gpu_rows?: 'f32' | 'f16'; submit_each_layer?: boolean; results?: TtftRow[]; ratios?: Record<string, number>; profiles?: LinkProfile[]; skipped?: string; error?: string };
 type RealRun = {
@@ -248,9 +248,10 @@ function quantAndProfiles(quant: EngineRow[], eng: EngineRow[], bw: number): str
         p.step_gpu_ms.toFixed(2), p.kernels_gpu_ms.toFixed(2), n0(p.kernels.reduce((s, k) => s + k.dispatches, 0)), p.kernels.slice(0, 4).map((k) => `${k.kernel} ${n0(k.us)}`).join(', ')];
     })), '');
   }
-  const ways = [...eng, ...quant].flatMap((x) => [...(x.fuse ?? []), ...(x.attention ?? []), ...(x.gemv ?? [])].map((w) => ({ x, w })));
+  const ways = [...eng, ...quant].flatMap((x) => [...(x.fuse ?? []), ...(x.attention ?? []), ...(x.gemv ?? []), ...(x.combine ?? [])].map((w) => ({ x, w })));
   if (ways.length) {
-    lines.push('Decode each way, side by side on one model and cache (*fused*: RMSNorm and GLU folded into the GEMVs; *attention*: attention_decode.wgsl, `keys`, or attention.wgsl, `rows`; *gemv_sg* or *gemv*: gemv.wgsl summing with subgroup operations or in workgroup memory; *chosen* is the way the engine decodes here, after tuning where the run tuned):', '');
+    const combine = ways.some(({ w }) => w.foldCombine !== undefined) ? '*attention_combine launched*: key slices merged by that launch instead of in the output projection; ' : '';
+    lines.push(`Decode each way, side by side on one model and cache (*fused*: RMSNorm and GLU folded into the GEMVs; *attention*: attention_decode.wgsl, \`keys\`, or attention.wgsl, \`rows\`; *gemv_sg* or *gemv*: gemv.wgsl summing with subgroup operations or in workgroup memory; ${combine}*chosen* is the way the engine decodes here, after tuning where the run tuned):`, '');
     lines.push(table(['model', 'weights', 'way', 'tok/s', 'wall ms', 'GPU ms', 'dispatches', 'chosen'], ways.map(({ x, w }) => [
       x.model, x.weights ?? x.weight_dtype, wayLabel(w),
       n1(w.decode_tokens_per_s), w.decode_wall_ms.toFixed(2), w.decode_gpu_ms === undefined ? '–' : w.decode_gpu_ms.toFixed(2), n0(w.dispatches_per_step), w.chosen ? 'yes' : '',

@@ -100,7 +100,7 @@ test('Ops.combineFold: only where decode fuses, not when tuned off, and only wha
     ops.foldCombine = undefined;
     assert.equal(ops.combineFold(1, 2048, 32), COMBINE_MAX, 'Llama-1B: 8 KiB of x');
     assert.equal(ops.combineFold(5, 2048, 32), 0, 'five rows do not fuse');
-    assert.equal(ops.combineFold(1, 8192, 64), 0, `32 KiB of x past ${h.gpu.device.limits.maxComputeWorkgroupStorageSize} B`);
+    assert.equal(ops.combineFold(1, 65536, 64), 0, `256 KiB of x past ${h.gpu.device.limits.maxComputeWorkgroupStorageSize} B`);
     ops.foldCombine = false;
     assert.equal(ops.combineFold(1, 2048, 32), 0);
     ops.foldCombine = undefined;
