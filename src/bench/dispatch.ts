@@ -8,7 +8,9 @@
  * almost nothing, through the engine's own dispatcher (its uniform arena and bind-group cache):
  *  - dependent: every launch reads and writes the buffer the one before wrote, as a decode step's launches do;
  *  - dependent, wide: the same over many workgroups, as a GEMV's launch spreads over the whole GPU;
- *  - independent: every launch writes a buffer of its own, so no launch waits for another;
+ *  - independent: every launch writes a buffer of its own, so none reads what another wrote (the WebGPU
+ *    implementation may still put a barrier between them: against 'dependent', this says what the data
+ *    dependency itself costs);
  *  - a pass each: dependent, each launch in a compute pass of its own (the per-kernel profile's way).
  * Each is timed with `LONG` and `SHORT` launches in one submission; the difference over LONG - SHORT is the cost
  * of a launch, so a submission's fixed cost falls out. Fastest of `REPS`.
