@@ -87,6 +87,7 @@ export class Ops {
   ) {
     this.temps = new Scratch(lib.device, () => d.flush());
     this.maxBinding = lib.device.limits.maxStorageBufferBindingSize;
+    this.wgStorage = lib.device.limits.maxComputeWorkgroupStorageSize;
     const info = (lib.device as GPUDevice & { adapterInfo?: GPUAdapterInfo }).adapterInfo;
     // A device without adapterInfo (older browsers) gets 32, the common size on GPUs; gemv_sg is right at any size.
     this.subgroupMin = lib.device.features.has('subgroups') ? (info?.subgroupMinSize ?? 32) : null;
@@ -95,6 +96,8 @@ export class Ops {
 
   /** The adapter's largest storage binding, read once (attention's slice partials must fit in one). */
   private readonly maxBinding: number;
+  /** The adapter's workgroup memory in bytes, read once (attention_tiled's tiles, gemv's COMBINE). */
+  private readonly wgStorage: number;
 
   /** Whether a pass of T rows gets the fused launches (see fuse): only the gemv kernel has the prologues. */
   fuses(T: number): boolean {
@@ -110,7 +113,7 @@ export class Ops {
   combineFold(T: number, K: number, heads: number): number {
     if (!this.fuses(T) || this.foldCombine === false || K % (4 * heads) !== 0) return 0;
     const bytes = 4 * (T * K + T * heads * COMBINE_MAX + (this.pickGemv() === 'gemv' ? 256 * T : 1));
-    return bytes <= this.lib.device.limits.maxComputeWorkgroupStorageSize ? COMBINE_MAX : 0;
+    return bytes <= this.wgStorage ? COMBINE_MAX : 0;
   }
 
   /** The variants that can compute a [T, K]·[K, N] product (bench:engine and the GPU kit time each). */
@@ -245,10 +248,8 @@ export class Ops {
    * rows at 32K 3.7 ms against 5.4, 2048 rows of 32 heads 1.75 against 2.67, all 32K keys seen 5.8 against 6.0).
    */
   attentionTile(HD: number, want = 16): number {
-    this.wgStorage ??= this.lib.device.limits.maxComputeWorkgroupStorageSize;
     return Math.min(want, 4 * Math.floor(this.wgStorage / (2 * HD * 4 + 4) / 4));
   }
-  private wgStorage?: number;
 
   /** Attends; returns the key slices where they are left for the consumer to merge (AttentionArgs.leaveSlices), else null. */
   attention(a: AttentionArgs): AttentionSlices | null {
