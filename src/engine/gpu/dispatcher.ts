@@ -107,11 +107,9 @@ export class Dispatcher {
     const last = this.bySlot[this.slot];
     let bg = last && last.pipeline === pipeline && slotMatches(last.parts, bindings) ? last.bg : undefined;
     if (!bg) {
+      const parts = flatBindings(bindings);
       let key = `${this.id(pipeline)}:${this.slot}`;
-      for (const k in bindings) {
-        const b = bindings[k];
-        key += 'mapAsync' in b ? `|${k}=${this.id(b)}` : `|${k}=${this.id(b.buffer)}@${b.offset ?? 0}+${b.size ?? -1}`;
-      }
+      for (let i = 0; i < parts.length; i += 4) key += `|${parts[i]}=${this.id(parts[i + 1] as GPUBuffer)}@${parts[i + 2]}+${parts[i + 3]}`;
       bg = this.bindCache.get(key);
       if (!bg) {
         const entries: GPUBindGroupEntry[] = [{ binding: 0, resource: { buffer: this.uniform, offset: base, size: SLOT } }];
@@ -123,7 +121,7 @@ export class Dispatcher {
         bg = this.device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries });
         this.bindCache.set(key, bg);
       }
-      this.bySlot[this.slot] = { pipeline, parts: flatBindings(bindings), bg };
+      this.bySlot[this.slot] = { pipeline, parts, bg };
     }
     this.slot++;
     this.count++;

@@ -83,12 +83,11 @@ export class KernelLibrary {
   }
 }
 
-/** Whether two sets of defines name the same keys with the same values (in any order). */
+/** Whether two sets of defines name the same keys with the same values (in any order; no value is undefined). */
 function sameDefines(a: Defines, b: Defines): boolean {
   let n = 0;
   for (const k in a) {
-    const v = a[k];
-    if (v !== b[k] || (v === undefined && !(k in b))) return false;
+    if (a[k] !== b[k]) return false;
     n++;
   }
   for (const _ in b) n--;
