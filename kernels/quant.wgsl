@@ -145,9 +145,8 @@ fn k_scale_min(h: vec4<u32>, j: u32) -> vec2<f32> {
     sc = lo & 63u;
     mn = hi & 63u;
   } else {
-    let e = hi;
-    sc = (e & 15u) | ((k_byte(h, j - 4u) >> 6u) << 4u);
-    mn = (e >> 4u) | ((lo >> 6u) << 4u);
+    sc = (hi & 15u) | ((k_byte(h, j - 4u) >> 6u) << 4u);
+    mn = (hi >> 4u) | ((lo >> 6u) << 4u);
   }
   let dm = unpack2x16float(h.x);
   return vec2<f32>(dm.x * f32(sc), dm.y * f32(mn));
@@ -205,10 +204,15 @@ fn dq4(i: u32, sbase: u32) -> vec4<f32> {
 #if Q6_K
 // Weights 4·l4 .. 4·l4 + 3 of quarter q of half h of the Q6_K block b (at word `base`), with its scale d.
 fn k6(base: u32, d: f32, h: u32, q: u32, l4: u32) -> vec4<f32> {
-  let lo = (qw[base + 16u * h + 8u * (q & 1u) + l4] >> (4u * (q >> 1u))) & 0x0F0F0F0Fu;
-  let hi = ((qw[base + 32u + 8u * h + l4] >> (2u * q)) & 0x03030303u) << 4u;
   let s = 8u * h + (l4 >> 2u) + 2u * q;
-  let sc = (bitcast<i32>(qw[base + 48u + s / 4u]) << (24u - 8u * (s & 3u))) >> 24u;
+  return k6_words(qw[base + 16u * h + 8u * (q & 1u) + l4], qw[base + 32u + 8u * h + l4], qw[base + 48u + s / 4u], d, q, s);
+}
+
+// The same from its words as loaded: ql's, qh's and the one holding int8 scale s.
+fn k6_words(ql: u32, qh: u32, scw: u32, d: f32, q: u32, s: u32) -> vec4<f32> {
+  let lo = (ql >> (4u * (q >> 1u))) & 0x0F0F0F0Fu;
+  let hi = ((qh >> (2u * q)) & 0x03030303u) << 4u;
+  let sc = (bitcast<i32>(scw) << (24u - 8u * (s & 3u))) >> 24u;
   return (d * f32(sc)) * (vec4<f32>(bytes4(lo | hi)) - 32.0);
 }
 
@@ -224,11 +228,8 @@ fn dq32(s: u32, sbase: u32, w: ptr<function, array<vec4<f32>, 8>>) {
   let hi = array<vec4<u32>, 2>(qw4[b + 8u + 2u * h], qw4[b + 8u + 2u * h + 1u]);
   let scales = qw4[b + 12u];
   for (var t = 0u; t < 8u; t++) {
-    let l = (lo[t >> 2u][t & 3u] >> (4u * (q >> 1u))) & 0x0F0F0F0Fu;
-    let m = ((hi[t >> 2u][t & 3u] >> (2u * q)) & 0x03030303u) << 4u;
     let k = 8u * h + (t >> 2u) + 2u * q;
-    let sc = (bitcast<i32>(scales[k / 4u]) << (24u - 8u * (k & 3u))) >> 24u;
-    (*w)[t] = (d * f32(sc)) * (vec4<f32>(bytes4(l | m)) - 32.0);
+    (*w)[t] = k6_words(lo[t >> 2u][t & 3u], hi[t >> 2u][t & 3u], scales[k / 4u], d, q, k);
   }
 }
 #else
