@@ -8,7 +8,7 @@
 import type { Dispatcher, Param } from './gpu/dispatcher';
 import type { KernelLibrary } from './gpu/kernels';
 import { Scratch } from './model/scratch';
-import { checkQuantShape, isQuant, QUANT, scaleBase, type QuantType } from './quant';
+import { checkQuantShape, isQuant, QUANT, scaleBase, vec4Blocks, type QuantType } from './quant';
 import { matmulBindings, matmulParams, wDefines, yRange } from './matmul-launch';
 import { attentionSplits, keysSplits, tiledSplits } from './attention-plan';
 
@@ -198,8 +198,7 @@ export class Ops {
     const comb = a.pre && 'combine' in a.pre ? a.pre.combine : null;
     if (comb && (comb.splits < 1 || comb.splits > COMBINE_MAX || a.K % (4 * comb.heads) !== 0)) throw new Error(`gemv: merges 1 to ${COMBINE_MAX} key slices of heads a multiple of 4 wide, not ${comb.splits} of ${a.K} / ${comb.heads}`);
     const cols = sg ? gemvSgColumns(this.subgroupMin!) : 8;
-    // Types whose blocks lie on 16-byte boundaries are read 16 bytes a load (quant.wgsl's QW4).
-    const qw4 = a.wDtype === 'q4_k' || a.wDtype === 'q4_0' || a.wDtype === 'q8_0' || a.wDtype === 'q6_k';
+    const qw4 = isQuant(a.wDtype) && vec4Blocks(a.wDtype);
     const pipe = this.lib.pipeline('gemv', {
       TX: a.T, SG: sg, ...(sg ? { COLS: cols } : { PARTS: 256 * a.T }), ...wDefines(a.wDtype), BIAS: !!a.bias, RESIDUAL: !!a.residual, Y_RANGE: yRange(a),
       NORM: !!a.pre && 'norm' in a.pre, GLU: !!glu, GELU_TANH: glu === 'gelu_tanh',

@@ -45,6 +45,12 @@ export const QUANT_TYPES = Object.keys(QUANT) as QuantType[];
 
 export const isQuant = (t: string): t is QuantType => t in QUANT;
 
+/**
+ * Whether a type's blocks lie on 16-byte boundaries in the GPU layout (a whole number of vec4s each: Q4_0, Q8_0,
+ * Q4_K, Q6_K), so gemv reads them 16 bytes a load (kernels/quant.wgsl's QW4, which each of them implements).
+ */
+export const vec4Blocks = (q: QuantType) => QUANT[q].qw % 4 === 0;
+
 /** The packed type a ggml tensor type stays in on the GPU, or undefined (dequantized on load). */
 export function quantOfGgml(type: number): QuantType | undefined {
   return QUANT_TYPES.find((q) => QUANT[q].ggml === type);
