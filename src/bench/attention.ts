@@ -43,7 +43,7 @@ const TILED_SPLITS = [1, 2, 4, 8, 16, 32] as const;
 /** The tiled kernel is timed where its 64-row workgroups are at least half full. */
 const TILED_MIN_T = 32;
 /** attention_decode's slices (a workgroup of 64 each per row and head); it is timed where rows are few. */
-const KEYS_SPLITS = [1, 2, 4, 8, 16, 32, 64, 128] as const;
+const KEYS_SPLITS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512] as const;
 const KEYS_MAX_T = 64;
 
 export async function timeAttention(e: Engine, c: AttentionCase, targetMs = 60): Promise<AttentionTiming[]> {

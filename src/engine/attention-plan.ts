@@ -6,7 +6,7 @@
 /**
  * How many slices to split attention's key range into on a real GPU: enough
  * to reach about 8K invocations, never slices under 32 keys, and at most 128
- * (attention_combine walks every slice of a row serially). Each invocation
+ * (set when attention_combine walked every slice of a row serially). Each invocation
  * walks its slice serially, so a decode row's time is its slice length. On
  * an H100 (gpu-h100-5.json): a Llama-1B decode row against 512 keys took
  * 0.44 ms whole and 0.19 ms in the 2 slices of 256 keys chosen before, 0.07
@@ -32,15 +32,24 @@ export function tiledSplits(workgroups: number, keys: number): number {
 
 /**
  * Key slices for attention_decode (a workgroup of 64 per row, head and slice, each invocation `keysPerThread` keys
- * of a round of 64 * keysPerThread): enough slices for about 1024 workgroups while slices keep at least a round's
- * keys, at most 128 of them. The kernel is bound by each round's latency, not by bandwidth, so more workgroups in
- * flight win: on the H100 (gpu-h100-13.json, one key a thread) 32 heads over 512 keys took 14.1 us in 8 slices,
- * 18.0 in 4 and 48.5 in 1; 9 heads over 32K keys 100 us in 128 slices, 4.8 ms in 1. More keys a thread make
- * fewer, longer slices: 512 keys at 8 a thread are one slice, with no attention_combine launch after it.
+ * of a round of 64 * keysPerThread): enough slices for about 4096 workgroups (a full wave of 64-invocation
+ * workgroups on an H100's 132 multiprocessors), slices of whole rounds, at most 512 of them. The kernel is bound by
+ * each round's latency, not by bandwidth, so more workgroups in flight win: on the H100 (gpu-h100-13.json, one key a
+ * thread) 32 heads over 512 keys took 14.1 us in 8 slices, 18.0 in 4 and 48.5 in 1; 9 heads over 32K keys 100 us in
+ * 128 slices, 116 in 64, 4.8 ms in 1. Those figures fit about 0.16 us a key of a slice, plus 0.4 us a slice for
+ * attention_combine's serial walk then; its workgroup per row and head now merges slices in parallel, so long
+ * contexts take more, shorter slices (9 heads over 32K keys: 256 of two rounds). More keys a thread make fewer,
+ * longer slices: 512 keys at 8 a thread are one slice, with no attention_combine launch after it.
  */
 export function keysSplits(rows: number, keys: number, keysPerThread = 1): number {
-  return Math.max(1, Math.min(Math.ceil(1024 / rows), Math.floor(keys / (64 * keysPerThread)), 128));
+  const round = 64 * keysPerThread;
+  const rounds = Math.max(1, Math.ceil(keys / round / Math.ceil(KEYS_WORKGROUPS / rows)));
+  return Math.max(1, Math.min(Math.floor(keys / (rounds * round)), KEYS_MAX_SPLITS));
 }
+
+/** attention_decode's workgroups in flight that keysSplits aims for, and its most slices. */
+const KEYS_WORKGROUPS = 4096;
+const KEYS_MAX_SPLITS = 512;
 
 /**
  * The cache rows each query needs to scan, as [first, last) pairs. When the

@@ -302,8 +302,9 @@ export class Ops {
     b[8] = this.temps.get('attention.ml', slots * 8);
     this.d.run1d(pipe, params, b, invocations);
     if (splits <= (a.leaveSlices ?? 0)) return { part: b[6], ml: b[8], heads: a.H, splits };
-    const combine = this.lib.pipeline('attention_combine');
-    this.d.run1d(combine, [u(a.T), u(a.H), u(splits), u(a.HD / 4)], { 1: b[6], 2: b[8], 3: a.out }, (a.T * a.H * a.HD) / 4);
+    // A workgroup of 64 for each row and head.
+    const combine = this.lib.pipeline('attention_combine', { HD4: a.HD / 4 });
+    this.d.run1d(combine, [u(a.T), u(a.H), u(splits), u(0)], { 1: b[6], 2: b[8], 3: a.out }, a.T * a.H * 64);
     return null;
   }
 

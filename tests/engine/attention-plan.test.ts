@@ -19,16 +19,21 @@ test('keyBounds: sorted positions narrow the scan, unsorted ones scan every row'
   assert.deepEqual([...keyBounds(sorted, 6, [2], 0, false)], [0, 6]);
 });
 
-test('keysSplits: about 1024 workgroups, slices of at least a round of 64 keys a thread, at most 128', () => {
+test('keysSplits: about 4096 workgroups, slices of whole rounds of 64 keys a thread, at most 512', () => {
   // 32 heads over 512 keys: 8 slices of one 64-key round each (the H100's fastest, gpu-h100-13.json).
   assert.equal(keysSplits(32, 512), 8);
   // Keys a thread lengthen a round: 8 a thread make 512 keys one round, one slice, nothing to combine.
   assert.equal(keysSplits(32, 512, 2), 4);
   assert.equal(keysSplits(32, 512, 8), 1);
-  // Long contexts: the workgroup target (1024 / 9 heads → 114), and the cap of 128.
-  assert.equal(keysSplits(9, 32768), 114);
+  // Long contexts: the workgroup target (4096 / 9 heads → 456 slices wanted, so two rounds a slice → 256), with
+  // rounds of 512 keys one round a slice, and 32 heads four rounds a slice.
+  assert.equal(keysSplits(9, 32768), 256);
   assert.equal(keysSplits(9, 32768, 8), 64);
-  assert.equal(keysSplits(1, 1 << 20), 128);
+  assert.equal(keysSplits(32, 32768), 128);
+  // A slice is never under a round: 1000 keys are 15 slices, not 16 of 62 keys.
+  assert.equal(keysSplits(9, 1000), 15);
+  // The cap of 512.
+  assert.equal(keysSplits(1, 1 << 20), 512);
   // Never fewer than one, however few keys.
   assert.equal(keysSplits(32, 10, 8), 1);
 });

@@ -311,6 +311,32 @@ for (const HD of [256, 80, 64]) {
   }
 }
 
+// attention_combine gives each row and head a workgroup of 64: more slices than invocations (each walks several),
+// slices past the 512 whose weights workgroup memory keeps, slices with no key, a row with none at all, and a head
+// wider than the workgroup (512: 128 vec4s, one group).
+for (const [HD, variant] of [[64, 'keys'], [80, 'keys'], [512, 'rows']] as const) {
+  test(`attention_combine merges many key slices (head ${HD}, ${variant})`, async () => {
+    const h = await harness();
+    const T = 3, n = 1100, H = 4, NKV = 2, qStride = (H + 2 * NKV) * HD;
+    const kpos = Int32Array.from({ length: n }, (_, j) => j);
+    const qpos = Int32Array.from([n - 1, -1, 700]);
+    // Scores large enough that a slice's max, not the first one's, must set the scale.
+    const a = { T, n, H, NKV, HD, qStride, qOffset: 0, kpos, qpos, window: 0, scale: 4 / Math.sqrt(HD),
+      q: rand(T * qStride, 51), k: rand(n * NKV * HD, 52), v: rand(n * NKV * HD, 53) };
+    // Key 1000 scores hundreds for row 0's head 0, where only a slice past the first 64 holds it: 2^(m_s - M)
+    // overflows unless M is the largest of all slices' maxima.
+    for (let d = 0; d < HD; d++) a.k[1000 * NKV * HD + d] = 40 * a.q[d];
+    const want = ref.attention(a);
+    const out = h.empty(want.length * 4);
+    const args = { q: h.upload(a.q), qStride, qOffset: 0, k: h.upload(a.k), v: h.upload(a.v), kvDtype: 'f32' as const, qpos: h.upload(qpos), kpos: h.upload(kpos),
+      out, T, n, H, NKV, HD, window: 0, scale: a.scale, bounds: h.upload(keyBounds(kpos, n, qpos, 0)), variant };
+    for (const splits of [65, 300, 600]) {
+      h.ops.attention({ ...args, splits });
+      assertClose(await h.readF32(out, want.length), want, 0, KEYS_RT, `${variant}, head ${HD}, ${splits} slices`);
+    }
+  });
+}
+
 test('on GPUs attention_tiled is the default once rows fill a workgroup and attention_decode below; never on CPU adapters', async () => {
   const { ops } = await harness();
   const was = ops.matmulProfile;
