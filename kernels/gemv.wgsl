@@ -20,7 +20,8 @@
 // Packed quantized weights (W_Q): a lane takes 32-weight sub-blocks instead of
 // vec4s (quant.wgsl's dq32), so scales are decoded once per 32 weights.
 // NORM, GLU and COMBINE read x through a prologue (gemv_x.wgsl): decode's RMSNorm, GLU
-// and attention_combine launches folded into the GEMV that consumes their output.
+// and attention_combine launches folded into the GEMV that consumes their output; with
+// STAGE, NORM's and GLU's x is worked out once a workgroup into workgroup memory.
 #if SG
 enable subgroups;
 // A column's loop ends where its subgroup's claim runs out: uniform within the subgroup, which is all
@@ -96,6 +97,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 #if COMBINE
   stage_x(li);
 #endif
+#if STAGE
+  stage_x(li);
+#endif
   let lanes = subgroupAdd(1u);
   let rank = subgroupExclusiveAdd(1u);
   let col0 = (wid.x + wid.y * nwg.x) * COLS;
@@ -114,7 +118,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     for (var t = 0u; t < TX; t++) {
       sums[t] = subgroupAdd(acc[t]);
 #if NORM
+#if STAGE
+      sums[t] *= xscale[t];
+#else
       sums[t] *= rms_scale(subgroupAdd(ss[t]));
+#endif
 #endif
     }
     for (var t = rank; t < TX; t += lanes) { store_sum(t, n, sums[t]); }
@@ -123,13 +131,19 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 #else
 var<workgroup> part: array<f32, {{PARTS}}>;
 #if NORM
-// The lanes' sums of squares, reduced like part.
+#if STAGE
+#else
+// The lanes' sums of squares, reduced like part (STAGE has each row's 1/rms already).
 var<workgroup> sq_part: array<f32, {{PARTS}}>;
+#endif
 #endif
 
 @compute @workgroup_size(256, 1, 1)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
 #if COMBINE
+  stage_x(li);
+#endif
+#if STAGE
   stage_x(li);
 #endif
   let col = li / 32u;
@@ -141,7 +155,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   partials(min(n, p.N - 1u) * p.K4, lane, 32u, &acc, &ss);
   for (var t = 0u; t < TX; t++) { part[t * 256u + li] = acc[t]; }
 #if NORM
+#if STAGE
+#else
   for (var t = 0u; t < TX; t++) { sq_part[t * 256u + li] = ss[t]; }
+#endif
 #endif
   workgroupBarrier();
   // Invocation t of each column sums row t's 32 partials.
@@ -149,9 +166,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     var s = 0.0;
     for (var i = 0u; i < 32u; i++) { s += part[lane * 256u + col * 32u + i]; }
 #if NORM
+#if STAGE
+    s *= xscale[lane];
+#else
     var s2 = 0.0;
     for (var i = 0u; i < 32u; i++) { s2 += sq_part[lane * 256u + col * 32u + i]; }
     s *= rms_scale(s2);
+#endif
 #endif
     store_sum(lane, n, s);
   }

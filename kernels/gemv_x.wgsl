@@ -13,6 +13,11 @@
 //    anything else), and load_x reads x from there: the merge's launch folded into the output
 //    projection. The slices' weights 2^(m_s - M) / sum_s l_s 2^(m_s - M) are worked out once
 //    per (row, head, slice), as attention_combine's; a row that saw no key gets zeros.
+//  STAGE (with NORM or GLU): each workgroup first works out its rows' x once, as the prologue gives
+//    it (normed and gained, or act(gate) * up), into workgroup memory (stage_x), vec4s [0, XK4)
+//    of each row (the rest, where the adapter's workgroup memory holds less, on the fly as
+//    without STAGE); NORM's sums of squares meet there too, so each row's 1/rms is xscale[t].
+//    Without it, every column's lanes redo the prologue for each weight vec4 they read.
 // Otherwise gain is 1 and sq 0: the plain kernel, which the compiler sees through.
 #if GLU
 #include "act"
@@ -50,22 +55,18 @@ fn stage_x(li: u32) {
 }
 #endif
 
-// Vec4 k of row t of the input (before the norm's gain).
-fn load_x(t: u32, k: u32) -> vec4<f32> {
-#if COMBINE
-  return xs[t * p.K4 + k];
-#else
+// Vec4 k of row t of the input as stored, or GLU's act(gate) * up.
+fn raw_x(t: u32, k: u32) -> vec4<f32> {
 #if GLU
   let base = 2u * t * p.K4 + k;
   return act4(x[base]) * x[base + p.K4];
 #else
   return x[t * p.K4 + k];
 #endif
-#endif
 }
 
-// What vec4 k of every row is multiplied by before the dot product.
-fn gain(k: u32) -> vec4<f32> {
+// The norm's weight for vec4 k (w or 1 + w), or 1.
+fn norm_gain(k: u32) -> vec4<f32> {
 #if NORM
   return nw[k] + select(0.0, 1.0, p.plus_one != 0u);
 #else
@@ -73,10 +74,69 @@ fn gain(k: u32) -> vec4<f32> {
 #endif
 }
 
-// A lane's share of a row's sum of squares, from one vec4 it read.
+#if STAGE
+const XK4: u32 = {{XK4}}u;
+var<workgroup> xs: array<vec4<f32>, TX * XK4>;
+#if NORM
+var<workgroup> red: array<f32, 256>;
+var<workgroup> xscale: array<f32, TX>;
+#endif
+
+// The rows' x into xs by the workgroup's 256 invocations (li: this one's index), and NORM's 1/rms of each row.
+fn stage_x(li: u32) {
+  for (var t = 0u; t < TX; t++) {
+    var ss = 0.0;
+    for (var k = li; k < p.K4; k += 256u) {
+      let v = raw_x(t, k);
+      ss += dot(v, v);
+      if (k < XK4) { xs[t * XK4 + k] = v * norm_gain(k); }
+    }
+#if NORM
+    red[li] = ss;
+    workgroupBarrier();
+    for (var w = 128u; w > 0u; w >>= 1u) {
+      if (li < w) { red[li] += red[li + w]; }
+      workgroupBarrier();
+    }
+    if (li == 0u) { xscale[t] = rms_scale(red[0]); }
+    workgroupBarrier();
+#endif
+  }
+  workgroupBarrier();
+}
+#endif
+
+// Vec4 k of row t of the input (before the norm's gain, except where STAGE has applied it).
+fn load_x(t: u32, k: u32) -> vec4<f32> {
+#if COMBINE
+  return xs[t * p.K4 + k];
+#else
+#if STAGE
+  if (k < XK4) { return xs[t * XK4 + k]; }
+  return raw_x(t, k) * norm_gain(k);
+#else
+  return raw_x(t, k);
+#endif
+#endif
+}
+
+// What vec4 k of every row is multiplied by before the dot product.
+fn gain(k: u32) -> vec4<f32> {
+#if STAGE
+  return vec4<f32>(1.0);
+#else
+  return norm_gain(k);
+#endif
+}
+
+// A lane's share of a row's sum of squares, from one vec4 it read (STAGE sums them in stage_x).
 fn sq(v: vec4<f32>) -> f32 {
 #if NORM
+#if STAGE
+  return 0.0;
+#else
   return dot(v, v);
+#endif
 #else
   return 0.0;
 #endif

@@ -4,7 +4,8 @@
  * without; and with decode's attention in attention_decode.wgsl ('keys', the GPU default) and in attention.wgsl
  * ('rows'); on devices with subgroups, with its GEMVs in gemv_sg (the default there) and in gemv; and, fused,
  * with attention's few key slices merged in the output projection (Ops.foldCombine) and by attention_combine's
- * launch. Each way reports its wall and GPU time a step and its dispatches a step.
+ * launch; and, fused, with the GEMVs' RMSNorm and GLU x worked out once a workgroup in workgroup memory (Ops.stageX)
+ * and in every column's lanes. Each way reports its wall and GPU time a step and its dispatches a step.
  */
 import { describeSettings, type AttentionVariant, type DecodeTuning, type Engine, type GemvVariant, type UploadTuning } from '../engine';
 import { benchTokens } from './prefill';
@@ -17,6 +18,8 @@ export interface DecodeWay {
   gemv?: GemvVariant | 'default';
   /** Whether a fused step's output projection merges the key slices (Ops.foldCombine), where the way sets it. */
   foldCombine?: boolean;
+  /** Whether a fused step's GEMVs stage their prologue's x in workgroup memory (Ops.stageX), where the way sets it. */
+  stageX?: boolean;
   /** Whether this is the way the engine decodes on this adapter by default. */
   chosen: boolean;
   steps: number;
@@ -29,19 +32,20 @@ export interface DecodeWay {
 /** The fused/unfused comparison's rows (their attention is the default). */
 export type FuseTiming = DecodeWay;
 
-type Way = { fused: boolean; attention?: AttentionVariant; gemv?: GemvVariant; foldCombine?: boolean; chosen: boolean; steps: number };
+type Way = { fused: boolean; attention?: AttentionVariant; gemv?: GemvVariant; foldCombine?: boolean; stageX?: boolean; chosen: boolean; steps: number };
 
 /**
  * After a `context`-token prefill, one step each way to build its pipelines, then each way's timed steps, the
  * engine's own way first; the engine's settings are restored after.
  */
 async function timeWays(e: Engine, context: number, ways: Way[]): Promise<DecodeWay[]> {
-  const saved = { fuse: e.ops.fuse, attention: e.ops.attentionVariant, gemv: e.ops.gemvVariant, foldCombine: e.ops.foldCombine };
+  const saved = { fuse: e.ops.fuse, attention: e.ops.attentionVariant, gemv: e.ops.gemvVariant, foldCombine: e.ops.foldCombine, stageX: e.ops.stageX };
   const set = (w: Way) => {
     e.ops.fuse = w.fused;
     e.ops.attentionVariant = w.attention;
     e.ops.gemvVariant = w.gemv;
     e.ops.foldCombine = w.foldCombine ?? saved.foldCombine;
+    e.ops.stageX = w.stageX ?? saved.stageX;
   };
   const total = context + ways.length + ways.reduce((s, w) => s + w.steps + Math.min(8, w.steps), 0);
   const tokens = benchTokens(total, e.config.vocabSize, 1);
@@ -68,7 +72,7 @@ async function timeWays(e: Engine, context: number, ways: Way[]): Promise<Decode
         for (let i = 0; i < probe; i++) await e.decode(cache, tokens[at++]);
         gpu = ((await d.stopGpuTimer()) ?? NaN) / probe;
       }
-      out.push({ fused: w.fused, attention: w.attention ?? 'default', gemv: w.gemv ?? 'default', ...(w.foldCombine === undefined ? {} : { foldCombine: w.foldCombine }), chosen: w.chosen, steps: w.steps, decode_tokens_per_s: 1000 / wall, decode_wall_ms: wall, decode_gpu_ms: gpu, dispatches_per_step: dispatches });
+      out.push({ fused: w.fused, attention: w.attention ?? 'default', gemv: w.gemv ?? 'default', ...(w.foldCombine === undefined ? {} : { foldCombine: w.foldCombine }), ...(w.stageX === undefined ? {} : { stageX: w.stageX }), chosen: w.chosen, steps: w.steps, decode_tokens_per_s: 1000 / wall, decode_wall_ms: wall, decode_gpu_ms: gpu, dispatches_per_step: dispatches });
     }
     return out;
   } finally {
@@ -76,6 +80,7 @@ async function timeWays(e: Engine, context: number, ways: Way[]): Promise<Decode
     e.ops.attentionVariant = saved.attention;
     e.ops.gemvVariant = saved.gemv;
     e.ops.foldCombine = saved.foldCombine;
+    e.ops.stageX = saved.stageX;
     cache.destroy();
   }
 }
@@ -119,12 +124,22 @@ export function decodeCombineWays(e: Engine, context: number, steps: number): Pr
 }
 
 /**
- * What a way sets, in words: "fused, attention keys", "unfused, gemv_sg", "fused, attention keys (4 keys a thread)",
- * "fused, attention_combine launched" (a fused way that does not fold it: Ops.foldCombine).
+ * Fused decode with the GEMVs' RMSNorm and GLU x staged once a workgroup in workgroup memory (gemv's STAGE) and
+ * worked out in every column's lanes, the engine's other settings kept (where it does not fuse, neither is its own).
  */
-export function wayLabel(r: Pick<DecodeWay, 'fused' | 'attention' | 'gemv'> & { keysPerThread?: number; foldCombine?: boolean }): string {
+export function decodeStageWays(e: Engine, context: number, steps: number): Promise<DecodeWay[]> {
+  const picked = e.ops.stageX === true, fused = e.ops.fuses(1);
+  return timeWays(e, context, [picked, !picked].map((stageX) => ({ fused: true, stageX, chosen: fused && stageX === picked, steps })));
+}
+
+/**
+ * What a way sets, in words: "fused, attention keys", "unfused, gemv_sg", "fused, attention keys (4 keys a thread)",
+ * "fused, attention_combine launched" (a fused way that does not fold it: Ops.foldCombine), "fused, x staged"
+ * (Ops.stageX).
+ */
+export function wayLabel(r: Pick<DecodeWay, 'fused' | 'attention' | 'gemv'> & { keysPerThread?: number; foldCombine?: boolean; stageX?: boolean }): string {
   const keys = r.attention === 'keys' && (r.keysPerThread ?? 1) > 1 ? ` (${r.keysPerThread} keys a thread)` : '';
-  const combine = r.fused && r.foldCombine === false ? ', attention_combine launched' : '';
+  const combine = (r.fused && r.foldCombine === false ? ', attention_combine launched' : '') + (r.fused && r.stageX === true ? ', x staged' : '');
   return `${r.fused ? 'fused' : 'unfused'}${combine}${r.attention && r.attention !== 'default' ? `, attention ${r.attention}${keys}` : ''}${r.gemv && r.gemv !== 'default' ? `, ${r.gemv}` : ''}`;
 }
 

@@ -46,7 +46,7 @@ import { timeMatmuls } from './matmul';
 import { linkedRows, timeAttention, type AttentionCase } from './attention';
 import { copyStage, type CopyReport } from './copy-stage';
 import { formatLinkProfile, formatProfile, profileDecode, profileLink } from './profile';
-import { decodeAttentionWays, decodeBothWays, decodeCombineWays, decodeGemvWays, formatFuse, tuneAsTheApp, tuneUploadAsTheApp } from './fuse';
+import { decodeAttentionWays, decodeBothWays, decodeCombineWays, decodeGemvWays, decodeStageWays, formatFuse, tuneAsTheApp, tuneUploadAsTheApp } from './fuse';
 import { GpuTier } from '../kvstore/gpu-tier';
 import { realStage } from './real-model';
 
@@ -394,7 +394,8 @@ async function profileInto(rows: Record<string, unknown>[], e: Engine, context: 
   log(`${tag} ${formatFuse(attention)}`);
   const gemv = await decodeGemvWays(e, ctx, cpu ? 1 : steps);
   if (gemv.length) log(`${tag} ${formatFuse(gemv)}`);
-  const combine = await decodeCombineWays(e, ctx, cpu ? 1 : steps);
+  // The fused choices' rows: the key slices' fold, then the prologues' x staged.
+  const combine = [...await decodeCombineWays(e, ctx, cpu ? 1 : steps), ...await decodeStageWays(e, ctx, cpu ? 1 : steps)];
   log(`${tag} ${formatFuse(combine)}`);
   const p = await profileDecode(e, context);
   rows.push({ ...row, profile: p ?? 'no timestamp queries', fuse, attention, gemv, combine });

@@ -66,6 +66,11 @@ export class Ops {
    * COMBINE), so no attention_combine launch runs; default on wherever decode fuses. Engine.tuneDecode measures it.
    */
   foldCombine?: boolean;
+  /**
+   * Whether gemv works out a fused RMSNorm's or GLU's x once a workgroup into workgroup memory (STAGE) rather than
+   * in every column's lanes for each weight it reads; default off. Engine.tuneDecode measures it.
+   */
+  stageX?: boolean;
   /** The GEMV kernel every product of at most 4 rows gets on the 'gpu' profile, instead of pickGemv's (the GPU kit times decode with each). */
   gemvVariant?: GemvVariant;
   /**
@@ -199,13 +204,24 @@ export class Ops {
     if (comb && (comb.splits < 1 || comb.splits > COMBINE_MAX || a.K % (4 * comb.heads) !== 0)) throw new Error(`gemv: merges 1 to ${COMBINE_MAX} key slices of heads a multiple of 4 wide, not ${comb.splits} of ${a.K} / ${comb.heads}`);
     const cols = sg ? gemvSgColumns(this.subgroupMin!) : 8;
     const qw4 = isQuant(a.wDtype) && vec4Blocks(a.wDtype);
+    const xk4 = a.pre && !comb && this.stageX === true ? this.stagedVec4s(a.T, a.K, sg, !glu) : 0;
     const pipe = this.lib.pipeline('gemv', {
       TX: a.T, SG: sg, ...(sg ? { COLS: cols } : { PARTS: 256 * a.T }), ...wDefines(a.wDtype), BIAS: !!a.bias, RESIDUAL: !!a.residual, Y_RANGE: yRange(a),
       NORM: !!a.pre && 'norm' in a.pre, GLU: !!glu, GELU_TANH: glu === 'gelu_tanh',
       COMBINE: !!comb, ...(comb ? { XS: (a.T * a.K) / 4, WTS: a.T * comb.heads * COMBINE_MAX } : {}), QW4: qw4,
+      STAGE: xk4 > 0, ...(xk4 ? { XK4: xk4 } : {}),
     });
     // One workgroup (of 256) per `cols` output columns.
     this.d.run1d(pipe, matmulParams(a), matmulBindings(a), Math.ceil(a.N / cols) * 64);
+  }
+
+  /**
+   * The vec4s of each of T rows of a K-wide x that gemv's STAGE keeps in workgroup memory: all of them where they
+   * fit beside the kernel's own sums (and NORM's reduction), else as many as fit (the rest are read on the fly).
+   */
+  private stagedVec4s(T: number, K: number, sg: boolean, norm: boolean): number {
+    const reserved = (sg ? 16 : 4 * 256 * T) + (norm ? 4 * (256 + T) : 0) + 64;
+    return Math.max(0, Math.min(K / 4, Math.floor((this.wgStorage - reserved) / (16 * T))));
   }
 
   rmsnorm(a: RmsNormArgs) {

@@ -182,7 +182,7 @@ export function gpuSection(runs: { file: string; r: GpuRun }[]): string {
 /** What tuning decode's kernels at load measured and kept, per model (runs before tuning have none). */
 function tuning(rows: NonNullable<GpuRun['kit']['tune']>): string[] {
   if (!rows.length) return [];
-  const way = (x: DecodeSettings) => wayLabel({ fused: x.fuse, attention: x.attention, gemv: x.gemv, keysPerThread: x.keysPerThread, foldCombine: x.foldCombine });
+  const way = (x: DecodeSettings) => wayLabel({ fused: x.fuse, attention: x.attention, gemv: x.gemv, keysPerThread: x.keysPerThread, foldCombine: x.foldCombine, stageX: x.stageX });
   const t0 = rows[0];
   return [
     `Decode's kernels tuned as the app tunes them when it loads a model (Engine.tuneDecode: greedy steps recorded ahead after ${t0.context} cached rows, the fastest of ${t0.reps} or more runs of ${t0.steps} steps a way; the defaults first, an alternative kept only when over 3% faster; from gpu-h100-8 on, after the defaults ran untimed for 300 ms, each alternative timed in turns with the best so far; the kit's decode figures above and below use the way kept):`, '',
@@ -250,7 +250,8 @@ function quantAndProfiles(quant: EngineRow[], eng: EngineRow[], bw: number): str
   }
   const ways = [...eng, ...quant].flatMap((x) => [...(x.fuse ?? []), ...(x.attention ?? []), ...(x.gemv ?? []), ...(x.combine ?? [])].map((w) => ({ x, w })));
   if (ways.length) {
-    const combine = ways.some(({ w }) => w.foldCombine !== undefined) ? '*attention_combine launched*: key slices merged by that launch instead of in the output projection; ' : '';
+    const combine = (ways.some(({ w }) => w.foldCombine !== undefined) ? '*attention_combine launched*: key slices merged by that launch instead of in the output projection; ' : '') +
+      (ways.some(({ w }) => w.stageX !== undefined) ? '*x staged*: the GEMVs\' RMSNorm and GLU input worked out once a workgroup in workgroup memory; ' : '');
     lines.push(`Decode each way, side by side on one model and cache (*fused*: RMSNorm and GLU folded into the GEMVs; *attention*: attention_decode.wgsl, \`keys\`, or attention.wgsl, \`rows\`; *gemv_sg* or *gemv*: gemv.wgsl summing with subgroup operations or in workgroup memory; ${combine}*chosen* is the way the engine decodes here, after tuning where the run tuned):`, '');
     lines.push(table(['model', 'weights', 'way', 'tok/s', 'wall ms', 'GPU ms', 'dispatches', 'chosen'], ways.map(({ x, w }) => [
       x.model, x.weights ?? x.weight_dtype, wayLabel(w),

@@ -21,6 +21,22 @@ import { assertClose, harness, rand, type Harness, relErr, weightMatrix } from '
 
 const RT = 4e-6;
 
+/**
+ * Each way of working out a prologue's x: in every column's lanes, and once a workgroup in workgroup memory
+ * (Ops.stageX). Staging touches x alone, so it is run on f32, f16 and two packed layouts (16-byte blocks, Q4_K; word
+ * loads, Q4_1), which keeps SwiftShader's pipeline builds in bounds.
+ */
+const stages = (d: WeightDType): boolean[] => (['f32', 'f16', 'q4_k', 'q4_1'].includes(d) ? [false, true] : [false]);
+const staged = (h: Harness, stage: boolean, run: () => void) => {
+  const was = h.ops.stageX;
+  h.ops.stageX = stage;
+  try {
+    run();
+  } finally {
+    h.ops.stageX = was;
+  }
+};
+
 /** Both GEMV kernels where the device has subgroups (SwiftShader does); gemv alone where it has none. */
 const gemvs = (h: Harness, t: { diagnostic(m: string): void }): GemvVariant[] => {
   if (!h.ops.subgroupMin) t.diagnostic('this device has no subgroups: gemv_sg is not run');
@@ -30,8 +46,12 @@ const gemvs = (h: Harness, t: { diagnostic(m: string): void }): GemvVariant[] =>
 const DTYPES: WeightDType[] = ['f32', 'f16', ...QUANT_TYPES];
 // [T, N, K]: N not a multiple of the workgroup's 8 columns; for f32/f16 K shorter and longer than 32 vec4s and
 // not a multiple of them, for the packed types whole 256-weight blocks (1 to 5 sub-blocks a lane).
-const shapes = (d: WeightDType): [number, number, number][] =>
-  d === 'f32' || d === 'f16' ? [[1, 37, 68], [3, 20, 172], [4, 9, 1032]] : [[1, 37, 256], [3, 12, 512], [4, 9, 1280]];
+// A last shape whose x (4 rows of 4104 or 4352) outgrows any adapter's workgroup memory up to 64 KiB, so that STAGE
+// keeps part of each row there and works out the rest on the fly.
+const shapes = (d: WeightDType): [number, number, number][] => {
+  const base: [number, number, number][] = d === 'f32' || d === 'f16' ? [[1, 37, 68], [3, 20, 172], [4, 9, 1032]] : [[1, 37, 256], [3, 12, 512], [4, 9, 1280]];
+  return stages(d).length > 1 ? [...base, [4, 5, d === 'f32' || d === 'f16' ? 4104 : 4352]] : base;
+};
 
 for (const dtype of DTYPES) {
   test(`gemv with the RMSNorm prologue on ${dtype} weights: w and (1 + w), with bias`, async (t) => {
@@ -44,14 +64,15 @@ for (const dtype of DTYPES) {
       const w = weightMatrix(h, dtype, N, K, 43);
       const bias = rand(N, 44);
       const y = h.empty(T * N * 4);
-      for (const variant of gemvs(h, t)) for (const plusOne of [false, true]) {
+      for (const variant of gemvs(h, t)) for (const plusOne of [false, true]) for (const stage of stages(dtype)) {
         const eps = plusOne ? 1e-6 : 1e-5;
         const pre: XPrologue = { norm: h.upload(g), eps, plusOne };
-        h.ops.matmul({ x: h.upload(x), w: w.buffer, wDtype: dtype, y, T, N, K, bias: h.upload(bias), pre, variant });
+        staged(h, stage, () => h.ops.matmul({ x: h.upload(x), w: w.buffer, wDtype: dtype, y, T, N, K, bias: h.upload(bias), pre, variant }));
         const got = await h.readF32(y, T * N);
         const want = ref.matmul(ref.rmsnorm(x, g, T, K, eps, plusOne), w.values, T, N, K, bias);
-        t.diagnostic(`${variant} T=${T} N=${N} K=${K} plusOne=${plusOne}: |Δ| / max|ref| ${relErr(got, want).toExponential(2)}`);
-        assertClose(got, want, 0, RT, `${variant} T=${T} N=${N} K=${K} plusOne=${plusOne}`);
+        const what = `${variant}${stage ? ' staged' : ''} T=${T} N=${N} K=${K} plusOne=${plusOne}`;
+        t.diagnostic(`${what}: |Δ| / max|ref| ${relErr(got, want).toExponential(2)}`);
+        assertClose(got, want, 0, RT, what);
       }
     }
   });
@@ -65,12 +86,13 @@ for (const dtype of DTYPES) {
       const w = weightMatrix(h, dtype, N, K, 46);
       const res = rand(T * N, 47);
       const y = h.empty(T * N * 4);
-      for (const variant of gemvs(h, t)) for (const act of ['silu', 'gelu_tanh'] as const) {
-        h.ops.matmul({ x: h.upload(gu), w: w.buffer, wDtype: dtype, y, T, N, K, residual: h.upload(res), pre: { glu: act }, variant });
+      for (const variant of gemvs(h, t)) for (const act of ['silu', 'gelu_tanh'] as const) for (const stage of stages(dtype)) {
+        staged(h, stage, () => h.ops.matmul({ x: h.upload(gu), w: w.buffer, wDtype: dtype, y, T, N, K, residual: h.upload(res), pre: { glu: act }, variant }));
         const got = await h.readF32(y, T * N);
         const want = ref.matmul(ref.glu(gu, T, K, act), w.values, T, N, K, undefined, res);
-        t.diagnostic(`${variant} T=${T} N=${N} K=${K} ${act}: |Δ| / max|ref| ${relErr(got, want).toExponential(2)}`);
-        assertClose(got, want, 0, RT, `${variant} T=${T} N=${N} K=${K} ${act}`);
+        const what = `${variant}${stage ? ' staged' : ''} T=${T} N=${N} K=${K} ${act}`;
+        t.diagnostic(`${what}: |Δ| / max|ref| ${relErr(got, want).toExponential(2)}`);
+        assertClose(got, want, 0, RT, what);
       }
     }
   });
@@ -86,11 +108,11 @@ test('gemv prologues on a matrix in row parts, with bias and residual', async (t
   assert.ok(m.parts.length >= 4, `${m.parts.length} parts`);
   const x = rand(T * K, 52, 2), gu = rand(T * 2 * K, 53, 3), g = rand(K, 54), bias = rand(N, 55), res = rand(T * N, 56);
   const y = h.empty(T * N * 4);
-  for (const variant of gemvs(h, t)) {
-    h.ops.matmulParts({ x: h.upload(x), w: m, y, T, K, bias: h.upload(bias), pre: { norm: h.upload(g), eps: 1e-6, plusOne: true }, variant });
-    assertClose(await h.readF32(y, T * N), ref.matmul(ref.rmsnorm(x, g, T, K, 1e-6, true), w, T, N, K, bias), 0, RT, `${variant} norm`);
-    h.ops.matmulParts({ x: h.upload(gu), w: m, y, T, K, residual: h.upload(res), pre: { glu: 'gelu_tanh' }, variant });
-    assertClose(await h.readF32(y, T * N), ref.matmul(ref.glu(gu, T, K, 'gelu_tanh'), w, T, N, K, undefined, res), 0, RT, `${variant} glu`);
+  for (const variant of gemvs(h, t)) for (const stage of stages('f32')) {
+    staged(h, stage, () => h.ops.matmulParts({ x: h.upload(x), w: m, y, T, K, bias: h.upload(bias), pre: { norm: h.upload(g), eps: 1e-6, plusOne: true }, variant }));
+    assertClose(await h.readF32(y, T * N), ref.matmul(ref.rmsnorm(x, g, T, K, 1e-6, true), w, T, N, K, bias), 0, RT, `${variant} norm${stage ? ' staged' : ''}`);
+    staged(h, stage, () => h.ops.matmulParts({ x: h.upload(gu), w: m, y, T, K, residual: h.upload(res), pre: { glu: 'gelu_tanh' }, variant }));
+    assertClose(await h.readF32(y, T * N), ref.matmul(ref.glu(gu, T, K, 'gelu_tanh'), w, T, N, K, undefined, res), 0, RT, `${variant} glu${stage ? ' staged' : ''}`);
   }
 });
 

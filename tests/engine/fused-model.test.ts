@@ -7,7 +7,8 @@
  * 1.2e-6 fused, 1.0e-6 unfused, both Qwen2's). Fails with the fusion broken (checked by hand: the norm's scale
  * left out). Also counts the launches of a decode step: fusing saves three a layer (two
  * norms and the GLU) and the final norm's. A third way attends with attention_decode, which a fused step then
- * gives rope_scatter's work too (AttentionArgs.step): one launch fewer a layer again, the same logits.
+ * gives rope_scatter's work too (AttentionArgs.step): one launch fewer a layer again, the same logits. A fourth
+ * works out the GEMVs' normed and GLU x once a workgroup in workgroup memory (Ops.stageX): the same launches and logits.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -35,10 +36,11 @@ for (const name of ['llama3-smollm', 'qwen2', 'gemma3']) {
     await engine.load(m.config, m.weights, { weightDtype: 'f32' });
     const launches: Record<string, number> = {};
     try {
-      for (const way of ['fused', 'unfused', 'fused step'] as const) {
+      for (const way of ['fused', 'unfused', 'fused step', 'fused, x staged'] as const) {
         const fuse = way !== 'unfused';
         engine.ops.fuse = fuse;
         engine.ops.attentionVariant = way === 'fused step' ? 'keys' : undefined;
+        engine.ops.stageX = way === 'fused, x staged';
         let worst = 0;
         for (const c of ref.cases) {
           const want = new Float32Array(readFileSync(join(dir, c.logits)).buffer.slice(0));
@@ -64,5 +66,6 @@ for (const name of ['llama3-smollm', 'qwen2', 'gemma3']) {
     }
     assert.equal(launches.unfused - launches.fused, 3 * m.config.nLayers + 1);
     assert.equal(launches.fused - launches['fused step'], m.config.nLayers, 'rope_scatter folded into every layer\'s attention');
+    assert.equal(launches['fused, x staged'], launches.fused, 'staging x changes no launch');
   });
 }

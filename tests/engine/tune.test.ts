@@ -15,18 +15,18 @@ const s = await openModel(join(import.meta.dirname, '../../public/models/stories
 const e = s.engine;
 after(() => s.close());
 
-const key = (x: DecodeSettings) => `${x.gemv}/${x.fuse ? 'fused' : 'unfused'}/${x.attention}/k${x.keysPerThread ?? 1}${x.foldCombine === false ? '/launched' : ''}`;
+const key = (x: DecodeSettings) => `${x.gemv}/${x.fuse ? 'fused' : 'unfused'}/${x.attention}/k${x.keysPerThread ?? 1}${x.foldCombine === false ? '/launched' : ''}${x.stageX ? '/staged' : ''}`;
 const gemvs = () => (e.ops.subgroupMin ? ['gemv_sg', 'gemv'] : ['gemv']);
 
 /** Runs `fn` with the engine on the 'gpu' profile and no tuned or forced decode settings, restored after. */
 async function onGpuProfile<T>(fn: (e: Engine) => Promise<T>): Promise<T> {
-  const saved = { profile: e.ops.matmulProfile, fuse: e.ops.fuse, gemv: e.ops.gemvVariant, attention: e.ops.decodeAttention, keys: e.ops.decodeKeysPerThread, fold: e.ops.foldCombine };
+  const saved = { profile: e.ops.matmulProfile, fuse: e.ops.fuse, gemv: e.ops.gemvVariant, attention: e.ops.decodeAttention, keys: e.ops.decodeKeysPerThread, fold: e.ops.foldCombine, stage: e.ops.stageX };
   e.ops.matmulProfile = 'gpu';
-  e.ops.fuse = e.ops.gemvVariant = e.ops.decodeAttention = e.ops.decodeKeysPerThread = e.ops.foldCombine = undefined;
+  e.ops.fuse = e.ops.gemvVariant = e.ops.decodeAttention = e.ops.decodeKeysPerThread = e.ops.foldCombine = e.ops.stageX = undefined;
   try {
     return await fn(e);
   } finally {
-    Object.assign(e.ops, { matmulProfile: saved.profile, fuse: saved.fuse, gemvVariant: saved.gemv, decodeAttention: saved.attention, decodeKeysPerThread: saved.keys, foldCombine: saved.fold });
+    Object.assign(e.ops, { matmulProfile: saved.profile, fuse: saved.fuse, gemvVariant: saved.gemv, decodeAttention: saved.attention, decodeKeysPerThread: saved.keys, foldCombine: saved.fold, stageX: saved.stage });
   }
 }
 
@@ -48,10 +48,10 @@ test('the cpu profile is not tuned: null, and the engine unchanged', async () =>
 
 test('the defaults first, then each choice from the best so far; the fastest past the margin is kept', async () => {
   await onGpuProfile(async () => {
-    const defaults: DecodeSettings = { gemv: e.ops.pickGemv(), fuse: e.ops.fuses(1), attention: e.ops.pickAttention(1, e.config.headDim), keysPerThread: 1, foldCombine: true };
-    assert.deepEqual(defaults, { gemv: gemvs()[0], fuse: true, attention: 'keys', keysPerThread: 1, foldCombine: true });
+    const defaults: DecodeSettings = { gemv: e.ops.pickGemv(), fuse: e.ops.fuses(1), attention: e.ops.pickAttention(1, e.config.headDim), keysPerThread: 1, foldCombine: true, stageX: false };
+    assert.deepEqual(defaults, { gemv: gemvs()[0], fuse: true, attention: 'keys', keysPerThread: 1, foldCombine: true, stageX: false });
     // Unfused is 10% faster, plain gemv 1% faster (inside the margin: not taken), 'rows' slower, 4 keys a thread 10%
-    // faster. Unfused, the fold of attention_combine is not tried: it matters only fused.
+    // faster. Unfused, the fold of attention_combine and the staged x are not tried: they matter only fused.
     const ms = (x: DecodeSettings) => 10 * (x.fuse ? 1 : 0.9) * (x.gemv === 'gemv' && e.ops.subgroupMin ? 0.99 : 1) * (x.attention === 'rows' ? 1.2 : 1) * (x.keysPerThread === 4 ? 0.9 : 1);
     const seen: string[] = [];
     let started = 0;
@@ -69,12 +69,14 @@ test('the defaults first, then each choice from the best so far; the fastest pas
     const bests = alts.map((a) => (a === `${g}/unfused/keys/k8` ? k4 : a.includes('/unfused/') && a !== unfused ? unfused : key(defaults)));
     assert.deepEqual(seen, [key(defaults), key(defaults), key(defaults), ...alts.flatMap((a, i) => turns(a, bests[i]))]);
     assert.deepEqual(r.trials.map((t) => key(t.settings)), expected);
-    assert.deepEqual(r.chosen, { gemv: g, fuse: false, attention: 'keys', keysPerThread: 4, foldCombine: true });
+    assert.deepEqual(r.chosen, { gemv: g, fuse: false, attention: 'keys', keysPerThread: 4, foldCombine: true, stageX: false });
     assert.deepEqual(r.defaults, defaults);
     assert.equal(describeSettings(r.chosen), `${g}, unfused, attention_decode, 4 keys a thread`);
     assert.equal(describeSettings({ ...r.chosen, keysPerThread: 1 }), `${g}, unfused, attention_decode`);
     assert.equal(describeSettings({ gemv: 'gemv', fuse: true, attention: 'rows', keysPerThread: 4 }), 'gemv, fused, attention');
     assert.equal(describeSettings({ gemv: 'gemv', fuse: true, attention: 'keys', keysPerThread: 2, foldCombine: false }), 'gemv, fused, attention_decode, 2 keys a thread, attention_combine launched');
+    assert.equal(describeSettings({ gemv: 'gemv', fuse: true, attention: 'keys', keysPerThread: 1, stageX: true }), 'gemv, fused, attention_decode, x staged');
+    assert.equal(describeSettings({ gemv: 'gemv', fuse: false, attention: 'keys', keysPerThread: 1, stageX: true }), 'gemv, unfused, attention_decode');
     assert.ok(0.01 < TUNE_MARGIN && TUNE_MARGIN < 0.1);
     // The engine now decodes that way.
     assert.equal(e.ops.fuses(1), false);
@@ -106,23 +108,34 @@ test('a faster one-row attention is kept for decode only; a failed timing restor
     assert.equal(e.ops.pickAttention(1, e.config.headDim), 'rows');
     assert.equal(e.ops.pickAttention(4, e.config.headDim), 'rows');
     assert.equal(e.ops.pickAttention(32, e.config.headDim), 'tiled');
-    // Still fused: the fold was tried, and kept (as fast).
+    // Still fused: the fold and the staged x were tried, and neither kept (as fast).
     assert.deepEqual(r.trials.filter((t) => t.settings.foldCombine === false).map((t) => key(t.settings)), [`${r.chosen.gemv}/fused/rows/k1/launched`]);
+    assert.deepEqual(r.trials.filter((t) => t.settings.stageX).map((t) => key(t.settings)), [`${r.chosen.gemv}/fused/rows/k1/staged`]);
     assert.equal(e.ops.foldCombine, true);
-    const before = { fuse: e.ops.fuse, gemv: e.ops.gemvVariant, attention: e.ops.decodeAttention, keys: e.ops.decodeKeysPerThread, fold: e.ops.foldCombine };
+    assert.equal(e.ops.stageX, false);
+    const before = { fuse: e.ops.fuse, gemv: e.ops.gemvVariant, attention: e.ops.decodeAttention, keys: e.ops.decodeKeysPerThread, fold: e.ops.foldCombine, stage: e.ops.stageX };
     let n = 0;
     await assert.rejects(e.tuneDecode({ measure: async (x) => (++n === 6 ? Promise.reject(new Error('device lost')) : x.fuse ? 10 : 1), warmMs: 0 }), /device lost/);
-    assert.deepEqual({ fuse: e.ops.fuse, gemv: e.ops.gemvVariant, attention: e.ops.decodeAttention, keys: e.ops.decodeKeysPerThread, fold: e.ops.foldCombine }, before);
+    assert.deepEqual({ fuse: e.ops.fuse, gemv: e.ops.gemvVariant, attention: e.ops.decodeAttention, keys: e.ops.decodeKeysPerThread, fold: e.ops.foldCombine, stage: e.ops.stageX }, before);
   });
 });
 
 test('attention_combine launched, where that is faster, is kept: the fold off for decode', async () => {
   await onGpuProfile(async () => {
     const r = (await e.tuneDecode({ measure: async (x) => (x.foldCombine === false ? 9 : 10), warmMs: 0 }))!;
-    assert.equal(r.trials.at(-1)!.settings.foldCombine, false, 'the fold is the last choice tried');
+    assert.equal(r.trials.at(-2)!.settings.foldCombine, false, 'the fold is the fifth choice tried');
     assert.deepEqual(r.chosen, { ...r.defaults, foldCombine: false });
     assert.equal(e.ops.foldCombine, false);
     assert.equal(e.ops.combineFold(1, e.config.nHeads * e.config.headDim, e.config.nHeads), 0);
+  });
+});
+
+test('x staged in workgroup memory, where that is faster, is kept for fused decode', async () => {
+  await onGpuProfile(async () => {
+    const r = (await e.tuneDecode({ measure: async (x) => (x.stageX ? 9 : 10), warmMs: 0 }))!;
+    assert.equal(r.trials.at(-1)!.settings.stageX, true, 'staging is the last choice tried');
+    assert.deepEqual(r.chosen, { ...r.defaults, stageX: true });
+    assert.equal(e.ops.stageX, true);
   });
 });
 
@@ -144,17 +157,19 @@ test('timed for real: every way runs, is timed, and decodes the same tokens as t
   await onGpuProfile(async () => {
     // 160 cached rows: 8 keys a thread make one round of 512 keys, 1 key a thread slices of 64 keys.
     const r = (await e.tuneDecode({ context: 160, steps: 2, reps: 1, warmMs: 0 }))!;
-    // Keys a thread are tried where attention_decode stayed, the fold of attention_combine where decode stayed fused.
-    assert.equal(r.trials.length, gemvs().length + 2 + (r.chosen.attention === 'keys' ? 3 : 0) + (r.chosen.fuse ? 1 : 0));
+    // Keys a thread are tried where attention_decode stayed, the fold of attention_combine and the staged x where decode
+    // stayed fused.
+    assert.equal(r.trials.length, gemvs().length + 2 + (r.chosen.attention === 'keys' ? 3 : 0) + (r.chosen.fuse ? 2 : 0));
     for (const t of r.trials) assert.ok(Number.isFinite(t.msPerStep) && t.msPerStep > 0, `${key(t.settings)}: ${t.msPerStep} ms`);
     assert.ok(r.trials.some((t) => key(t.settings) === key(r.chosen)));
-    const now = { fuse: e.ops.fuses(1), gemv: e.ops.pickGemv(), attention: e.ops.pickAttention(1, e.config.headDim), keysPerThread: e.ops.decodeKeysPerThread, foldCombine: e.ops.foldCombine };
+    const now = { fuse: e.ops.fuses(1), gemv: e.ops.pickGemv(), attention: e.ops.pickAttention(1, e.config.headDim), keysPerThread: e.ops.decodeKeysPerThread, foldCombine: e.ops.foldCombine, stageX: e.ops.stageX };
     assert.deepEqual(now, r.chosen);
     // Every way decodes the same tokens, each of attention_decode's keys a thread among them (this prompt's few rows
     // make no key slices: combine-fold.test.ts decodes with the fold where they do).
-    const ways = [...r.trials.map((t) => t.settings), ...([1, 2, 4, 8] as const).map((k) => ({ ...r.chosen, attention: 'keys' as const, keysPerThread: k }))];
+    const ways = [...r.trials.map((t) => t.settings), ...([1, 2, 4, 8] as const).map((k) => ({ ...r.chosen, attention: 'keys' as const, keysPerThread: k })),
+      { ...r.chosen, fuse: true, stageX: true }];
     for (const w of ways) {
-      Object.assign(e.ops, { fuse: w.fuse, gemvVariant: w.gemv, decodeAttention: w.attention, decodeKeysPerThread: w.keysPerThread, foldCombine: w.foldCombine });
+      Object.assign(e.ops, { fuse: w.fuse, gemvVariant: w.gemv, decodeAttention: w.attention, decodeKeysPerThread: w.keysPerThread, foldCombine: w.foldCombine, stageX: w.stageX });
       assert.deepEqual(await tokens(12), reference, key(w));
     }
   });

@@ -2,7 +2,7 @@
  * Decode's kernels chosen by measurement on the adapter at hand (Engine.tuneDecode); and, at the end of this
  * file, how a link's host rows go up (Engine.tuneUpload).
  *
- * On the 'gpu' profile five choices shape a decode step, and which way pays
+ * On the 'gpu' profile six choices shape a decode step, and which way pays
  * depends on the GPU, its driver and the model's widths: the GEMV kernel
  * (gemv, or gemv_sg where the device has subgroups), whether RMSNorm and GLU
  * are folded into the GEMVs after them and RoPE with the cache write into
@@ -13,7 +13,8 @@
  * fewer workgroups in flight); and, where decode fuses, whether the output
  * projection merges attention's few key slices as it reads them or an
  * attention_combine launch does (Ops.foldCombine: every one of its workgroups
- * reads every slice). Ops' defaults are reasoned guesses; users' GPUs
+ * reads every slice); and, where decode fuses, whether the GEMVs work out a fused RMSNorm's or GLU's x once a
+ * workgroup in workgroup memory or in every column's lanes as they read weights (Ops.stageX). Ops' defaults are reasoned guesses; users' GPUs
  * (integrated, Apple, AMD, NVIDIA) differ more than any guess. So the engine
  * times whole greedy decode steps, recorded ahead as the app decodes, each
  * way, one choice at a time from the defaults (coordinate descent: each
@@ -53,6 +54,11 @@ export interface DecodeSettings {
    * where fused): always set by tuning, absent in results written before it was a choice (which had no fold).
    */
   foldCombine?: boolean;
+  /**
+   * Whether a fused step's GEMVs work out their RMSNorm's or GLU's x once a workgroup in workgroup memory (Ops.stageX;
+   * it matters only where fused): always set by tuning, absent in results written before it was a choice (read as off).
+   */
+  stageX?: boolean;
 }
 
 /** One way timed: its settings and its best wall milliseconds a step. */
@@ -106,17 +112,18 @@ export interface Tunable extends Stepper {
 
 /** The settings Ops would use now for a one-row step. */
 export function currentSettings(ops: Ops, c: ModelConfig): DecodeSettings {
-  return { gemv: ops.pickGemv(), fuse: ops.fuses(1), attention: ops.pickAttention(1, c.headDim), keysPerThread: ops.decodeKeysPerThread ?? 1, foldCombine: ops.foldCombine !== false };
+  return { gemv: ops.pickGemv(), fuse: ops.fuses(1), attention: ops.pickAttention(1, c.headDim), keysPerThread: ops.decodeKeysPerThread ?? 1, foldCombine: ops.foldCombine !== false, stageX: ops.stageX === true };
 }
 
 /**
  * A way in words, by its kernels' names: "gemv_sg, fused, attention_decode" (", 4 keys a thread" past one;
- * ", attention_combine launched" where a fused step does not fold it).
+ * ", attention_combine launched" where a fused step does not fold it; ", x staged" where its GEMVs stage x).
  */
 export function describeSettings(s: DecodeSettings): string {
   const keys = s.attention === 'keys' && (s.keysPerThread ?? 1) > 1 ? `, ${s.keysPerThread} keys a thread` : '';
   const combine = s.fuse && s.foldCombine === false ? ', attention_combine launched' : '';
-  return `${s.gemv}, ${s.fuse ? 'fused' : 'unfused'}, ${s.attention === 'keys' ? 'attention_decode' : 'attention'}${keys}${combine}`;
+  const staged = s.fuse && s.stageX === true ? ', x staged' : '';
+  return `${s.gemv}, ${s.fuse ? 'fused' : 'unfused'}, ${s.attention === 'keys' ? 'attention_decode' : 'attention'}${keys}${combine}${staged}`;
 }
 
 /** Makes `s` the engine's settings for decode. */
@@ -126,6 +133,7 @@ export function applySettings(ops: Ops, s: DecodeSettings) {
   ops.decodeAttention = s.attention;
   ops.decodeKeysPerThread = s.keysPerThread;
   ops.foldCombine = s.foldCombine;
+  ops.stageX = s.stageX;
 }
 
 /** Each choice's possible values on this device and model, in the order they are tried. */
@@ -136,11 +144,12 @@ function choices(ops: Ops, c: ModelConfig): { [K in keyof DecodeSettings]-?: Non
     attention: c.headDim <= 256 ? ['keys', 'rows'] : ['rows'],
     keysPerThread: [1, 2, 4, 8],
     foldCombine: [true, false],
+    stageX: [false, true],
   };
 }
 
-/** Whether a choice changes anything with the others as in `s`: keys a thread only with attention_decode, the fold only fused. */
-const matters = (key: keyof DecodeSettings, s: DecodeSettings) => (key !== 'keysPerThread' || s.attention === 'keys') && (key !== 'foldCombine' || s.fuse);
+/** Whether a choice changes anything with the others as in `s`: keys a thread only with attention_decode, the fold and staging only fused. */
+const matters = (key: keyof DecodeSettings, s: DecodeSettings) => (key !== 'keysPerThread' || s.attention === 'keys') && ((key !== 'foldCombine' && key !== 'stageX') || s.fuse);
 
 /** Times decode each way and keeps the fastest (see the header); null, and nothing changed, off the 'gpu' profile. */
 export async function tuneDecode(e: Tunable, o: TuneOptions = {}): Promise<DecodeTuning | null> {
@@ -148,7 +157,7 @@ export async function tuneDecode(e: Tunable, o: TuneOptions = {}): Promise<Decod
   o.onStart?.();
   const t0 = performance.now();
   const context = o.context ?? 512, steps = o.steps ?? 8, reps = o.reps ?? 3;
-  const { gemvVariant, fuse, decodeAttention, decodeKeysPerThread, foldCombine } = e.ops;
+  const { gemvVariant, fuse, decodeAttention, decodeKeysPerThread, foldCombine, stageX } = e.ops;
   const defaults = currentSettings(e.ops, e.config);
   let cache: KVCache | null = null;
   const warmed = new Set<string>();
@@ -187,7 +196,7 @@ export async function tuneDecode(e: Tunable, o: TuneOptions = {}): Promise<Decod
     applySettings(e.ops, best.settings);
     return { chosen: best.settings, defaults, trials, context, steps, reps, ms: performance.now() - t0 };
   } catch (err) {
-    Object.assign(e.ops, { gemvVariant, fuse, decodeAttention, decodeKeysPerThread, foldCombine });
+    Object.assign(e.ops, { gemvVariant, fuse, decodeAttention, decodeKeysPerThread, foldCombine, stageX });
     throw err;
   } finally {
     (cache as KVCache | null)?.destroy();
