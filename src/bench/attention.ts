@@ -38,8 +38,11 @@ export interface AttentionTiming extends AttentionCase {
 
 /** Slice counts timed beside the engine's own choice ('auto') and none: fixed counts show whether the choice is right. */
 const FIXED_SPLITS = [1, 2, 4, 8, 32, 128] as const;
-/** The tiled kernel's slices: it makes 64 rows share each key load, so it needs fewer slices to fill the GPU. */
-const TILED_SPLITS = [1, 2, 4, 8, 16, 32] as const;
+/**
+ * The tiled kernel's slices: it makes 64 rows share each key load, so it needs fewer slices to fill the GPU. 64 is
+ * past tiledSplits' cap of 32, set while attention_combine walked each row's slices serially.
+ */
+const TILED_SPLITS = [1, 2, 4, 8, 16, 32, 64] as const;
 /** The tiled kernel is timed where its 64-row workgroups are at least half full. */
 const TILED_MIN_T = 32;
 /** attention_decode's slices (a workgroup of 64 each per row and head); it is timed where rows are few. */
