@@ -21,7 +21,7 @@
 // vec4s (quant.wgsl's dq32), so scales are decoded once per 32 weights.
 // NORM, GLU and COMBINE read x through a prologue (gemv_x.wgsl): decode's RMSNorm, GLU
 // and attention_combine launches folded into the GEMV that consumes their output; with
-// STAGE, NORM's and GLU's x is worked out once a workgroup into workgroup memory.
+// STAGE, x (normed, or GLU's) is worked out once a workgroup into workgroup memory.
 #if SG
 enable subgroups;
 // A column's loop ends where its subgroup's claim runs out: uniform within the subgroup, which is all

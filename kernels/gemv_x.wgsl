@@ -13,11 +13,12 @@
 //    anything else), and load_x reads x from there: the merge's launch folded into the output
 //    projection. The slices' weights 2^(m_s - M) / sum_s l_s 2^(m_s - M) are worked out once
 //    per (row, head, slice), as attention_combine's; a row that saw no key gets zeros.
-//  STAGE (with NORM or GLU): each workgroup first works out its rows' x once, as the prologue gives
-//    it (normed and gained, or act(gate) * up), into workgroup memory (stage_x), vec4s [0, XK4)
-//    of each row (the rest, where the adapter's workgroup memory holds less, on the fly as
-//    without STAGE); NORM's sums of squares meet there too, so each row's 1/rms is xscale[t].
-//    Without it, every column's lanes redo the prologue for each weight vec4 they read.
+//  STAGE (alone, or with NORM or GLU): each workgroup first works out its rows' x once, as stored
+//    or as the prologue gives it (normed and gained, or act(gate) * up), into workgroup memory
+//    (stage_x), vec4s [0, XK4) of each row (the rest, where the adapter's workgroup memory holds
+//    less, on the fly as without STAGE); NORM's sums of squares meet there too, so each row's
+//    1/rms is xscale[t]. Without it, every column's lanes read x from its buffer, and redo the
+//    prologue, for each weight vec4 they read.
 // Otherwise gain is 1 and sq 0: the plain kernel, which the compiler sees through.
 #if GLU
 #include "act"
@@ -84,9 +85,15 @@ var<workgroup> xscale: array<f32, TX>;
 
 // The rows' x into xs by the workgroup's 256 invocations (li: this one's index), and NORM's 1/rms of each row.
 fn stage_x(li: u32) {
+  // NORM's squares need the whole row; GLU's x only what is kept.
+#if NORM
+  let kend = p.K4;
+#else
+  let kend = min(p.K4, XK4);
+#endif
   for (var t = 0u; t < TX; t++) {
     var ss = 0.0;
-    for (var k = li; k < p.K4; k += 256u) {
+    for (var k = li; k < kend; k += 256u) {
       let v = raw_x(t, k);
       ss += dot(v, v);
       if (k < XK4) { xs[t * XK4 + k] = v * norm_gain(k); }

@@ -4,8 +4,8 @@
  * without; and with decode's attention in attention_decode.wgsl ('keys', the GPU default) and in attention.wgsl
  * ('rows'); on devices with subgroups, with its GEMVs in gemv_sg (the default there) and in gemv; and, fused,
  * with attention's few key slices merged in the output projection (Ops.foldCombine) and by attention_combine's
- * launch; and, fused, with the GEMVs' RMSNorm and GLU x worked out once a workgroup in workgroup memory (Ops.stageX)
- * and in every column's lanes. Each way reports its wall and GPU time a step and its dispatches a step.
+ * launch; and, fused, with the GEMVs reading x (RMSNorm's and GLU's) from workgroup memory, worked out there once a
+ * workgroup (Ops.stageX), and from x's buffer in every column's lanes. Each way reports its wall and GPU time a step and its dispatches a step.
  */
 import { describeSettings, type AttentionVariant, type DecodeTuning, type Engine, type GemvVariant, type UploadTuning } from '../engine';
 import { benchTokens } from './prefill';
@@ -18,7 +18,7 @@ export interface DecodeWay {
   gemv?: GemvVariant | 'default';
   /** Whether a fused step's output projection merges the key slices (Ops.foldCombine), where the way sets it. */
   foldCombine?: boolean;
-  /** Whether a fused step's GEMVs stage their prologue's x in workgroup memory (Ops.stageX), where the way sets it. */
+  /** Whether the step's GEMVs stage x in workgroup memory (Ops.stageX), where the way sets it. */
   stageX?: boolean;
   /** Whether this is the way the engine decodes on this adapter by default. */
   chosen: boolean;
@@ -124,8 +124,9 @@ export function decodeCombineWays(e: Engine, context: number, steps: number): Pr
 }
 
 /**
- * Fused decode with the GEMVs' RMSNorm and GLU x staged once a workgroup in workgroup memory (gemv's STAGE) and
- * worked out in every column's lanes, the engine's other settings kept (where it does not fuse, neither is its own).
+ * Fused decode with the GEMVs' x (RMSNorm's and GLU's) staged once a workgroup in workgroup memory (gemv's STAGE)
+ * and read from its buffer in every column's lanes, the engine's other settings kept (where it does not fuse,
+ * neither is its own).
  */
 export function decodeStageWays(e: Engine, context: number, steps: number): Promise<DecodeWay[]> {
   const picked = e.ops.stageX === true, fused = e.ops.fuses(1);
@@ -139,7 +140,7 @@ export function decodeStageWays(e: Engine, context: number, steps: number): Prom
  */
 export function wayLabel(r: Pick<DecodeWay, 'fused' | 'attention' | 'gemv'> & { keysPerThread?: number; foldCombine?: boolean; stageX?: boolean }): string {
   const keys = r.attention === 'keys' && (r.keysPerThread ?? 1) > 1 ? ` (${r.keysPerThread} keys a thread)` : '';
-  const combine = (r.fused && r.foldCombine === false ? ', attention_combine launched' : '') + (r.fused && r.stageX === true ? ', x staged' : '');
+  const combine = (r.fused && r.foldCombine === false ? ', attention_combine launched' : '') + (r.stageX === true ? ', x staged' : '');
   return `${r.fused ? 'fused' : 'unfused'}${combine}${r.attention && r.attention !== 'default' ? `, attention ${r.attention}${keys}` : ''}${r.gemv && r.gemv !== 'default' ? `, ${r.gemv}` : ''}`;
 }
 

@@ -67,8 +67,9 @@ export class Ops {
    */
   foldCombine?: boolean;
   /**
-   * Whether gemv works out a fused RMSNorm's or GLU's x once a workgroup into workgroup memory (STAGE) rather than
-   * in every column's lanes for each weight it reads; default off. Engine.tuneDecode measures it.
+   * Whether gemv reads x from workgroup memory, worked out there once a workgroup (a fused RMSNorm's or GLU's, or x
+   * as stored: STAGE), rather than from x's buffer in every column's lanes for each weight they read, and the
+   * prologue with it; default off. Engine.tuneDecode measures it.
    */
   stageX?: boolean;
   /** The GEMV kernel every product of at most 4 rows gets on the 'gpu' profile, instead of pickGemv's (the GPU kit times decode with each). */
@@ -204,7 +205,7 @@ export class Ops {
     if (comb && (comb.splits < 1 || comb.splits > COMBINE_MAX || a.K % (4 * comb.heads) !== 0)) throw new Error(`gemv: merges 1 to ${COMBINE_MAX} key slices of heads a multiple of 4 wide, not ${comb.splits} of ${a.K} / ${comb.heads}`);
     const cols = sg ? gemvSgColumns(this.subgroupMin!) : 8;
     const qw4 = isQuant(a.wDtype) && vec4Blocks(a.wDtype);
-    const xk4 = a.pre && !comb && this.stageX === true ? this.stagedVec4s(a.T, a.K, sg, !glu) : 0;
+    const xk4 = !comb && this.stageX === true ? this.stagedVec4s(a.T, a.K, sg, !!a.pre && 'norm' in a.pre) : 0;
     const pipe = this.lib.pipeline('gemv', {
       TX: a.T, SG: sg, ...(sg ? { COLS: cols } : { PARTS: 256 * a.T }), ...wDefines(a.wDtype), BIAS: !!a.bias, RESIDUAL: !!a.residual, Y_RANGE: yRange(a),
       NORM: !!a.pre && 'norm' in a.pre, GLU: !!glu, GELU_TANH: glu === 'gelu_tanh',

@@ -251,7 +251,7 @@ function quantAndProfiles(quant: EngineRow[], eng: EngineRow[], bw: number): str
   const ways = [...eng, ...quant].flatMap((x) => [...(x.fuse ?? []), ...(x.attention ?? []), ...(x.gemv ?? []), ...(x.combine ?? [])].map((w) => ({ x, w })));
   if (ways.length) {
     const combine = (ways.some(({ w }) => w.foldCombine !== undefined) ? '*attention_combine launched*: key slices merged by that launch instead of in the output projection; ' : '') +
-      (ways.some(({ w }) => w.stageX !== undefined) ? '*x staged*: the GEMVs\' RMSNorm and GLU input worked out once a workgroup in workgroup memory; ' : '');
+      (ways.some(({ w }) => w.stageX !== undefined) ? '*x staged*: the GEMVs\' input (normed, or the GLU\'s) worked out once a workgroup in workgroup memory; ' : '');
     lines.push(`Decode each way, side by side on one model and cache (*fused*: RMSNorm and GLU folded into the GEMVs; *attention*: attention_decode.wgsl, \`keys\`, or attention.wgsl, \`rows\`; *gemv_sg* or *gemv*: gemv.wgsl summing with subgroup operations or in workgroup memory; ${combine}*chosen* is the way the engine decodes here, after tuning where the run tuned):`, '');
     lines.push(table(['model', 'weights', 'way', 'tok/s', 'wall ms', 'GPU ms', 'dispatches', 'chosen'], ways.map(({ x, w }) => [
       x.model, x.weights ?? x.weight_dtype, wayLabel(w),

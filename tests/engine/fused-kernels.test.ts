@@ -9,6 +9,9 @@
  * (f32 summation order, and the norm's scale applied to the dot product instead of to each x); tolerance 4e-6.
  * Each test fails with the fusion broken (checked by hand: the norm's scale, its weight or its (1 + w) left
  * out, the up half or the activation left out of the GLU).
+ * Each is also run with x staged in workgroup memory (Ops.stageX, gemv's STAGE), as is a GEMV with no prologue;
+ * staged, up to 8.2e-7 (a GEMV with no prologue over rows of 4104). Staging fails them with half the squares reduced, or the norm's weight left out of the
+ * staged part or of the part past it (checked by hand).
  * Whole-model decode with the fusion: fused-model.test.ts.
  */
 import { test } from 'node:test';
@@ -97,6 +100,25 @@ for (const dtype of DTYPES) {
     }
   });
 }
+
+// STAGE alone: x as stored, read from workgroup memory (a staged prefix where it outgrows it), with bias and residual.
+test('gemv with x staged and no prologue, on f32, f16, Q4_K and Q4_1 weights', async (t) => {
+  const h = await harness();
+  for (const dtype of ['f32', 'f16', 'q4_k', 'q4_1'] as const) {
+    for (const [T, N, K] of shapes(dtype)) {
+      const x = rand(T * K, 61, 2), w = weightMatrix(h, dtype, N, K, 62), bias = rand(N, 63), res = rand(T * N, 64);
+      const y = h.empty(T * N * 4);
+      for (const variant of gemvs(h, t)) {
+        staged(h, true, () => h.ops.matmul({ x: h.upload(x), w: w.buffer, wDtype: dtype, y, T, N, K, bias: h.upload(bias), residual: h.upload(res), variant }));
+        const got = await h.readF32(y, T * N);
+        const want = ref.matmul(x, w.values, T, N, K, bias, res);
+        const what = `${variant} staged ${dtype} T=${T} N=${N} K=${K}`;
+        t.diagnostic(`${what}: |Δ| / max|ref| ${relErr(got, want).toExponential(2)}`);
+        assertClose(got, want, 0, RT, what);
+      }
+    }
+  }
+});
 
 // A matrix in row parts (Y_RANGE): each part's launch computes the norm, or the GLU, itself.
 test('gemv prologues on a matrix in row parts, with bias and residual', async (t) => {

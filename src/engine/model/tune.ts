@@ -13,8 +13,8 @@
  * fewer workgroups in flight); and, where decode fuses, whether the output
  * projection merges attention's few key slices as it reads them or an
  * attention_combine launch does (Ops.foldCombine: every one of its workgroups
- * reads every slice); and, where decode fuses, whether the GEMVs work out a fused RMSNorm's or GLU's x once a
- * workgroup in workgroup memory or in every column's lanes as they read weights (Ops.stageX). Ops' defaults are reasoned guesses; users' GPUs
+ * reads every slice); and whether the GEMVs read x (a fused RMSNorm's or GLU's, or as stored) from workgroup
+ * memory, worked out there once a workgroup, or from its buffer in every column's lanes (Ops.stageX). Ops' defaults are reasoned guesses; users' GPUs
  * (integrated, Apple, AMD, NVIDIA) differ more than any guess. So the engine
  * times whole greedy decode steps, recorded ahead as the app decodes, each
  * way, one choice at a time from the defaults (coordinate descent: each
@@ -55,8 +55,8 @@ export interface DecodeSettings {
    */
   foldCombine?: boolean;
   /**
-   * Whether a fused step's GEMVs work out their RMSNorm's or GLU's x once a workgroup in workgroup memory (Ops.stageX;
-   * it matters only where fused): always set by tuning, absent in results written before it was a choice (read as off).
+   * Whether the step's GEMVs read x from workgroup memory, worked out there once a workgroup (Ops.stageX): always
+   * set by tuning, absent in results written before it was a choice (read as off).
    */
   stageX?: boolean;
 }
@@ -117,12 +117,12 @@ export function currentSettings(ops: Ops, c: ModelConfig): DecodeSettings {
 
 /**
  * A way in words, by its kernels' names: "gemv_sg, fused, attention_decode" (", 4 keys a thread" past one;
- * ", attention_combine launched" where a fused step does not fold it; ", x staged" where its GEMVs stage x).
+ * ", attention_combine launched" where a fused step does not fold it; ", x staged" where the GEMVs stage x).
  */
 export function describeSettings(s: DecodeSettings): string {
   const keys = s.attention === 'keys' && (s.keysPerThread ?? 1) > 1 ? `, ${s.keysPerThread} keys a thread` : '';
   const combine = s.fuse && s.foldCombine === false ? ', attention_combine launched' : '';
-  const staged = s.fuse && s.stageX === true ? ', x staged' : '';
+  const staged = s.stageX === true ? ', x staged' : '';
   return `${s.gemv}, ${s.fuse ? 'fused' : 'unfused'}, ${s.attention === 'keys' ? 'attention_decode' : 'attention'}${keys}${combine}${staged}`;
 }
 
@@ -148,8 +148,8 @@ function choices(ops: Ops, c: ModelConfig): { [K in keyof DecodeSettings]-?: Non
   };
 }
 
-/** Whether a choice changes anything with the others as in `s`: keys a thread only with attention_decode, the fold and staging only fused. */
-const matters = (key: keyof DecodeSettings, s: DecodeSettings) => (key !== 'keysPerThread' || s.attention === 'keys') && ((key !== 'foldCombine' && key !== 'stageX') || s.fuse);
+/** Whether a choice changes anything with the others as in `s`: keys a thread only with attention_decode, the fold only fused. */
+const matters = (key: keyof DecodeSettings, s: DecodeSettings) => (key !== 'keysPerThread' || s.attention === 'keys') && (key !== 'foldCombine' || s.fuse);
 
 /** Times decode each way and keeps the fastest (see the header); null, and nothing changed, off the 'gpu' profile. */
 export async function tuneDecode(e: Tunable, o: TuneOptions = {}): Promise<DecodeTuning | null> {
