@@ -13,9 +13,11 @@
  * fewer workgroups in flight); and, where decode fuses, whether the output
  * projection merges attention's few key slices as it reads them or an
  * attention_combine launch does (Ops.foldCombine: every one of its workgroups
- * reads every slice); and whether the GEMVs read x (a fused RMSNorm's or GLU's, or as stored) from workgroup
- * memory, worked out there once a workgroup, or from its buffer in every column's lanes (Ops.stageX). Ops' defaults are reasoned guesses; users' GPUs
- * (integrated, Apple, AMD, NVIDIA) differ more than any guess. So the engine
+ * reads every slice); and whether the GEMVs read x (a fused RMSNorm's or
+ * GLU's, or as stored) from workgroup memory, worked out there once a
+ * workgroup, or from its buffer in every column's lanes (Ops.stageX). Ops'
+ * defaults are reasoned guesses; users' GPUs (integrated, Apple, AMD,
+ * NVIDIA) differ more than any guess. So the engine
  * times whole greedy decode steps, recorded ahead as the app decodes, each
  * way, one choice at a time from the defaults (coordinate descent: each
  * choice's alternatives tried with the others at their best so far), and
