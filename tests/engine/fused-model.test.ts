@@ -8,7 +8,8 @@
  * left out). Also counts the launches of a decode step: fusing saves three a layer (two
  * norms and the GLU) and the final norm's. A third way attends with attention_decode, which a fused step then
  * gives rope_scatter's work too (AttentionArgs.step): one launch fewer a layer again, the same logits. A fourth
- * works out the GEMVs' normed and GLU x once a workgroup in workgroup memory (Ops.stageX): the same launches and logits.
+ * works out the GEMVs' normed and GLU x once a workgroup in workgroup memory (Ops.stageX; Qwen2 and Gemma 3): the
+ * same launches and logits.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -36,7 +37,9 @@ for (const name of ['llama3-smollm', 'qwen2', 'gemma3']) {
     await engine.load(m.config, m.weights, { weightDtype: 'f32' });
     const launches: Record<string, number> = {};
     try {
-      for (const way of ['fused', 'unfused', 'fused step', 'fused, x staged'] as const) {
+      // Staged on Qwen2 (bias) and Gemma 3 ((1 + w) norms, GeGLU): Llama's plain norms and SiLU are fused-kernels.test's.
+      const ways = name === 'llama3-smollm' ? (['fused', 'unfused', 'fused step'] as const) : (['fused', 'unfused', 'fused step', 'fused, x staged'] as const);
+      for (const way of ways) {
         const fuse = way !== 'unfused';
         engine.ops.fuse = fuse;
         engine.ops.attentionVariant = way === 'fused step' ? 'keys' : undefined;
@@ -66,6 +69,6 @@ for (const name of ['llama3-smollm', 'qwen2', 'gemma3']) {
     }
     assert.equal(launches.unfused - launches.fused, 3 * m.config.nLayers + 1);
     assert.equal(launches.fused - launches['fused step'], m.config.nLayers, 'rope_scatter folded into every layer\'s attention');
-    assert.equal(launches['fused, x staged'], launches.fused, 'staging x changes no launch');
+    if (name !== 'llama3-smollm') assert.equal(launches['fused, x staged'], launches.fused, 'staging x changes no launch');
   });
 }
