@@ -45,6 +45,11 @@ export function unmaskScores(s: Float32Array): Float32Array {
   return s;
 }
 
+/** The workgroup memory gemv takes for itself, beside what a prologue stages: its partial sums, or gemv_sg's column counter. */
+function gemvOwnBytes(T: number, sg: boolean): number {
+  return sg ? 4 : 4 * 256 * T;
+}
+
 export class Ops {
   /** The matmul family used when a call names no variant; chosen per adapter (see Engine). */
   matmulProfile: MatmulProfile = 'cpu';
@@ -118,7 +123,7 @@ export class Ops {
    */
   combineFold(T: number, K: number, heads: number): number {
     if (!this.fuses(T) || this.foldCombine === false || K % (4 * heads) !== 0) return 0;
-    const bytes = 4 * (T * K + T * heads * COMBINE_MAX + (this.pickGemv() === 'gemv' ? 256 * T : 1));
+    const bytes = 4 * (T * K + T * heads * COMBINE_MAX) + gemvOwnBytes(T, this.pickGemv() === 'gemv_sg');
     return bytes <= this.wgStorage ? COMBINE_MAX : 0;
   }
 
@@ -221,7 +226,7 @@ export class Ops {
    * fit beside the kernel's own sums (and NORM's reduction), else as many as fit (the rest are read on the fly).
    */
   private stagedVec4s(T: number, K: number, sg: boolean, norm: boolean): number {
-    const reserved = (sg ? 16 : 4 * 256 * T) + (norm ? 4 * (256 + T) : 0) + 64;
+    const reserved = gemvOwnBytes(T, sg) + (norm ? 4 * (256 + T) : 0) + 64;
     return Math.max(0, Math.min(K / 4, Math.floor((this.wgStorage - reserved) / (16 * T))));
   }
 
