@@ -114,23 +114,15 @@ export function decodeGemvWays(e: Engine, context: number, steps: number): Promi
 }
 
 /**
- * Fused decode with attention's key slices merged in the output projection (gemv's COMBINE) and by
- * attention_combine's launch, the engine's other settings kept (where it does not fuse, neither way is its own).
- * The fold applies only where a step has 2 to 8 slices (Ops.combineFold): elsewhere both ways are the same.
+ * Fused decode each way of one on/off choice, the engine's own first and its other settings kept (where it does not
+ * fuse, neither way is its own): 'foldCombine', attention's key slices merged in the output projection (gemv's
+ * COMBINE; only where a step has 2 to 8 slices, Ops.combineFold, elsewhere both ways are the same) or by
+ * attention_combine's launch; 'stageX', the GEMVs' x staged once a workgroup in workgroup memory (gemv's STAGE) or
+ * read from its buffer in every column's lanes.
  */
-export function decodeCombineWays(e: Engine, context: number, steps: number): Promise<DecodeWay[]> {
-  const picked = e.ops.foldCombine !== false, fused = e.ops.fuses(1);
-  return timeWays(e, context, [picked, !picked].map((foldCombine) => ({ fused: true, foldCombine, chosen: fused && foldCombine === picked, steps })));
-}
-
-/**
- * Fused decode with the GEMVs' x (RMSNorm's and GLU's) staged once a workgroup in workgroup memory (gemv's STAGE)
- * and read from its buffer in every column's lanes, the engine's other settings kept (where it does not fuse,
- * neither is its own).
- */
-export function decodeStageWays(e: Engine, context: number, steps: number): Promise<DecodeWay[]> {
-  const picked = e.ops.stageX === true, fused = e.ops.fuses(1);
-  return timeWays(e, context, [picked, !picked].map((stageX) => ({ fused: true, stageX, chosen: fused && stageX === picked, steps })));
+export function decodeSwitchWays(e: Engine, context: number, steps: number, choice: 'foldCombine' | 'stageX'): Promise<DecodeWay[]> {
+  const picked = choice === 'foldCombine' ? e.ops.foldCombine !== false : e.ops.stageX === true, fused = e.ops.fuses(1);
+  return timeWays(e, context, [picked, !picked].map((on) => ({ fused: true, [choice]: on, chosen: fused && on === picked, steps })));
 }
 
 /**

@@ -46,7 +46,7 @@ import { timeMatmuls } from './matmul';
 import { linkedRows, timeAttention, type AttentionCase } from './attention';
 import { copyStage, type CopyReport } from './copy-stage';
 import { formatLinkProfile, formatProfile, profileDecode, profileLink } from './profile';
-import { decodeAttentionWays, decodeBothWays, decodeCombineWays, decodeGemvWays, decodeStageWays, formatFuse, tuneAsTheApp, tuneUploadAsTheApp } from './fuse';
+import { decodeAttentionWays, decodeBothWays, decodeGemvWays, decodeSwitchWays, formatFuse, tuneAsTheApp, tuneUploadAsTheApp } from './fuse';
 import { GpuTier } from '../kvstore/gpu-tier';
 import { realStage } from './real-model';
 
@@ -395,7 +395,7 @@ async function profileInto(rows: Record<string, unknown>[], e: Engine, context: 
   const gemv = await decodeGemvWays(e, ctx, cpu ? 1 : steps);
   if (gemv.length) log(`${tag} ${formatFuse(gemv)}`);
   // The fused choices' rows: the key slices' fold, then the prologues' x staged.
-  const combine = [...await decodeCombineWays(e, ctx, cpu ? 1 : steps), ...await decodeStageWays(e, ctx, cpu ? 1 : steps)];
+  const combine = [...await decodeSwitchWays(e, ctx, cpu ? 1 : steps, 'foldCombine'), ...await decodeSwitchWays(e, ctx, cpu ? 1 : steps, 'stageX')];
   log(`${tag} ${formatFuse(combine)}`);
   const p = await profileDecode(e, context);
   rows.push({ ...row, profile: p ?? 'no timestamp queries', fuse, attention, gemv, combine });
