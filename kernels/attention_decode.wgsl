@@ -29,7 +29,9 @@
 // first head, slice 0) writes the key and value into it for later steps. No
 // other workgroup reads that row from the cache, so no ordering is needed. An
 // f16 cache gets them rounded to f16 as rope_scatter would store them, so the
-// step computes exactly what rope_scatter then attention_decode compute.
+// step computes exactly what rope_scatter then attention_decode compute. With
+// QKNORM each workgroup also RMS-normalises its q head and key first (Gemma 3),
+// the work of the two rmsnorm.wgsl launches that would precede rope_scatter.
 #include "attention_io"
 #if STEP
 #include "rope_pairs"
@@ -76,16 +78,47 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let qbase = (t * p.q_stride + p.q_offset) / 4u;
 #if STEP
   let qp = p.qp;
+  let qh = qbase + h * HD4;
+  let kh = qbase + (p.H + kvh) * HD4;
+#if QKNORM
+  // The q head and the key normalised first, as rmsnorm.wgsl would in place: their squares summed through
+  // workgroup memory, then each vec4 scaled by the row's 1 / rms and its norm weight. rmax and rsum are free
+  // until the first round.
+  if (lid < HD4) {
+    let a = q[qh + lid];
+    let b = q[kh + lid];
+    qs[lid] = a;
+    kn[lid] = b;
+    rmax[lid] = dot(a, a);
+    rsum[lid] = dot(b, b);
+  }
+  workgroupBarrier();
+  var qss = 0.0;
+  var kss = 0.0;
+  for (var c = 0u; c < HD4; c++) {
+    qss += rmax[c];
+    kss += rsum[c];
+  }
+  let hd = f32(4u * HD4);
+  if (lid < HD4) {
+    qs[lid] = qs[lid] * inverseSqrt(qss / hd + p.eps) * (qkn[lid] + p.wadd);
+    kn[lid] = kn[lid] * inverseSqrt(kss / hd + p.eps) * (qkn[HD4 + lid] + p.wadd);
+  }
+  workgroupBarrier();
+#endif
   // Group lid of the q head and of the kv head's key, rotated; the value as it is.
   if (lid < HD4 / 2u) {
     let o = rope_groups(lid, 4u * HD4);
     let r = u32(qp) * 2u * HD4 + 4u * lid;
-    let qh = qbase + h * HD4;
+#if QKNORM
+    let qr = rope_rotate(qs[o.x], qs[o.y], r);
+    let kr = rope_rotate(kn[o.x], kn[o.y], r);
+#else
     let qr = rope_rotate(q[qh + o.x], q[qh + o.y], r);
+    let kr = rope_rotate(q[kh + o.x], q[kh + o.y], r);
+#endif
     qs[o.x] = qr[0] * (p.scale * LOG2E);
     qs[o.y] = qr[1] * (p.scale * LOG2E);
-    let kh = qbase + (p.H + kvh) * HD4;
-    let kr = rope_rotate(q[kh + o.x], q[kh + o.y], r);
     kn[o.x] = as_cached(kr[0]);
     kn[o.y] = as_cached(kr[1]);
   }

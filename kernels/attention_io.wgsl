@@ -3,13 +3,17 @@
 // from an f32 or packed-f16 cache. STEP (attention_decode only): one decode step's
 // row, whose position, key range and cache row come as parameters instead of
 // qpos and bounds, and whose RoPE table (cs) takes qpos's binding; its key and
-// value go into the cache, which is then written as well as read.
+// value go into the cache, which is then written as well as read. QKNORM (with
+// STEP): the q and k heads are RMS-normalised (Gemma 3's q/k norm) before RoPE.
 #include "common"
 
 struct Params {
   T: u32, n: u32, H: u32, NKV: u32, q_stride: u32, q_offset: u32, window: u32, scale: f32, splits: u32,
 #if STEP
   qp: i32, row: u32, first: u32, last: u32,
+#endif
+#if QKNORM
+  eps: f32, wadd: f32,
 #endif
 }
 
@@ -52,4 +56,8 @@ fn pack_kv(v: vec4<f32>) -> vec4<f32> { return v; }
 @group(0) @binding(6) var<storage, read_write> out: array<vec4<f32>>;
 #if SPLIT
 @group(0) @binding(8) var<storage, read_write> ml: array<vec2<f32>>;
+#endif
+#if QKNORM
+// The q norm's weights then the k norm's, HD4 vec4s each (added to wadd: 1 for Gemma's 1 + w).
+@group(0) @binding(9) var<storage, read> qkn: array<vec4<f32>>;
 #endif

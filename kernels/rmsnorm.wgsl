@@ -1,14 +1,15 @@
 // RMSNorm over rows of length D that sit at strided places in a buffer:
 // row r = (t, g) starts at t * stride + offset + g * D, for t < T, g < G.
 // G > 1 normalises each head of a fused q/k/v row (Gemma 3's q/k norm).
-// out = x / sqrt(mean(x^2) + eps) * (w or 1 + w)  (+ res, when ADD_RESIDUAL)
+// out = x / sqrt(mean(x^2) + eps) * (w or 1 + w)  (+ res, when ADD_RESIDUAL),
+// the D weights from w[w_offset]
 // IN_PLACE writes back into x. One invocation per row, or with WG (real
 // GPUs) a workgroup of 64 per row summing strided slices and reducing them in
 // workgroup memory: one invocation walking a 2048-wide row alone, as decode's
 // single row does, would leave a GPU idle for a millisecond.
 #include "common"
 
-struct Params { T: u32, G: u32, D: u32, stride: u32, offset: u32, eps: f32, plus_one: u32, out_stride: u32 }
+struct Params { T: u32, G: u32, D: u32, stride: u32, offset: u32, eps: f32, plus_one: u32, out_stride: u32, w_offset: u32 }
 
 @group(0) @binding(0) var<uniform> p: Params;
 #if IN_PLACE
@@ -37,12 +38,12 @@ fn write_row(t: u32, g: u32, base: u32, inv: f32, first: u32, step: u32) {
   let wadd = select(0.0, 1.0, p.plus_one != 0u);
 #if IN_PLACE
   for (var i = first; i < p.D; i += step) {
-    x[base + i] = x[base + i] * inv * (w[i] + wadd);
+    x[base + i] = x[base + i] * inv * (w[p.w_offset + i] + wadd);
   }
 #else
   let obase = t * p.out_stride + g * p.D;
   for (var i = first; i < p.D; i += step) {
-    var v = x[base + i] * inv * (w[i] + wadd);
+    var v = x[base + i] * inv * (w[p.w_offset + i] + wadd);
 #if ADD_RESIDUAL
     v += res[obase + i];
 #endif

@@ -66,6 +66,8 @@ export interface RmsNormArgs {
   x: GPUBuffer; w: GPUBuffer; T: number; D: number; eps: number; plusOne: boolean;
   /** Heads per row (q/k norm), their row stride and start offset in x. */
   G?: number; stride?: number; offset?: number;
+  /** Where the D weights start in w (a model keeps its q and k norms in one buffer); default 0. */
+  wOffset?: number;
   /** Output (dense [T, G*D]); omitted means in place. */
   y?: GPUBuffer; residual?: GPUBuffer;
   /** A workgroup per row instead of one invocation; default: on GPUs. */
@@ -106,6 +108,11 @@ export interface AttentionStep {
   /** The cache row the step's key and value go into, and the rows its query scans ([first, last), as keyBounds). */
   row: number; first: number; last: number;
   interleaved: boolean;
+  /**
+   * Gemma 3's q/k norm, done in the same launch before RoPE (what two rmsnorm launches over the row's q and k
+   * heads do otherwise): `w` holds the q norm's HD weights then the k norm's, as the model keeps them (qkNorm).
+   */
+  qkNorm?: { w: GPUBuffer; eps: number; plusOne: boolean };
 }
 export type KeysPerThread = 1 | 2 | 4 | 8;
 /**

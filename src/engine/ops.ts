@@ -238,7 +238,7 @@ export class Ops {
     const b: Record<number, GPUBuffer> = { 1: a.x, 2: a.w };
     if (a.y) b[3] = a.y;
     if (a.residual) b[4] = a.residual;
-    const params = [u(a.T), u(G), u(a.D), u(a.stride ?? G * a.D), u(a.offset ?? 0), f(a.eps), u(a.plusOne ? 1 : 0), u(G * a.D)];
+    const params = [u(a.T), u(G), u(a.D), u(a.stride ?? G * a.D), u(a.offset ?? 0), f(a.eps), u(a.plusOne ? 1 : 0), u(G * a.D), u(a.wOffset ?? 0)];
     this.d.run1d(pipe, params, b, a.T * G * (wg ? 64 : 1));
   }
 
@@ -282,8 +282,10 @@ export class Ops {
     const params = (splits: number) => [
       u(a.T), u(a.n), u(a.H), u(a.NKV), u(a.qStride), u(a.qOffset), u(a.window), f(a.scale), u(splits),
       ...(s ? [{ i32: s.qp }, u(s.row), u(s.first), u(s.last)] : []),
+      ...(s?.qkNorm ? [f(s.qkNorm.eps), f(s.qkNorm.plusOne ? 1 : 0)] : []),
     ];
     const b: Record<number, GPUBuffer> = s ? { 1: a.q, 2: a.k, 3: a.v, 4: s.cs, 5: a.kpos, 6: a.out } : { 1: a.q, 2: a.k, 3: a.v, 4: a.qpos, 5: a.kpos, 6: a.out, 7: a.bounds };
+    if (s?.qkNorm) b[9] = s.qkNorm.w;
     const variant = a.variant ?? this.attentionVariant ?? this.pickAttention(a.T, a.HD);
     if (s && (variant !== 'keys' || a.T !== 1 || a.HD % 8 !== 0)) throw new Error(`attention: a step folds RoPE into attention_decode for one row and heads of a multiple of 8, not ${variant} for ${a.T} rows of ${a.HD}`);
     if (variant === 'keys') {
@@ -292,7 +294,7 @@ export class Ops {
       const KPT = a.keysPerThread ?? this.decodeKeysPerThread ?? 1;
       if (![1, 2, 4, 8].includes(KPT)) throw new Error(`attention_decode: ${KPT} keys an invocation (1, 2, 4 or 8)`);
       const splits = Math.min(fit, a.splits ?? keysSplits(rows, a.n, KPT));
-      const pipe = this.lib.pipeline('attention_decode', { HD4: kv.HD4, KPT, KV_F16: a.kvDtype === 'f16', SPLIT: splits > 1, STEP: !!s, INTERLEAVED: !!s?.interleaved });
+      const pipe = this.lib.pipeline('attention_decode', { HD4: kv.HD4, KPT, KV_F16: a.kvDtype === 'f16', SPLIT: splits > 1, STEP: !!s, INTERLEAVED: !!s?.interleaved, QKNORM: !!s?.qkNorm });
       return this.attentionRun(a, pipe, params(splits), b, splits, rows * splits * 64);
     }
     if (variant === 'tiled') {

@@ -4,7 +4,8 @@
  * the TypeScript reference in rope-scatter.test.ts and kernels.test.ts). Same output, same cache afterwards, for
  * GQA, both RoPE styles, f32 and f16 caches, heads of 8 to 256, key slices, keys a thread, a window, and the
  * step's row at the end of the cache or amid rows out of order. The step's cache row holds garbage beforehand:
- * the fused launch must take that row's key and value from the step, not from the cache.
+ * the fused launch must take that row's key and value from the step, not from the cache. With Gemma 3's q/k norm
+ * (AttentionStep.qkNorm), the same against two rmsnorm launches in place before the two.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -17,6 +18,9 @@ import { assertClose, harness, rand } from '../helpers/gpu';
 const H = 4, NKV = 2, N = 40;
 // Out against the two launches: 0 measured on SwiftShader (the same f32 arithmetic in the same order); the bound
 // leaves room for a compiler contracting the rotation into fused multiply-adds in one kernel and not the other.
+// With the q/k norm folded in, at most 1.5e-7 of the largest output (its squares summed in another order than
+// rmsnorm.wgsl's): the bound is about 7x that. An f16 cache's keys then agree here; on another adapter a key could
+// round to the neighbouring half.
 const RT = 1e-6;
 
 const cases = [
@@ -26,10 +30,14 @@ const cases = [
   { HD: 64, interleaved: true, kv: 'f16', splits: 1, kpt: 2, window: 0, where: 'amid' },
   { HD: 256, interleaved: false, kv: 'f16', splits: 4, kpt: 1, window: 0, where: 'amid' },
   { HD: 256, interleaved: true, kv: 'f32', splits: 1, kpt: 8, window: 17, where: 'last' },
-] as const;
+  // Gemma 3's q/k norm folded in too (QKNORM), against two rmsnorm launches before the other two.
+  { HD: 256, interleaved: false, kv: 'f16', splits: 4, kpt: 1, window: 0, where: 'last', qkNorm: 'plus one' },
+  { HD: 64, interleaved: true, kv: 'f32', splits: 1, kpt: 2, window: 9, where: 'amid', qkNorm: 'plain' },
+  { HD: 8, interleaved: false, kv: 'f32', splits: 2, kpt: 1, window: 0, where: 'amid', qkNorm: 'plus one' },
+] as { HD: number; interleaved: boolean; kv: 'f32' | 'f16'; splits: number; kpt: number; window: number; where: 'last' | 'amid'; qkNorm?: 'plain' | 'plus one' }[];
 
 for (const c of cases) {
-  test(`a step's RoPE and cache write inside attention_decode: head ${c.HD}, ${c.interleaved ? 'interleaved' : 'half-split'}, ${c.kv} cache, ${c.splits} slice(s), ${c.kpt} key(s) a thread, window ${c.window}, its row ${c.where}`, async (t) => {
+  test(`a step's ${c.qkNorm ? `q/k norm (${c.qkNorm}), ` : ''}RoPE and cache write inside attention_decode: head ${c.HD}, ${c.interleaved ? 'interleaved' : 'half-split'}, ${c.kv} cache, ${c.splits} slice(s), ${c.kpt} key(s) a thread, window ${c.window}, its row ${c.where}`, async (t) => {
     const h = await harness();
     const { HD } = c;
     const qDim = H * HD, kvDim = NKV * HD, W = qDim + 2 * kvDim;
@@ -50,15 +58,25 @@ for (const c of cases) {
     const kpos = h.upload(kposArr);
     const common = { qStride: W, qOffset: 0, kvDtype: c.kv, kpos, n: N, H, NKV, HD, window: c.window, scale: 1 / Math.sqrt(HD), T: 1, variant: 'keys', splits: c.splits, keysPerThread: c.kpt as KeysPerThread } as const;
 
-    // Two launches: rope_scatter, then attention_decode.
+    // Norm weights about 1 (Gemma adds 1 to its own, stored about 0), the q norm's then the k norm's.
+    const plusOne = c.qkNorm === 'plus one';
+    const normW = rand(2 * HD, 11 + HD, 0.5).map((v) => v + (plusOne ? 0 : 1));
+    const qkNorm = c.qkNorm ? { w: h.upload(normW), eps: 1e-6, plusOne } : undefined;
+
+    // Two launches: rope_scatter, then attention_decode (and before them, with a q/k norm, two rmsnorm in place).
     const x1 = h.upload(qkv), k1 = kvBuf(keys), v1 = kvBuf(values), out1 = h.empty(qDim * 4);
     const qposB = h.upload(Int32Array.from([qp])), idx = h.upload(Uint32Array.from([row])), bounds = h.upload(Uint32Array.from([first, last]));
+    if (qkNorm) {
+      const norm = { x: x1, w: qkNorm.w, T: 1, D: HD, stride: W, eps: qkNorm.eps, plusOne };
+      h.ops.rmsnorm({ ...norm, G: H, offset: 0 });
+      h.ops.rmsnorm({ ...norm, G: NKV, offset: qDim, wOffset: HD });
+    }
     h.ops.ropeScatter({ x: x1, cs, csRows: h.upload(Uint32Array.from([qp])), idx, dstK: k1, dstV: v1, dstDtype: c.kv, T: 1, H, NKV, HD, stride: W, interleaved: c.interleaved });
     h.ops.attention({ ...common, q: x1, k: k1, v: v1, qpos: qposB, bounds, out: out1 });
 
     // One launch: the step.
     const x2 = h.upload(qkv), k2 = kvBuf(keys), v2 = kvBuf(values), out2 = h.empty(qDim * 4);
-    h.ops.attention({ ...common, q: x2, k: k2, v: v2, qpos: qposB, bounds, out: out2, step: { cs, qp, row, first, last, interleaved: c.interleaved } });
+    h.ops.attention({ ...common, q: x2, k: k2, v: v2, qpos: qposB, bounds, out: out2, step: { cs, qp, row, first, last, interleaved: c.interleaved, qkNorm } });
 
     const [o1, o2] = [await h.readF32(out1, qDim), await h.readF32(out2, qDim)];
     let worst = 0;

@@ -223,16 +223,6 @@ export class ForwardPass {
     const kind = c.layerKinds[l];
 
     this.normMatmul(Lw.attnNorm, xn, { x: blk.x, w: Lw.wqkv, y: qkv, T, K: D, bias: Lw.bqkv });
-    if (Lw.qNorm && Lw.kNorm) {
-      ops.rmsnorm({ x: qkv, w: Lw.qNorm, T, D: HD, G: c.nHeads, stride: W, offset: 0, eps, plusOne });
-      ops.rmsnorm({ x: qkv, w: Lw.kNorm, T, D: HD, G: c.nKvHeads, stride: W, offset: qDim, eps, plusOne });
-    }
-    if (opts.capturePreRopeK) {
-      const dst = this.s.preRopeK(l, this.T);
-      const ident = this.s.putIdentity(T, blk.a, k);
-      ops.scatter({ src: qkv, stride: W, offset: qDim, idx: ident, dst, dstDtype: 'f32', T, W: kvDim });
-      this.preRopeK[l] = dst;
-    }
     // The table as it is now: a link's RowWriter may have grown it since setRows.
     const cs = this.ropeByPosition ? this.m.positionTable(kind).buffer! : this.s.rope(kind, k);
     const csRows = this.ropeByPosition ? this.s.qpos(k) : this.s.csRows(k);
@@ -240,6 +230,19 @@ export class ForwardPass {
     const kv = this.cache.dtype;
     const scores = !!opts.scores && wantsLayer(opts.scores.layer, l);
     const step = this.stepOf(kind, cs, interleaved, scores);
+    // Gemma 3's q/k norm: inside a decode step's attention where it has one (and no pre-RoPE key is captured from
+    // qkv, which must then hold it normalised), else two launches in place.
+    if (Lw.qkNorm && step && !opts.capturePreRopeK) step.qkNorm = { w: Lw.qkNorm, eps, plusOne };
+    else if (Lw.qkNorm) {
+      ops.rmsnorm({ x: qkv, w: Lw.qkNorm, T, D: HD, G: c.nHeads, stride: W, offset: 0, eps, plusOne });
+      ops.rmsnorm({ x: qkv, w: Lw.qkNorm, wOffset: HD, T, D: HD, G: c.nKvHeads, stride: W, offset: qDim, eps, plusOne });
+    }
+    if (opts.capturePreRopeK) {
+      const dst = this.s.preRopeK(l, this.T);
+      const ident = this.s.putIdentity(T, blk.a, k);
+      ops.scatter({ src: qkv, stride: W, offset: qDim, idx: ident, dst, dstDtype: 'f32', T, W: kvDim });
+      this.preRopeK[l] = dst;
+    }
     // One launch rotates the q and k heads of each row and writes its k and v heads into the cache; a decode step
     // that fuses does it inside attention_decode instead.
     if (!step) ops.ropeScatter({ x: qkv, cs, csRows, idx: rowsBuf, dstK: this.cache.k[l], dstV: this.cache.v[l], dstDtype: kv, T, H: c.nHeads, NKV: c.nKvHeads, HD, stride: W, interleaved });

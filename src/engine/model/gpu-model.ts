@@ -36,7 +36,9 @@ export function packedTensors(w: HostWeights, opts: UploadOptions = {}): Map<str
 }
 
 export interface GpuLayer {
-  attnNorm: GPUBuffer; wqkv: WeightMatrix; bqkv?: GPUBuffer; qNorm?: GPUBuffer; kNorm?: GPUBuffer;
+  attnNorm: GPUBuffer; wqkv: WeightMatrix; bqkv?: GPUBuffer;
+  /** Gemma 3's q/k norm: the q norm's headDim weights, then the k norm's. */
+  qkNorm?: GPUBuffer;
   wo: WeightMatrix; postAttnNorm?: GPUBuffer; ffnNorm: GPUBuffer; wGateUp: WeightMatrix; wDown: WeightMatrix; postFfnNorm?: GPUBuffer;
 }
 
@@ -105,8 +107,7 @@ export class GpuModel {
           attnNorm: m.vector(`${i}.attn_norm`, [L(i, 'attn_norm')]),
           wqkv: m.matrix(`${i}.wqkv`, [L(i, 'wq'), L(i, 'wk'), L(i, 'wv')]),
           bqkv: bias && m.vector(`${i}.bqkv`, bias),
-          qNorm: config.qkNorm ? m.vector(`${i}.q_norm`, [L(i, 'q_norm')]) : undefined,
-          kNorm: config.qkNorm ? m.vector(`${i}.k_norm`, [L(i, 'k_norm')]) : undefined,
+          qkNorm: config.qkNorm ? m.vector(`${i}.qk_norm`, [L(i, 'q_norm'), L(i, 'k_norm')]) : undefined,
           wo: m.matrix(`${i}.wo`, [L(i, 'wo')]),
           postAttnNorm: config.postNorms ? m.vector(`${i}.post_attn_norm`, [L(i, 'post_attn_norm')]) : undefined,
           ffnNorm: m.vector(`${i}.ffn_norm`, [L(i, 'ffn_norm')]),

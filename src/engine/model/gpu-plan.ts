@@ -192,10 +192,7 @@ export function planGpuMemory(c: ModelConfig, dtype: StoreDType, limits: Adapter
     vector(`${i}.attn_norm`, H);
     matrix(`${i}.wqkv`, H, [[L('wq'), Q], [L('wk'), KV], [L('wv'), KV]]);
     if (c.qkvBias) vector(`${i}.bqkv`, Q + 2 * KV);
-    if (c.qkNorm) {
-      vector(`${i}.q_norm`, c.headDim);
-      vector(`${i}.k_norm`, c.headDim);
-    }
+    if (c.qkNorm) vector(`${i}.qk_norm`, 2 * c.headDim);
     matrix(`${i}.wo`, Q, [[L('wo'), H]]);
     if (c.postNorms) vector(`${i}.post_attn_norm`, H);
     vector(`${i}.ffn_norm`, H);
