@@ -313,9 +313,11 @@ for (const HD of [256, 80, 64]) {
 
 // attention_combine gives each row and head a workgroup of 64: more slices than invocations (each walks several),
 // slices past the 512 whose weights workgroup memory keeps, slices with no key, a row with none at all, and a head
-// wider than the workgroup (512: 128 vec4s, one group).
+// wider than the workgroup (512: 128 vec4s, one group). Measured on SwiftShader: at most 1.4e-7 of the largest
+// output; the bound is about 10x that.
+const COMBINE_RT = 1.5e-6;
 for (const [HD, variant] of [[64, 'keys'], [80, 'keys'], [512, 'rows']] as const) {
-  test(`attention_combine merges many key slices (head ${HD}, ${variant})`, async () => {
+  test(`attention_combine merges many key slices (head ${HD}, ${variant})`, async (t) => {
     const h = await harness();
     const T = 3, n = 1100, H = 4, NKV = 2, qStride = (H + 2 * NKV) * HD;
     const kpos = Int32Array.from({ length: n }, (_, j) => j);
@@ -332,7 +334,9 @@ for (const [HD, variant] of [[64, 'keys'], [80, 'keys'], [512, 'rows']] as const
       out, T, n, H, NKV, HD, window: 0, scale: a.scale, bounds: h.upload(keyBounds(kpos, n, qpos, 0)), variant };
     for (const splits of [65, 300, 600]) {
       h.ops.attention({ ...args, splits });
-      assertClose(await h.readF32(out, want.length), want, 0, KEYS_RT, `${variant}, head ${HD}, ${splits} slices`);
+      const got = await h.readF32(out, want.length);
+      t.diagnostic(`${splits} slices: largest difference ${maxAbsDiff(got, want).toExponential(2)} of the largest output ${maxAbsDiff(want, new Float32Array(want.length)).toFixed(2)}`);
+      assertClose(got, want, 0, COMBINE_RT, `${variant}, head ${HD}, ${splits} slices`);
     }
   });
 }
