@@ -293,7 +293,8 @@ export class Ops {
       const rows = a.T * a.H;
       const KPT = a.keysPerThread ?? this.decodeKeysPerThread ?? 1;
       if (![1, 2, 4, 8].includes(KPT)) throw new Error(`attention_decode: ${KPT} keys an invocation (1, 2, 4 or 8)`);
-      const splits = Math.min(fit, a.splits ?? keysSplits(rows, a.n, KPT));
+      // A step knows the keys its row scans: a sliding-window layer's (Gemma 3) are its window, not the cache.
+      const splits = Math.min(fit, a.splits ?? keysSplits(rows, s ? Math.max(1, s.last - s.first) : a.n, KPT));
       const pipe = this.lib.pipeline('attention_decode', { HD4: kv.HD4, KPT, KV_F16: a.kvDtype === 'f16', SPLIT: splits > 1, STEP: !!s, INTERLEAVED: !!s?.interleaved, QKNORM: !!s?.qkNorm });
       return this.attentionRun(a, pipe, params(splits), b, splits, rows * splits * 64);
     }

@@ -11,7 +11,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { floatsToHalves, halvesToFloats } from '../../src/engine/f16';
 import { inverseFrequencies, ropeTable } from '../../src/engine/model/rope';
-import { keyBounds, type KeysPerThread } from '../../src/engine/ops';
+import { keyBounds, keysSplits, type KeysPerThread } from '../../src/engine/ops';
 import type { ModelConfig } from '../../src/engine';
 import { assertClose, harness, rand } from '../helpers/gpu';
 
@@ -89,6 +89,25 @@ for (const c of cases) {
     assert.deepEqual(await readKV(v2), await readKV(v1), 'cached values');
   });
 }
+
+test('a step cuts the keys it scans into slices, not the whole cache: on a sliding-window layer, its window', async () => {
+  const h = await harness();
+  const HD = 8, n = 4096, window = 512, W = (H + 2 * NKV) * HD;
+  const kposArr = Int32Array.from({ length: n }, (_, i) => i);
+  const row = n - 1, qp = row;
+  const [first, last] = keyBounds(kposArr, n, [qp], window);
+  assert.equal(last - first, window);
+  const inv = inverseFrequencies({ headDim: HD, ropeTheta: 10000 } as ModelConfig, 'global');
+  const slices = h.ops.attention({
+    q: h.upload(rand(W, 3)), qStride: W, qOffset: 0, k: h.upload(rand(n * NKV * HD, 4)), v: h.upload(rand(n * NKV * HD, 6)), kvDtype: 'f32',
+    qpos: h.empty(4), kpos: h.upload(kposArr), out: h.empty(H * HD * 4), T: 1, n, H, NKV, HD, window, scale: 1, bounds: h.empty(8),
+    variant: 'keys', keysPerThread: 1, leaveSlices: 1 << 20,
+    step: { cs: h.upload(ropeTable(inv, Array.from({ length: n }, (_, i) => i))), qp, row, first, last, interleaved: false },
+  });
+  h.ops.d.flush();
+  assert.equal(slices?.splits, keysSplits(H, window), 'slices of the window');
+  assert.ok(keysSplits(H, n) > keysSplits(H, window), 'fewer than the cache would get');
+});
 
 test('a step is refused where attention_decode cannot take it', async () => {
   const h = await harness();
