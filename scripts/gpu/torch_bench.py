@@ -128,7 +128,7 @@ def copy_bandwidth(device):
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument('--out', required=True)
-    p.add_argument('--models', default='smollm2-135m,qwen2.5-0.5b,llama-3.2-1b,llama-3.2-3b')
+    p.add_argument('--models', default='smollm2-135m,qwen2.5-0.5b,llama-3.2-1b,llama-3.2-3b,gemma-3-270m')
     p.add_argument('--lengths', default='512,2048,8192')
     p.add_argument('--decode-steps', type=int, default=32)
     p.add_argument('--budget-s', type=float, default=150)
