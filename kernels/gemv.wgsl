@@ -21,7 +21,8 @@
 // vec4s (quant.wgsl's dq32), so scales are decoded once per 32 weights.
 // NORM, GLU and COMBINE read x through a prologue (gemv_x.wgsl): decode's RMSNorm, GLU
 // and attention_combine launches folded into the GEMV that consumes their output; with
-// STAGE, x (normed, or GLU's) is worked out once a workgroup into workgroup memory.
+// STAGE, x (normed, or GLU's) is worked out once a workgroup into workgroup memory; POST also
+// folds in the sandwich norm before the norm (gemv_x.wgsl).
 #if SG
 enable subgroups;
 // A column's loop ends where its subgroup's claim runs out: uniform within the subgroup, which is all
@@ -98,7 +99,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   stage_x(li);
 #endif
 #if STAGE
-  stage_x(li);
+  stage_x(li, wid.x + wid.y * nwg.x == 0u);
 #endif
   let lanes = subgroupAdd(1u);
   let rank = subgroupExclusiveAdd(1u);
@@ -144,7 +145,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   stage_x(li);
 #endif
 #if STAGE
-  stage_x(li);
+  stage_x(li, wid.x + wid.y * nwg.x == 0u);
 #endif
   let col = li / 32u;
   let lane = li % 32u;

@@ -19,12 +19,22 @@
 //    less, on the fly as without STAGE); NORM's sums of squares meet there too, so each row's
 //    1/rms is xscale[t]. Without it, every column's lanes read x from its buffer, and redo the
 //    prologue, for each weight vec4 they read.
+//  POST (with STAGE and NORM; Gemma 3's sandwich norms): x is the previous product's output, and
+//    the norm's input is res + rmsnorm(x; pw) (binding 9 and 10, the same eps and 1 + w): stage_x
+//    first works out each row's 1/rms of x (pscale), raw_x gives the sum, and the first workgroup
+//    writes it to binding 11, the residual stream's next buffer. The post-norm's launch folded in.
 // Otherwise gain is 1 and sq 0: the plain kernel, which the compiler sees through.
 #if GLU
 #include "act"
 #endif
 #if NORM
 @group(0) @binding(6) var<storage, read> nw: array<vec4<f32>>;
+#endif
+#if POST
+@group(0) @binding(9) var<storage, read> pres: array<vec4<f32>>;
+@group(0) @binding(10) var<storage, read> pw: array<vec4<f32>>;
+@group(0) @binding(11) var<storage, read_write> pout: array<vec4<f32>>;
+var<workgroup> pscale: array<f32, TX>;
 #endif
 
 #if COMBINE
@@ -56,13 +66,18 @@ fn stage_x(li: u32) {
 }
 #endif
 
-// Vec4 k of row t of the input as stored, or GLU's act(gate) * up.
+// Vec4 k of row t of the input as stored, GLU's act(gate) * up, or POST's residual plus post-norm.
 fn raw_x(t: u32, k: u32) -> vec4<f32> {
+#if POST
+  let i = t * p.K4 + k;
+  return pres[i] + x[i] * pscale[t] * (pw[k] + select(0.0, 1.0, p.plus_one != 0u));
+#else
 #if GLU
   let base = 2u * t * p.K4 + k;
   return act4(x[base]) * x[base + p.K4];
 #else
   return x[t * p.K4 + k];
+#endif
 #endif
 }
 
@@ -81,10 +96,24 @@ var<workgroup> xs: array<vec4<f32>, TX * XK4>;
 #if NORM
 var<workgroup> red: array<f32, 256>;
 var<workgroup> xscale: array<f32, TX>;
+
+// The sum of the workgroup's 256 values v, in every invocation (li: this one's index); red is free again after.
+fn workgroup_sum(li: u32, v: f32) -> f32 {
+  red[li] = v;
+  workgroupBarrier();
+  for (var w = 128u; w > 0u; w >>= 1u) {
+    if (li < w) { red[li] += red[li + w]; }
+    workgroupBarrier();
+  }
+  let total = red[0];
+  workgroupBarrier();
+  return total;
+}
 #endif
 
-// The rows' x into xs by the workgroup's 256 invocations (li: this one's index), and NORM's 1/rms of each row.
-fn stage_x(li: u32) {
+// The rows' x into xs by the workgroup's 256 invocations (li: this one's index), and NORM's 1/rms of each row;
+// with POST, `first` (the launch's first workgroup) also writes the rows it works out.
+fn stage_x(li: u32, first: bool) {
   // NORM's squares need the whole row; GLU's x only what is kept.
 #if NORM
   let kend = p.K4;
@@ -92,20 +121,28 @@ fn stage_x(li: u32) {
   let kend = min(p.K4, XK4);
 #endif
   for (var t = 0u; t < TX; t++) {
+#if POST
+    var ps = 0.0;
+    for (var k = li; k < p.K4; k += 256u) {
+      let v = x[t * p.K4 + k];
+      ps += dot(v, v);
+    }
+    let pss = workgroup_sum(li, ps);
+    if (li == 0u) { pscale[t] = rms_scale(pss); }
+    workgroupBarrier();
+#endif
     var ss = 0.0;
     for (var k = li; k < kend; k += 256u) {
       let v = raw_x(t, k);
+#if POST
+      if (first) { pout[t * p.K4 + k] = v; }
+#endif
       ss += dot(v, v);
       if (k < XK4) { xs[t * XK4 + k] = v * norm_gain(k); }
     }
 #if NORM
-    red[li] = ss;
-    workgroupBarrier();
-    for (var w = 128u; w > 0u; w >>= 1u) {
-      if (li < w) { red[li] += red[li + w]; }
-      workgroupBarrier();
-    }
-    if (li == 0u) { xscale[t] = rms_scale(red[0]); }
+    let xss = workgroup_sum(li, ss);
+    if (li == 0u) { xscale[t] = rms_scale(xss); }
     workgroupBarrier();
 #endif
   }

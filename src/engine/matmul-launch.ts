@@ -14,6 +14,7 @@ export function matmulBindings(a: MatmulArgs): Record<number, GPUBuffer> {
   if (a.bias) b[4] = a.bias;
   if (a.residual) b[5] = a.residual;
   if (a.pre && 'norm' in a.pre) b[6] = a.pre.norm;
+  if (a.pre && 'norm' in a.pre && a.pre.post) Object.assign(b, { 9: a.pre.post.res, 10: a.pre.post.w, 11: a.pre.post.out });
   if (a.pre && 'combine' in a.pre) b[7] = a.pre.combine.ml;
   return b;
 }

@@ -41,7 +41,14 @@ export interface MatmulArgs {
  * (x is then [T, 2K]: gate, then up), or attention_combine's merge of attention's key slices (x is then the
  * slices' part, AttentionSlices). See Ops.fuses and Ops.combineFold.
  */
-export type XPrologue = { norm: GPUBuffer; eps: number; plusOne: boolean } | { glu: GluArgs['act'] } | { combine: AttentionSlices };
+export type XPrologue = { norm: GPUBuffer; eps: number; plusOne: boolean; post?: PostNorm } | { glu: GluArgs['act'] } | { combine: AttentionSlices };
+
+/**
+ * Gemma 3's sandwich norm folded into the next norm's GEMV (with Ops.stageX): x is then the previous product's
+ * output, and the norm's input is res + rmsnorm(x; w) (the same eps and 1 + w), which the launch's first workgroup
+ * also writes to `out`, the residual stream's next buffer.
+ */
+export interface PostNorm { w: GPUBuffer; res: GPUBuffer; out: GPUBuffer }
 
 /**
  * Attention's output left in key slices, unmerged (AttentionArgs.leaveSlices): each slice's unnormalised output

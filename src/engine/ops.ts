@@ -115,6 +115,11 @@ export class Ops {
     return T <= 4 && (this.fuse ?? this.matmulProfile === 'gpu');
   }
 
+  /** Whether a post-norm (PostNorm) folds into the GEMV of T rows, K wide, that reads its output: where x is staged. */
+  foldsPostNorm(T: number, K: number): boolean {
+    return this.fuses(T) && this.stageX === true && this.stagedVec4s(T, K, true, true) > 0 && this.stagedVec4s(T, K, false, true) > 0;
+  }
+
   /**
    * The most key slices the output projection of T rows, K wide in `heads` heads, merges as it reads them
    * (AttentionArgs.leaveSlices), or 0: where decode fuses and foldCombine is not off, and its merged x and the
@@ -210,12 +215,14 @@ export class Ops {
     if (comb && (comb.splits < 1 || comb.splits > COMBINE_MAX || a.K % (4 * comb.heads) !== 0)) throw new Error(`gemv: merges 1 to ${COMBINE_MAX} key slices of heads a multiple of 4 wide, not ${comb.splits} of ${a.K} / ${comb.heads}`);
     const cols = sg ? gemvSgColumns(this.subgroupMin!) : 8;
     const qw4 = isQuant(a.wDtype) && vec4Blocks(a.wDtype);
+    const post = a.pre && 'norm' in a.pre ? a.pre.post : undefined;
     const xk4 = !comb && this.stageX === true ? this.stagedVec4s(a.T, a.K, sg, !!a.pre && 'norm' in a.pre) : 0;
+    if (post && !xk4) throw new Error('gemv: a post-norm folds in only where x is staged (Ops.stageX, workgroup memory for it)');
     const pipe = this.lib.pipeline('gemv', {
       TX: a.T, SG: sg, ...(sg ? { COLS: cols } : { PARTS: 256 * a.T }), ...wDefines(a.wDtype), BIAS: !!a.bias, RESIDUAL: !!a.residual, Y_RANGE: yRange(a),
       NORM: !!a.pre && 'norm' in a.pre, GLU: !!glu, GELU_TANH: glu === 'gelu_tanh',
       COMBINE: !!comb, ...(comb ? { XS: (a.T * a.K) / 4, WTS: a.T * comb.heads * COMBINE_MAX } : {}), QW4: qw4,
-      STAGE: xk4 > 0, ...(xk4 ? { XK4: xk4 } : {}),
+      STAGE: xk4 > 0, ...(xk4 ? { XK4: xk4 } : {}), POST: !!post,
     });
     // One workgroup (of 256) per `cols` output columns.
     this.d.run1d(pipe, matmulParams(a), matmulBindings(a), Math.ceil(a.N / cols) * 64);
@@ -226,7 +233,7 @@ export class Ops {
    * fit beside the kernel's own sums (and NORM's reduction), else as many as fit (the rest are read on the fly).
    */
   private stagedVec4s(T: number, K: number, sg: boolean, norm: boolean): number {
-    const reserved = gemvOwnBytes(T, sg) + (norm ? 4 * (256 + T) : 0) + 64;
+    const reserved = gemvOwnBytes(T, sg) + (norm ? 4 * (256 + 2 * T) : 0) + 64;
     return Math.max(0, Math.min(K / 4, Math.floor((this.wgStorage - reserved) / (16 * T))));
   }
 

@@ -11,7 +11,9 @@
  * out, the up half or the activation left out of the GLU).
  * Each is also run with x staged in workgroup memory (Ops.stageX, gemv's STAGE), as is a GEMV with no prologue;
  * staged, up to 8.2e-7 (a GEMV with no prologue over rows of 4104). Staging fails them with half the squares reduced, or the norm's weight left out of the
- * staged part or of the part past it (checked by hand).
+ * staged part or of the part past it (checked by hand). Gemma 3's sandwich norm folded in before the norm (POST, staged
+ * only): up to 3.0e-7 in the product and the residual stream it writes; it fails with the sandwich norm's scale
+ * left out, or the stream not written (checked by hand).
  * Whole-model decode with the fusion: fused-model.test.ts.
  */
 import { test } from 'node:test';
@@ -138,6 +140,46 @@ test('gemv prologues on a matrix in row parts, with bias and residual', async (t
     staged(h, stage, () => h.ops.matmulParts({ x: h.upload(gu), w: m, y, T, K, residual: h.upload(res), pre: { glu: 'gelu_tanh' }, variant }));
     assertClose(await h.readF32(y, T * N), ref.matmul(ref.glu(gu, T, K, 'gelu_tanh'), w, T, N, K, undefined, res), 0, RT, `${variant} glu${stage ? ' staged' : ''}`);
   }
+});
+
+// POST: Gemma 3's sandwich norm folded in before the norm, x staged. x is the previous product's output; the
+// launch works out res + rmsnorm(x; pw), writes it for the next residual, then norms it into the product. Rows of
+// different scales, the long shape partly staged (its tail worked out on the fly), and a matrix in row parts
+// (each part's launch writes the same stream).
+test('gemv with a sandwich norm folded in before its norm (POST, x staged), on f16 and Q4_K weights and in parts', async (t) => {
+  const h = await harness();
+  const cases: [WeightDType | 'parts', number, number, number, boolean][] = [['f16', 1, 37, 68, true], ['f16', 3, 20, 172, false], ['f16', 4, 5, 4104, true], ['q4_k', 2, 12, 512, true], ['parts', 2, 40, 68, true]];
+  let worst = 0;
+  for (const [dtype, T, N, K, plusOne] of cases) {
+    const tmp = rand(T * K, 61, 2), res = rand(T * K, 62, 5), pw = rand(K, 63), g = rand(K, 64);
+    for (let i = K; i < T * K; i++) tmp[i] *= 1 + Math.floor(i / K);
+    const eps = 1e-6;
+    let w: WeightMatrix, values: Float32Array;
+    if (dtype === 'parts') {
+      values = rand(N * K, 65);
+      const ranges = splitRows(N, K * 4, Math.ceil((N * K * 4) / 3.5 / 16) * 16)!;
+      w = { rows: N, cols: K, dtype: 'f32', parts: ranges.map((r) => ({ ...r, buffer: h.upload(values.subarray(r.row0 * K, (r.row0 + r.rows) * K)) })) };
+    } else {
+      const m = weightMatrix(h, dtype, N, K, 66);
+      values = m.values;
+      w = { rows: N, cols: K, dtype, parts: [{ buffer: m.buffer, row0: 0, rows: N }] };
+    }
+    const stream = ref.rmsnorm(tmp, pw, T, K, eps, plusOne, 1, K, 0, res);
+    const want = ref.matmul(ref.rmsnorm(stream, g, T, K, eps, plusOne), values, T, N, K);
+    for (const variant of gemvs(h, t)) {
+      const y = h.empty(T * N * 4), out = h.empty(T * K * 4);
+      const pre: XPrologue = { norm: h.upload(g), eps, plusOne, post: { w: h.upload(pw), res: h.upload(res), out } };
+      staged(h, true, () => h.ops.matmulParts({ x: h.upload(tmp), w, y, T, K, pre, variant }));
+      const [got, wrote] = [await h.readF32(y, T * N), await h.readF32(out, T * K)];
+      const what = `${variant} ${dtype} T=${T} N=${N} K=${K} plusOne=${plusOne}`;
+      worst = Math.max(worst, relErr(got, want), relErr(wrote, stream));
+      assertClose(got, want, 0, RT, `${what}: product`);
+      assertClose(wrote, stream, 0, RT, `${what}: the residual stream it writes`);
+    }
+  }
+  t.diagnostic(`largest |Δ| / max|ref|: ${worst.toExponential(2)}`);
+  const b = h.empty(4096);
+  assert.throws(() => staged(h, false, () => h.ops.matmul({ x: b, w: b, wDtype: 'f32', y: b, T: 1, N: 4, K: 4, variant: 'gemv', pre: { norm: b, eps: 1e-6, plusOne: true, post: { w: b, res: b, out: h.empty(16) } } })), /only where x is staged/);
 });
 
 test('a prologue with a matmul variant other than gemv is refused', async () => {

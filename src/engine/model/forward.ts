@@ -75,6 +75,8 @@ interface Block {
   b: number;
   x: GPUBuffer;
   other: GPUBuffer;
+  /** A sandwich norm not yet added to x (the residual stream is x + rmsnorm(tmp; w)): the next norm's GEMV adds it. */
+  post?: { tmp: GPUBuffer; w: GPUBuffer };
 }
 
 /** Whether a scores request covers layer `l`. */
@@ -183,6 +185,7 @@ export class ForwardPass {
 
   /** Keeps only the pass rows at `keep` (indices into the current rows), in that order. */
   select(keep: number[]) {
+    this.settle();
     const D = this.c.hidden;
     const from = keep.map((k) => this.locate(k));
     const old = this.blocks;
@@ -222,7 +225,7 @@ export class ForwardPass {
     const rowsBuf = this.s.rows(k);
     const kind = c.layerKinds[l];
 
-    this.normMatmul(Lw.attnNorm, xn, { x: blk.x, w: Lw.wqkv, y: qkv, T, K: D, bias: Lw.bqkv });
+    this.normMatmul(Lw.attnNorm, xn, { x: blk.x, w: Lw.wqkv, y: qkv, T, K: D, bias: Lw.bqkv }, blk);
     // The table as it is now: a link's RowWriter may have grown it since setRows.
     const cs = this.ropeByPosition ? this.m.positionTable(kind).buffer! : this.s.rope(kind, k);
     const csRows = this.ropeByPosition ? this.s.qpos(k) : this.s.csRows(k);
@@ -261,7 +264,7 @@ export class ForwardPass {
     if (slices) this.residual(blk, slices.part, Lw.wo, qDim, Lw.postAttnNorm, { pre: { combine: slices } });
     else this.residual(blk, att, Lw.wo, qDim, Lw.postAttnNorm);
     const gu = this.s.gu(T);
-    this.normMatmul(Lw.ffnNorm, xn, { x: blk.x, w: Lw.wGateUp, y: gu, T, K: D });
+    this.normMatmul(Lw.ffnNorm, xn, { x: blk.x, w: Lw.wGateUp, y: gu, T, K: D }, blk);
     if (ops.fuses(T)) {
       // The down projection applies the GLU as it reads gu: the activation is never stored.
       this.residual(blk, gu, Lw.wDown, I, Lw.postFfnNorm, { pre: { glu: c.activation } });
@@ -290,11 +293,20 @@ export class ForwardPass {
 
   /**
    * y = rmsnorm(x; norm) · Wᵀ: one launch where decode fuses (Ops.fuses; the normed rows are used by this
-   * product alone, so they need not be stored), otherwise the norm into `xn` and the product from it.
+   * product alone, so they need not be stored), otherwise the norm into `xn` and the product from it. Where x is
+   * `blk`'s residual stream with a sandwich norm still to add (Block.post), the same launch adds it first.
    */
-  private normMatmul(norm: GPUBuffer, xn: GPUBuffer, a: Parameters<Ops['matmulParts']>[0]) {
+  private normMatmul(norm: GPUBuffer, xn: GPUBuffer, a: Parameters<Ops['matmulParts']>[0], blk?: Block) {
     const { ops, c } = this;
     const eps = c.rmsEps, plusOne = c.normPlusOne;
+    const post = blk?.post;
+    if (blk && post) {
+      blk.post = undefined;
+      a.x = post.tmp;
+      ops.matmulParts(a, { norm, eps, plusOne, post: { w: post.w, res: blk.x, out: blk.other } });
+      [blk.x, blk.other] = [blk.other, blk.x];
+      return;
+    }
     if (ops.fuses(a.T)) return ops.matmulParts(a, { norm, eps, plusOne });
     ops.rmsnorm({ x: a.x, w: norm, y: xn, T: a.T, D: a.K, eps, plusOne });
     // The caller's arguments are a literal of its own: the product reads the normed rows, with no spread (the CPU
@@ -310,11 +322,27 @@ export class ForwardPass {
     if (postNorm) {
       const tmp = this.s.tmp(T);
       this.ops.matmulParts({ x: a, w, y: tmp, T, K, half: opt.half }, opt.pre);
+      // Where x is staged, the next norm's GEMV adds the sandwich norm as it reads x (one block: tmp is shared).
+      if (this.blocks.length === 1 && this.ops.foldsPostNorm(T, D)) {
+        blk.post = { tmp, w: postNorm };
+        return;
+      }
       this.ops.rmsnorm({ x: tmp, w: postNorm, y: blk.other, T, D, eps: c.rmsEps, plusOne: c.normPlusOne, residual: blk.x });
     } else {
       this.ops.matmulParts({ x: a, w, y: blk.other, T, K, residual: blk.x, half: opt.half }, opt.pre);
     }
     [blk.x, blk.other] = [blk.other, blk.x];
+  }
+
+  /** Adds every block's pending sandwich norm (Block.post) to its residual stream: before x is read otherwise. */
+  private settle() {
+    const c = this.c;
+    for (const blk of this.blocks) {
+      if (!blk.post) continue;
+      this.ops.rmsnorm({ x: blk.post.tmp, w: blk.post.w, y: blk.other, T: blk.b - blk.a, D: c.hidden, eps: c.rmsEps, plusOne: c.normPlusOne, residual: blk.x });
+      [blk.x, blk.other] = [blk.other, blk.x];
+      blk.post = undefined;
+    }
   }
 
   /** Scores of the requested rows in this block (q is the block's), read back once the work is submitted. */
@@ -396,7 +424,9 @@ export class ForwardPass {
     const { c } = this;
     const D = c.hidden, R = which.length;
     let src = this.blocks[0].x;
-    if (!(this.blocks.length === 1 && R === this.T && which.every((w, i) => w === i))) {
+    const whole = this.blocks.length === 1 && R === this.T && which.every((w, i) => w === i);
+    if (!whole) {
+      this.settle();
       src = this.s.xsel(R);
       const enc = this.ops.d.commandEncoder();
       which.forEach((w, i) => {
@@ -405,7 +435,7 @@ export class ForwardPass {
       });
     }
     const out = this.s.logits(R);
-    this.normMatmul(this.m.finalNorm, this.s.xn(R), { x: src, w: this.m.lmHead, y: out, T: R, K: D });
+    this.normMatmul(this.m.finalNorm, this.s.xn(R), { x: src, w: this.m.lmHead, y: out, T: R, K: D }, whole ? this.blocks[0] : undefined);
     return out;
   }
 }
