@@ -29,24 +29,10 @@ import type { KVCache } from './kv-cache';
 import { ropeTable } from './rope';
 import type { Scratch } from './scratch';
 import { RunState } from './run-state';
+import { joinScores, wantsLayer, type ScoresRequest, type ScoresResult } from './pass-scores';
 import { keyBounds, unmaskScores, type AttentionStep, type Ops, type WeightMatrix, type XPrologue } from '../ops';
 
-export interface ScoresRequest {
-  /** One layer, or several (each gives its own results, in the same pass). */
-  layer: number | readonly number[];
-  heads: number[];
-  /** Indices into the pass's rows whose scores are wanted. */
-  rows: number[];
-}
-export interface ScoresResult {
-  layer: number;
-  head: number;
-  /** Cache rows of the queries. */
-  rows: number[];
-  /** Raw scaled scores q·k, [rows, keys], -Infinity where masked. */
-  scores: Float32Array;
-  keys: number;
-}
+export type { ScoresRequest, ScoresResult } from './pass-scores';
 
 /**
  * The pass's rows [a, b) in blocks of at most `maxRows`, cut only where the position rises. Throws when the rows
@@ -79,10 +65,6 @@ interface Block {
   post?: { tmp: GPUBuffer; w: GPUBuffer };
 }
 
-/** Whether a scores request covers layer `l`. */
-function wantsLayer(layer: ScoresRequest['layer'], l: number): boolean {
-  return typeof layer === 'number' ? layer === l : layer.includes(l);
-}
 
 export class ForwardPass {
   T = 0;
@@ -370,24 +352,7 @@ export class ForwardPass {
   async scores(): Promise<ScoresResult[]> {
     const parts = await Promise.all(this.pendingScores);
     this.pendingScores = [];
-    // A request whose rows span blocks came back in parts, block by block: join them, rows in pass order.
-    const joined = new Map<string, ScoresResult[]>();
-    for (const p of parts) {
-      const key = `${p.layer}:${p.head}`;
-      const list = joined.get(key);
-      if (list) list.push(p);
-      else joined.set(key, [p]);
-    }
-    return [...joined.values()].map((ps) => {
-      if (ps.length === 1) return ps[0];
-      const scores = new Float32Array(ps.reduce((t, p) => t + p.scores.length, 0));
-      let o = 0;
-      for (const p of ps) {
-        scores.set(p.scores, o);
-        o += p.scores.length;
-      }
-      return { ...ps[0], rows: ps.flatMap((p) => p.rows), scores };
-    });
+    return joinScores(parts);
   }
 
   /** Logits [R, V] for pass rows `which` (indices into the current rows). */
