@@ -71,6 +71,8 @@ for (const name of wanted) {
     }
   }
   const first = rows[0];
+  // LegoKV's device goes first: left open, its polling and its threads would share the CPU with the peer's run.
+  s.close();
   if (path.endsWith('.gguf') && first && !a['no-llamacpp']) {
     // The same token ids, prompt length and decode steps as our first row: llama.cpp's CPU build, and on lavapipe
     // its Vulkan build too, which runs on the very adapter LegoKV ran on (ggml's GPU kernels beside ours).
@@ -87,7 +89,6 @@ for (const name of wanted) {
       console.log(`[${adapter}] ${name}: prefill ${(first.tokens_per_s / peer.prefill_tokens_per_s).toFixed(3)}x and decode ${(first.decode_tokens_per_s! / peer.decode_tokens_per_s).toFixed(3)}x ${w.against}`);
     }
   }
-  s.close();
 }
 if (a.json) {
   const command = commandLine('bench:engine');
