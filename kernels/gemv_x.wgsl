@@ -70,7 +70,7 @@ fn stage_x(li: u32) {
 fn raw_x(t: u32, k: u32) -> vec4<f32> {
 #if POST
   let i = t * p.K4 + k;
-  return pres[i] + x[i] * pscale[t] * (pw[k] + select(0.0, 1.0, p.plus_one != 0u));
+  return pres[i] + x[i] * pscale[t] * (pw[k] + weight_add());
 #else
 #if GLU
   let base = 2u * t * p.K4 + k;
@@ -81,10 +81,15 @@ fn raw_x(t: u32, k: u32) -> vec4<f32> {
 #endif
 }
 
+#if NORM
+// What the norms add to their weights: 1 for Gemma's (1 + w), else 0.
+fn weight_add() -> f32 { return select(0.0, 1.0, p.plus_one != 0u); }
+#endif
+
 // The norm's weight for vec4 k (w or 1 + w), or 1.
 fn norm_gain(k: u32) -> vec4<f32> {
 #if NORM
-  return nw[k] + select(0.0, 1.0, p.plus_one != 0u);
+  return nw[k] + weight_add();
 #else
   return vec4<f32>(1.0);
 #endif

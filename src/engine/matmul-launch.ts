@@ -13,8 +13,10 @@ export function matmulBindings(a: MatmulArgs): Record<number, GPUBuffer> {
   const b: Record<number, GPUBuffer> = { 1: a.x, 2: a.w, 3: a.y };
   if (a.bias) b[4] = a.bias;
   if (a.residual) b[5] = a.residual;
-  if (a.pre && 'norm' in a.pre) b[6] = a.pre.norm;
-  if (a.pre && 'norm' in a.pre && a.pre.post) Object.assign(b, { 9: a.pre.post.res, 10: a.pre.post.w, 11: a.pre.post.out });
+  if (a.pre && 'norm' in a.pre) {
+    b[6] = a.pre.norm;
+    if (a.pre.post) Object.assign(b, { 9: a.pre.post.res, 10: a.pre.post.w, 11: a.pre.post.out });
+  }
   if (a.pre && 'combine' in a.pre) b[7] = a.pre.combine.ml;
   return b;
 }

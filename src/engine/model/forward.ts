@@ -65,7 +65,6 @@ interface Block {
   post?: { tmp: GPUBuffer; w: GPUBuffer };
 }
 
-
 export class ForwardPass {
   T = 0;
   rows: Uint32Array = new Uint32Array();
@@ -304,27 +303,26 @@ export class ForwardPass {
     if (postNorm) {
       const tmp = this.s.tmp(T);
       this.ops.matmulParts({ x: a, w, y: tmp, T, K, half: opt.half }, opt.pre);
+      blk.post = { tmp, w: postNorm };
       // Where x is staged, the next norm's GEMV adds the sandwich norm as it reads x (one block: tmp is shared).
-      if (this.blocks.length === 1 && this.ops.foldsPostNorm(T, D)) {
-        blk.post = { tmp, w: postNorm };
-        return;
-      }
-      this.ops.rmsnorm({ x: tmp, w: postNorm, y: blk.other, T, D, eps: c.rmsEps, plusOne: c.normPlusOne, residual: blk.x });
-    } else {
-      this.ops.matmulParts({ x: a, w, y: blk.other, T, K, residual: blk.x, half: opt.half }, opt.pre);
+      if (!(this.blocks.length === 1 && this.ops.foldsPostNorm(T, D))) this.settleBlock(blk);
+      return;
     }
+    this.ops.matmulParts({ x: a, w, y: blk.other, T, K, residual: blk.x, half: opt.half }, opt.pre);
     [blk.x, blk.other] = [blk.other, blk.x];
   }
 
-  /** Adds every block's pending sandwich norm (Block.post) to its residual stream: before x is read otherwise. */
+  /** Adds a block's pending sandwich norm (Block.post) to its residual stream, a launch of its own. */
+  private settleBlock(blk: Block) {
+    const c = this.c, post = blk.post!;
+    this.ops.rmsnorm({ x: post.tmp, w: post.w, y: blk.other, T: blk.b - blk.a, D: c.hidden, eps: c.rmsEps, plusOne: c.normPlusOne, residual: blk.x });
+    [blk.x, blk.other] = [blk.other, blk.x];
+    blk.post = undefined;
+  }
+
+  /** Every block's pending sandwich norm added: before x is read otherwise than by a norm's GEMV. */
   private settle() {
-    const c = this.c;
-    for (const blk of this.blocks) {
-      if (!blk.post) continue;
-      this.ops.rmsnorm({ x: blk.post.tmp, w: blk.post.w, y: blk.other, T: blk.b - blk.a, D: c.hidden, eps: c.rmsEps, plusOne: c.normPlusOne, residual: blk.x });
-      [blk.x, blk.other] = [blk.other, blk.x];
-      blk.post = undefined;
-    }
+    for (const blk of this.blocks) if (blk.post) this.settleBlock(blk);
   }
 
   /** Scores of the requested rows in this block (q is the block's), read back once the work is submitted. */
