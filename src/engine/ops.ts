@@ -170,7 +170,7 @@ export class Ops {
     if (isGemv(variant)) return this.gemv(a, variant === 'gemv_sg');
     if (variant !== 'reg') return this.matmulTiled(a, variant === 'tiled128' ? 128 : 64);
     const TM = a.T >= 4 ? 4 : 1;
-    const pipe = this.lib.pipeline('matmul', { TM, ...wDefines(a.wDtype), BIAS: !!a.bias, RESIDUAL: !!a.residual, Y_RANGE: yRange(a) });
+    const pipe = this.lib.pipeline('matmul', { TM4: TM === 4, ...wDefines(a.wDtype), BIAS: !!a.bias, RESIDUAL: !!a.residual, Y_RANGE: yRange(a) });
     this.d.run(pipe, matmulParams(a), matmulBindings(a), [Math.ceil(a.N / 4 / 64), Math.ceil(a.T / TM), 1]);
   }
 
