@@ -7,7 +7,7 @@
  * of every chunk after the first, and the 8 question rows at the end), each seeing the keys up to its own position,
  * as a link's pass bounds them: 4·H·HD FLOPs a visible key.
  */
-import type { AttentionVariant, Engine, KeysPerThread } from '../engine';
+import { LANES_MAX_HEAD, type AttentionVariant, type Engine, type KeysPerThread } from '../engine';
 import { kernelPerRep, type KernelClock } from './matmul';
 import { parseAlgorithm, staticRecomputeRows } from '../kvlink/algorithms';
 import { textOnlyChunk, type LinkLayout } from '../kvlink/layout';
@@ -102,6 +102,8 @@ export async function timeAttention(e: Engine, c: AttentionCase, targetMs = 60):
       for (const keysPerThread of [2, 4, 8] as const) {
         for (const splits of ['auto', ...KEYS_SPLITS.filter((s) => s <= c.n / (64 * keysPerThread) && fits(s))] as const) shapes.push({ variant: 'keys', rowsPerThread: 1, splits, keysPerThread });
       }
+      // Each invocation walking keys of its own (LANES), heads of at most 64.
+      if (c.HD <= LANES_MAX_HEAD) for (const splits of ['auto', ...KEYS_SPLITS.filter((s) => s <= c.n / 64 && fits(s))] as const) shapes.push({ variant: 'lanes', rowsPerThread: 1, splits });
     }
     const picked = e.ops.pickAttention(c.T, c.HD);
     for (const sh of shapes) {

@@ -1,13 +1,13 @@
 /**
  * Decode timed two ways side by side on one model and cache, for the GPU kit's engine stage, so each lent GPU says
  * which way pays there: with the fused launches (Ops.fuse: RMSNorm and GLU folded into the GEMVs after them) and
- * without; and with decode's attention in attention_decode.wgsl ('keys', the GPU default) and in attention.wgsl
- * ('rows'); on devices with subgroups, with its GEMVs in gemv_sg (the default there) and in gemv; and, fused,
+ * without; and with decode's attention in attention_decode.wgsl ('keys', the GPU default; 'lanes', its invocations
+ * walking keys of their own) and in attention.wgsl ('rows'); on devices with subgroups, with its GEMVs in gemv_sg (the default there) and in gemv; and, fused,
  * with attention's few key slices merged in the output projection (Ops.foldCombine) and by attention_combine's
  * launch; and, fused, with the GEMVs reading x (RMSNorm's and GLU's) from workgroup memory, worked out there once a
  * workgroup (Ops.stageX), and from x's buffer in every column's lanes. Each way reports its wall and GPU time a step and its dispatches a step.
  */
-import { describeSettings, type AttentionVariant, type DecodeTuning, type Engine, type GemvVariant, type UploadTuning } from '../engine';
+import { describeSettings, LANES_MAX_HEAD, type AttentionVariant, type DecodeTuning, type Engine, type GemvVariant, type UploadTuning } from '../engine';
 import { benchTokens } from './prefill';
 
 export interface DecodeWay {
@@ -94,11 +94,16 @@ export function decodeBothWays(e: Engine, context: number, steps: number, otherS
   return timeWays(e, context, [chosen, !chosen].map((fused) => ({ fused, chosen: fused === chosen, steps: Math.max(1, fused === chosen ? steps : Math.min(steps, otherSteps)) })));
 }
 
-/** Decode with its attention in each kernel that serves a single row ('keys' and 'rows'), the engine's fusion kept. */
+/** Decode with its attention in each kernel that serves a single row ('keys', 'lanes' and 'rows'), the engine's fusion kept. */
 export function decodeAttentionWays(e: Engine, context: number, steps: number): Promise<DecodeWay[]> {
   const picked = e.ops.pickAttention(1, e.config.headDim);
-  const kernels: AttentionVariant[] = e.config.headDim <= 256 ? [picked, picked === 'keys' ? 'rows' : 'keys'] : ['rows'];
+  const kernels = [picked, ...singleRowKernels(e.config.headDim).filter((k) => k !== picked)];
   return timeWays(e, context, kernels.map((attention) => ({ fused: e.ops.fuses(1), attention, chosen: attention === picked, steps })));
+}
+
+/** The attention kernels that serve a decode step's row for heads of `HD`. */
+export function singleRowKernels(HD: number): AttentionVariant[] {
+  return [...(HD <= 256 ? ['keys' as const] : []), ...(HD <= LANES_MAX_HEAD ? ['lanes' as const] : []), 'rows'];
 }
 
 /**

@@ -49,6 +49,17 @@ export function keysSplits(rows: number, keys: number, keysPerThread = 1): numbe
   return Math.max(1, Math.min(Math.floor(keys / (rounds * round)), KEYS_MAX_SPLITS));
 }
 
+/**
+ * Key slices for attention_decode's LANES (each of a workgroup's 64 invocations walks keys of its own, one memory
+ * latency a key, with no barrier until one merge at the end): about LANES_WORKGROUPS workgroups, so each GPU core
+ * keeps several in flight to hide the latency, each slice at least 64 keys (one an invocation) and at most 512 of
+ * them. A guess until a GPU times it: the kit's attention stage times LANES at each slice count.
+ */
+export function lanesSplits(rows: number, keys: number): number {
+  return Math.max(1, Math.min(Math.ceil(LANES_WORKGROUPS / rows), Math.floor(keys / 64), KEYS_MAX_SPLITS));
+}
+const LANES_WORKGROUPS = 1024;
+
 /** attention_decode's workgroups in flight that keysSplits aims for, and its most slices. */
 const KEYS_WORKGROUPS = 4096;
 const KEYS_MAX_SPLITS = 512;

@@ -94,10 +94,10 @@ export interface AttentionArgs {
   variant?: AttentionVariant;
   /** The tiled kernel's keys per tile, a multiple of 4 (default 16), capped by what the adapter's workgroup memory holds. */
   keysPerTile?: number;
-  /** attention_decode's keys an invocation scores in each round of 64 * keysPerThread (default: Ops.decodeKeysPerThread, else 1). */
+  /** attention_decode's keys an invocation scores in each round of 64 * keysPerThread (default: Ops.decodeKeysPerThread, else 1; not 'lanes'). */
   keysPerThread?: KeysPerThread;
   /**
-   * A decode step's one row (T = 1, attention_decode only) with rope_scatter's work folded in: q is then the row's
+   * A decode step's one row (T = 1, attention_decode only: 'keys' or 'lanes') with rope_scatter's work folded in: q is then the row's
    * q/k/v before RoPE (qStride its width), k and v are written as well as read, and qpos and bounds are not read.
    */
   step?: AttentionStep;
@@ -125,9 +125,11 @@ export type KeysPerThread = 1 | 2 | 4 | 8;
 /**
  * Attention kernels: 'rows' (attention.wgsl: each invocation a group of query rows, reading every key itself),
  * 'tiled' (attention_tiled.wgsl: a workgroup of 64 rows stages tiles of keys and values in workgroup memory) and
- * 'keys' (attention_decode.wgsl: a workgroup of 64 invocations per row, spread over its keys; for decode).
+ * 'keys' (attention_decode.wgsl: a workgroup of 64 invocations per row, spread over its keys; for decode) and
+ * 'lanes' (attention_decode.wgsl's LANES, heads of at most 64: each of the 64 invocations walks keys of its own
+ * with its own online softmax, merged once at the end; for decode at long contexts).
  */
-export type AttentionVariant = 'rows' | 'tiled' | 'keys';
+export type AttentionVariant = 'rows' | 'tiled' | 'keys' | 'lanes';
 export interface ScoresArgs extends Omit<AttentionArgs, 'v' | 'out' | 'T' | 'bounds'> {
   rows: GPUBuffer; R: number; head: number; out: GPUBuffer;
 }

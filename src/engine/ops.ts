@@ -10,7 +10,7 @@ import type { KernelLibrary } from './gpu/kernels';
 import { Scratch } from './model/scratch';
 import { checkQuantShape, isQuant, QUANT, scaleBase, vec4Blocks, type QuantType } from './quant';
 import { matmulBindings, matmulParams, wDefines, yRange } from './matmul-launch';
-import { attentionSplits, keysSplits, tiledSplits } from './attention-plan';
+import { attentionSplits, keysSplits, lanesSplits, tiledSplits } from './attention-plan';
 
 import type {
   AttentionArgs, AttentionVariant, EmbedArgs, GatherArgs, GemvVariant, GluArgs, MatmulArgs, MatmulProfile, MatmulVariant, RmsNormArgs, RopeScatterArgs,
@@ -35,6 +35,8 @@ const TILES128_MIN = 256;
 export const COMBINE_MAX = 8;
 /** The tiled kernel leaves most of a 64-row workgroup idle below this many query rows: decode keeps 'rows'. */
 const TILED_MIN_ROWS = 32;
+/** attention_decode's LANES keeps a head-wide accumulator in each invocation's registers: heads of at most 64. */
+export const LANES_MAX_HEAD = 64;
 
 /** attn_scores.wgsl marks hidden keys with this; see unmaskScores. */
 export const MASKED_SCORE = -3.0e38;
@@ -265,7 +267,7 @@ export class Ops {
   pickAttention(T: number, HD: number): AttentionVariant {
     if (this.matmulProfile !== 'gpu') return 'rows';
     const tuned = this.decodeAttention;
-    if (T < TILED_MIN_ROWS && tuned && (tuned !== 'keys' || HD <= 256)) return tuned;
+    if (T < TILED_MIN_ROWS && tuned && (tuned !== 'keys' || HD <= 256) && (tuned !== 'lanes' || HD <= LANES_MAX_HEAD)) return tuned;
     if (T >= TILED_MIN_ROWS && this.attentionTile(HD) >= 4) return 'tiled';
     return HD <= 256 ? 'keys' : 'rows';
   }
@@ -295,15 +297,18 @@ export class Ops {
     const b: Record<number, GPUBuffer> = s ? { 1: a.q, 2: a.k, 3: a.v, 4: s.cs, 5: a.kpos, 6: a.out } : { 1: a.q, 2: a.k, 3: a.v, 4: a.qpos, 5: a.kpos, 6: a.out, 7: a.bounds };
     if (s?.qkNorm) b[9] = s.qkNorm.w;
     const variant = a.variant ?? this.attentionVariant ?? this.pickAttention(a.T, a.HD);
-    if (s && (variant !== 'keys' || a.T !== 1 || a.HD % 8 !== 0)) throw new Error(`attention: a step folds RoPE into attention_decode for one row and heads of a multiple of 8, not ${variant} for ${a.T} rows of ${a.HD}`);
-    if (variant === 'keys') {
-      if (a.HD > 256) throw new Error(`attention_decode: a head of ${a.HD} (at most 256)`);
+    const decode = variant === 'keys' || variant === 'lanes';
+    if (s && (!decode || a.T !== 1 || a.HD % 8 !== 0)) throw new Error(`attention: a step folds RoPE into attention_decode for one row and heads of a multiple of 8, not ${variant} for ${a.T} rows of ${a.HD}`);
+    if (decode) {
+      const lanes = variant === 'lanes';
+      if (a.HD > (lanes ? LANES_MAX_HEAD : 256)) throw new Error(`attention_decode${lanes ? "'s lanes" : ''}: a head of ${a.HD} (at most ${lanes ? LANES_MAX_HEAD : 256})`);
       const rows = a.T * a.H;
-      const KPT = a.keysPerThread ?? this.decodeKeysPerThread ?? 1;
+      const KPT = lanes ? 1 : (a.keysPerThread ?? this.decodeKeysPerThread ?? 1);
       if (![1, 2, 4, 8].includes(KPT)) throw new Error(`attention_decode: ${KPT} keys an invocation (1, 2, 4 or 8)`);
       // A step knows the keys its row scans: a sliding-window layer's (Gemma 3) are its window, not the cache.
-      const splits = Math.min(fit, a.splits ?? keysSplits(rows, s ? Math.max(1, s.last - s.first) : a.n, KPT));
-      const pipe = this.lib.pipeline('attention_decode', { HD4: kv.HD4, KPT, KV_F16: a.kvDtype === 'f16', SPLIT: splits > 1, STEP: !!s, INTERLEAVED: !!s?.interleaved, QKNORM: !!s?.qkNorm });
+      const keys = s ? Math.max(1, s.last - s.first) : a.n;
+      const splits = Math.min(fit, a.splits ?? (lanes ? lanesSplits(rows, keys) : keysSplits(rows, keys, KPT)));
+      const pipe = this.lib.pipeline('attention_decode', { HD4: kv.HD4, KPT, LANES: lanes, KV_F16: a.kvDtype === 'f16', SPLIT: splits > 1, STEP: !!s, INTERLEAVED: !!s?.interleaved, QKNORM: !!s?.qkNorm });
       return this.attentionRun(a, pipe, params(splits), b, splits, rows * splits * 64);
     }
     if (variant === 'tiled') {

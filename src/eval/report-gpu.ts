@@ -118,9 +118,9 @@ export function gpuSection(runs: { file: string; r: GpuRun }[]): string {
     }
     const at = (k.attention ?? []).filter(plausible);
     if (at.length) {
-      lines.push('The attention kernels alone, every query row seeing every key except in rows marked *linked* (the rows legolink:16 recomputes over those keys in 512-token chunks, each seeing the keys up to its own position; GFLOP/s counts the keys seen) (*rows*: attention.wgsl, rows per invocation; *tiled*: attention_tiled.wgsl; *keys*: attention_decode.wgsl, a workgroup per row; key slices; *chosen* is what this run\'s engine picked):', '');
+      lines.push('The attention kernels alone, every query row seeing every key except in rows marked *linked* (the rows legolink:16 recomputes over those keys in 512-token chunks, each seeing the keys up to its own position; GFLOP/s counts the keys seen) (*rows*: attention.wgsl, rows per invocation; *tiled*: attention_tiled.wgsl; *keys*: attention_decode.wgsl, a workgroup per row; *lanes*: the same with each invocation walking keys of its own; key slices; *chosen* is what this run\'s engine picked):', '');
       // Runs before attention_tiled have no variant: theirs is attention.wgsl ('rows').
-      const kernel = (x: KernelRow) => (x.variant === 'tiled' ? `tiled${x.keysPerTile ? ` (${x.keysPerTile} keys a tile)` : ''}` : x.variant === 'keys' ? `keys${x.keysPerThread ? ` (${x.keysPerThread} a thread)` : ''}` : 'rows');
+      const kernel = (x: KernelRow) => (x.variant === 'tiled' ? `tiled${x.keysPerTile ? ` (${x.keysPerTile} keys a tile)` : ''}` : x.variant === 'keys' ? `keys${x.keysPerThread ? ` (${x.keysPerThread} a thread)` : ''}` : x.variant === 'lanes' ? 'lanes' : 'rows');
       lines.push(table(['T × keys', 'heads × dim', 'kernel', 'rows a thread', 'slices', 'ms', 'GFLOP/s', 'chosen'], at.map((x) => [`${x.T} × ${x.n}${x.rows === 'linked' ? ' linked' : ''}`, `${x.H} × ${x.HD}`, kernel(x), x.rowsPerThread!, String(x.splits), x.ms.toFixed(3), n0(x.gflops), x.chosen ? 'yes' : ''])), '');
     }
     const eng = k.engine ?? [];

@@ -3,7 +3,8 @@
  * attention, against the two launches it replaces, rope_scatter then attention_decode (each parity-tested against
  * the TypeScript reference in rope-scatter.test.ts and kernels.test.ts). Same output, same cache afterwards, for
  * GQA, both RoPE styles, f32 and f16 caches, heads of 8 to 256, key slices, keys a thread, a window, and the
- * step's row at the end of the cache or amid rows out of order. The step's cache row holds garbage beforehand:
+ * step's row at the end of the cache or amid rows out of order, in rounds ('keys') or each invocation walking keys of
+ * its own ('lanes'). The step's cache row holds garbage beforehand:
  * the fused launch must take that row's key and value from the step, not from the cache. With Gemma 3's q/k norm
  * (AttentionStep.qkNorm), the same against two rmsnorm launches in place before the two.
  */
@@ -20,7 +21,8 @@ const H = 4, NKV = 2, N = 40;
 // leaves room for a compiler contracting the rotation into fused multiply-adds in one kernel and not the other.
 // With the q/k norm folded in, at most 1.5e-7 of the largest output (its squares summed in another order than
 // rmsnorm.wgsl's): the bound is about 7x that. An f16 cache's keys then agree here; on another adapter a key could
-// round to the neighbouring half.
+// round to the neighbouring half. LANES sums its keys in another order than the two launches' rounds: at most 1.5e-7
+// there too.
 const RT = 1e-6;
 
 const cases = [
@@ -34,10 +36,14 @@ const cases = [
   { HD: 256, interleaved: false, kv: 'f16', splits: 4, kpt: 1, window: 0, where: 'last', qkNorm: 'plus one' },
   { HD: 64, interleaved: true, kv: 'f32', splits: 1, kpt: 2, window: 9, where: 'amid', qkNorm: 'plain' },
   { HD: 8, interleaved: false, kv: 'f32', splits: 2, kpt: 1, window: 0, where: 'amid', qkNorm: 'plus one' },
-] as { HD: number; interleaved: boolean; kv: 'f32' | 'f16'; splits: number; kpt: number; window: number; where: 'last' | 'amid'; qkNorm?: 'plain' | 'plus one' }[];
+  // The step in attention_decode's LANES (each invocation its own keys), against the same two launches.
+  { HD: 64, interleaved: false, kv: 'f16', splits: 3, kpt: 1, window: 0, where: 'last', lanes: true },
+  { HD: 64, interleaved: true, kv: 'f32', splits: 1, kpt: 1, window: 9, where: 'amid', qkNorm: 'plain', lanes: true },
+  { HD: 8, interleaved: false, kv: 'f32', splits: 2, kpt: 1, window: 0, where: 'amid', qkNorm: 'plus one', lanes: true },
+] as { HD: number; interleaved: boolean; kv: 'f32' | 'f16'; splits: number; kpt: number; window: number; where: 'last' | 'amid'; qkNorm?: 'plain' | 'plus one'; lanes?: boolean }[];
 
 for (const c of cases) {
-  test(`a step's ${c.qkNorm ? `q/k norm (${c.qkNorm}), ` : ''}RoPE and cache write inside attention_decode: head ${c.HD}, ${c.interleaved ? 'interleaved' : 'half-split'}, ${c.kv} cache, ${c.splits} slice(s), ${c.kpt} key(s) a thread, window ${c.window}, its row ${c.where}`, async (t) => {
+  test(`a step's ${c.qkNorm ? `q/k norm (${c.qkNorm}), ` : ''}RoPE and cache write inside attention_decode${c.lanes ? ' (lanes)' : ''}: head ${c.HD}, ${c.interleaved ? 'interleaved' : 'half-split'}, ${c.kv} cache, ${c.splits} slice(s), ${c.kpt} key(s) a thread, window ${c.window}, its row ${c.where}`, async (t) => {
     const h = await harness();
     const { HD } = c;
     const qDim = H * HD, kvDim = NKV * HD, W = qDim + 2 * kvDim;
@@ -76,7 +82,7 @@ for (const c of cases) {
 
     // One launch: the step.
     const x2 = h.upload(qkv), k2 = kvBuf(keys), v2 = kvBuf(values), out2 = h.empty(qDim * 4);
-    h.ops.attention({ ...common, q: x2, k: k2, v: v2, qpos: qposB, bounds, out: out2, step: { cs, qp, row, first, last, interleaved: c.interleaved, qkNorm } });
+    h.ops.attention({ ...common, ...(c.lanes ? { variant: 'lanes' } : {}), q: x2, k: k2, v: v2, qpos: qposB, bounds, out: out2, step: { cs, qp, row, first, last, interleaved: c.interleaved, qkNorm } });
 
     const [o1, o2] = [await h.readF32(out1, qDim), await h.readF32(out2, qDim)];
     let worst = 0;

@@ -122,9 +122,9 @@ test('a fused decode step folds attention_combine into the output projection: th
     const n = 300;
     const cache = e.newCache(n + 1);
     await e.prefill(cache, Array.from({ length: n }, (_, i) => (i * 7 + 3) % c.vocabSize), Array.from({ length: n }, (_, i) => i));
-    const step = async (fuse: boolean, foldCombine: boolean) => {
+    const step = async (fuse: boolean, foldCombine: boolean, variant: 'keys' | 'lanes' = 'keys') => {
       e.ops.fuse = fuse;
-      e.ops.attentionVariant = fuse ? 'keys' : undefined;
+      e.ops.attentionVariant = fuse ? variant : undefined;
       e.ops.foldCombine = foldCombine;
       const before = e.ops.d.count;
       const logits = await e.decode(cache, 5, n);
@@ -132,7 +132,10 @@ test('a fused decode step folds attention_combine into the output projection: th
       return { logits, launches: e.ops.d.count - before };
     };
     const folded = await step(true, true), launched = await step(true, false), unfused = await step(false, false);
-    for (const [name, other] of [['attention_combine launched', launched], ['unfused', unfused]] as const) {
+    // attention_decode's LANES leaves its slices for the fold alike.
+    const lanes = await step(true, true, 'lanes');
+    assert.equal(lanes.launches, folded.launches, 'lanes folded too');
+    for (const [name, other] of [['attention_combine launched', launched], ['unfused', unfused], ['lanes, folded', lanes]] as const) {
       const { d, range } = maxDiffOverRange(folded.logits, other.logits);
       t.diagnostic(`folded against ${name}: max |Δlogit| / range ${(d / range).toExponential(2)}`);
       assert.ok(d <= 1e-5 * range, `folded against ${name}: ${d} of ${range}`);

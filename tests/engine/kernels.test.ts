@@ -14,7 +14,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as ref from '../../src/engine/reference';
-import { keyBounds, unmaskScores, type MatmulVariant, type WeightMatrix } from '../../src/engine/ops';
+import { keyBounds, LANES_MAX_HEAD, unmaskScores, type MatmulVariant, type WeightMatrix } from '../../src/engine/ops';
 import { splitRows } from '../../src/engine/model/gpu-plan';
 import { floatsToHalves, halvesToFloats, roundToHalf } from '../../src/engine/f16';
 import { assertClose, harness, rand, type Harness } from '../helpers/gpu';
@@ -24,6 +24,8 @@ const RT = 2e-5;
 const TILED_RT = 2e-6;
 /** attention_decode's bound, relative like RT: about 10x its worst error on SwiftShader (4.6e-7 of the largest output). */
 const KEYS_RT = 5e-6;
+/** attention_decode's LANES, relative like RT: about 10x its worst error on SwiftShader (2.8e-7 of the largest output). */
+const LANES_RT = 3e-6;
 /** gemv_sg's bound, relative like RT: about 10x its worst error on SwiftShader (2.7e-7 of the largest output; gemv's is 2.2e-7). */
 const GEMV_SG_RT = 3e-6;
 
@@ -210,6 +212,9 @@ for (const kvDtype of ['f32', 'f16'] as const) {
             h.ops.attention({ ...common, v: kv(a.v), out, T: a.T, bounds: h.upload(bounds), splits, variant: 'keys', keysPerThread });
             assertClose(await h.readF32(out, a.T * a.H * a.HD), ref.attention(a), 0, KEYS_RT, `attention_decode, ${splits} slices, ${keysPerThread} keys an invocation`);
           }
+          // Its LANES: 11 keys over 64 invocations, most of which see none.
+          h.ops.attention({ ...common, v: kv(a.v), out, T: a.T, bounds: h.upload(bounds), splits, variant: 'lanes' });
+          assertClose(await h.readF32(out, a.T * a.H * a.HD), ref.attention(a), 0, LANES_RT, `attention_decode (lanes), ${splits} slices`);
         }
       }
       const rows = Uint32Array.from([0, 3, 4]);
@@ -271,6 +276,8 @@ for (const kvDtype of ['f32', 'f16'] as const) {
             h.ops.attention({ ...args, bounds, variant: 'keys', splits, keysPerThread });
             assertClose(await h.readF32(out, want.length), want, 0, KEYS_RT, `attention_decode, ${splits} slices, ${keysPerThread} keys an invocation`);
           }
+          h.ops.attention({ ...args, bounds, variant: 'lanes', splits });
+          assertClose(await h.readF32(out, want.length), want, 0, LANES_RT, `attention_decode (lanes), ${splits} slices`);
         }
       }
     });
@@ -304,6 +311,13 @@ for (const HD of [256, 80, 64]) {
           for (const keysPerThread of [1, 4, 8] as const) {
             h.ops.attention({ ...args, variant: 'keys', splits, keysPerThread });
             assertClose(await h.readF32(out, want.length), want, 0, KEYS_RT, `attention_decode ${kvDtype}, ${splits} slices, ${keysPerThread} keys an invocation`);
+          }
+          // LANES (heads of at most 64): 300 keys over 64 invocations, four or five each, or one slice of 43 keys.
+          if (HD <= LANES_MAX_HEAD) {
+            h.ops.attention({ ...args, variant: 'lanes', splits });
+            assertClose(await h.readF32(out, want.length), want, 0, LANES_RT, `attention_decode (lanes) ${kvDtype}, ${splits} slices`);
+          } else {
+            assert.throws(() => h.ops.attention({ ...args, variant: 'lanes', splits }), /at most 64/);
           }
         }
       }

@@ -267,7 +267,8 @@ export class ForwardPass {
     const { ops, c } = this;
     const HD = c.headDim;
     if (this.T !== 1 || !this.ropeByPosition || scores || !ops.fuses(1) || HD % 8 !== 0) return null;
-    if ((ops.attentionVariant ?? ops.pickAttention(1, HD)) !== 'keys') return null;
+    const variant = ops.attentionVariant ?? ops.pickAttention(1, HD);
+    if (variant !== 'keys' && variant !== 'lanes') return null;
     const [first, last] = this.oneRowBounds[kind]!;
     return { cs, qp: this.cache.positions[this.rows[0]], row: this.rows[0], first, last, interleaved };
   }

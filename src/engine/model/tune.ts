@@ -7,8 +7,8 @@
  * (gemv, or gemv_sg where the device has subgroups), whether RMSNorm and GLU
  * are folded into the GEMVs after them and RoPE with the cache write into
  * attention_decode (Ops.fuse), the kernel that attends
- * for the step's one row (attention_decode's 'keys' or attention.wgsl's
- * 'rows'), and, for 'keys', how many keys each of its invocations scores a
+ * for the step's one row (attention_decode's 'keys', its 'lanes' for heads of
+ * at most 64, or attention.wgsl's 'rows'), and, for 'keys', how many keys each of its invocations scores a
  * round (more make fewer rounds and key slices, down to none to combine, but
  * fewer workgroups in flight); and, where decode fuses, whether the output
  * projection merges attention's few key slices as it reads them or an
@@ -36,7 +36,7 @@
  * tuning changes speed only. CPU adapters are not tuned: their profile has
  * one way (register kernels, unfused; see Ops.fuse).
  */
-import type { AttentionVariant, GemvVariant, KeysPerThread, Ops } from '../ops';
+import { LANES_MAX_HEAD, type AttentionVariant, type GemvVariant, type KeysPerThread, type Ops } from '../ops';
 import type { ModelConfig } from './config';
 import type { KVCache } from './kv-cache';
 import { greedySteps, type Stepper } from './greedy-steps';
@@ -125,7 +125,8 @@ export function describeSettings(s: DecodeSettings): string {
   const keys = s.attention === 'keys' && (s.keysPerThread ?? 1) > 1 ? `, ${s.keysPerThread} keys a thread` : '';
   const combine = s.fuse && s.foldCombine === false ? ', attention_combine launched' : '';
   const staged = s.stageX === true ? ', x staged' : '';
-  return `${s.gemv}, ${s.fuse ? 'fused' : 'unfused'}, ${s.attention === 'keys' ? 'attention_decode' : 'attention'}${keys}${combine}${staged}`;
+  const attention = s.attention === 'keys' ? 'attention_decode' : s.attention === 'lanes' ? 'attention_decode (lanes)' : 'attention';
+  return `${s.gemv}, ${s.fuse ? 'fused' : 'unfused'}, ${attention}${keys}${combine}${staged}`;
 }
 
 /** Makes `s` the engine's settings for decode. */
@@ -143,7 +144,7 @@ function choices(ops: Ops, c: ModelConfig): { [K in keyof DecodeSettings]-?: Non
   return {
     gemv: ops.subgroupMin ? ['gemv_sg', 'gemv'] : ['gemv'],
     fuse: [true, false],
-    attention: c.headDim <= 256 ? ['keys', 'rows'] : ['rows'],
+    attention: c.headDim <= 256 ? ['keys', ...(c.headDim <= LANES_MAX_HEAD ? ['lanes' as const] : []), 'rows'] : ['rows'],
     keysPerThread: [1, 2, 4, 8],
     foldCombine: [true, false],
     stageX: [false, true],
