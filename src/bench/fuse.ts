@@ -7,8 +7,11 @@
  * launch; and, fused, with the GEMVs reading x (RMSNorm's and GLU's) from workgroup memory, worked out there once a
  * workgroup (Ops.stageX), and from x's buffer in every column's lanes. Each way reports its wall and GPU time a step and its dispatches a step.
  */
-import { describeSettings, LANES_MAX_HEAD, type AttentionVariant, type DecodeTuning, type Engine, type GemvVariant, type UploadTuning } from '../engine';
+import { describeSettings, LANES_MAX_HEAD, type AttentionVariant, type KVCache, type DecodeTuning, type Engine, type GemvVariant, type UploadTuning } from '../engine';
 import { benchTokens } from './prefill';
+import type { LinkPart } from '../types/kv';
+import { link } from '../kvlink/link';
+import { parseAlgorithm } from '../kvlink/algorithms';
 
 export interface DecodeWay {
   /** What the way sets (fused launches or not; the attention kernel). */
@@ -34,11 +37,29 @@ export type FuseTiming = DecodeWay;
 
 type Way = { fused: boolean; attention?: AttentionVariant; gemv?: GemvVariant; foldCombine?: boolean; stageX?: boolean; chosen: boolean; steps: number };
 
-/**
- * After a `context`-token prefill, one step each way to build its pipelines, then each way's timed steps, the
- * engine's own way first; the engine's settings are restored after.
- */
+/** Rows a cache needs past its context for timeWaysOn's steps: one warm step and the timed and probed steps of each way. */
+function stepRows(ways: Way[]): number {
+  return ways.length + ways.reduce((s, w) => s + w.steps + Math.min(8, w.steps), 0);
+}
+
+/** After a `context`-token prefill, each way timed (timeWaysOn). */
 async function timeWays(e: Engine, context: number, ways: Way[]): Promise<DecodeWay[]> {
+  const tokens = benchTokens(context + stepRows(ways), e.config.vocabSize, 1);
+  const cache = e.newCache(tokens.length + 1);
+  try {
+    await e.prefill(cache, tokens.slice(0, context), undefined, { logits: 'last' });
+    return await timeWaysOn(e, cache, tokens.slice(context), ways);
+  } finally {
+    cache.destroy();
+  }
+}
+
+/**
+ * On a cache that holds its context already, with room for stepRows(ways) more, one step each way to build its
+ * pipelines, then each way's timed steps (fed `tokens`), the engine's own way first; the engine's settings are
+ * restored after.
+ */
+async function timeWaysOn(e: Engine, cache: KVCache, tokens: number[], ways: Way[]): Promise<DecodeWay[]> {
   const saved = { fuse: e.ops.fuse, attention: e.ops.attentionVariant, gemv: e.ops.gemvVariant, foldCombine: e.ops.foldCombine, stageX: e.ops.stageX };
   const set = (w: Way) => {
     e.ops.fuse = w.fused;
@@ -47,14 +68,10 @@ async function timeWays(e: Engine, context: number, ways: Way[]): Promise<Decode
     e.ops.foldCombine = w.foldCombine ?? saved.foldCombine;
     e.ops.stageX = w.stageX ?? saved.stageX;
   };
-  const total = context + ways.length + ways.reduce((s, w) => s + w.steps + Math.min(8, w.steps), 0);
-  const tokens = benchTokens(total, e.config.vocabSize, 1);
-  let at = context;
-  const cache = e.newCache(total + 1);
+  let at = 0;
   const d = e.ops.d;
   const out: DecodeWay[] = [];
   try {
-    await e.prefill(cache, tokens.slice(0, context), undefined, { logits: 'last' });
     for (const w of ways) {
       set(w);
       await e.decode(cache, tokens[at++]);
@@ -81,7 +98,6 @@ async function timeWays(e: Engine, context: number, ways: Way[]): Promise<Decode
     e.ops.gemvVariant = saved.gemv;
     e.ops.foldCombine = saved.foldCombine;
     e.ops.stageX = saved.stageX;
-    cache.destroy();
   }
 }
 
@@ -104,6 +120,30 @@ export function decodeAttentionWays(e: Engine, context: number, steps: number): 
 /** The attention kernels that serve a decode step's row for heads of `HD`. */
 export function singleRowKernels(HD: number): AttentionVariant[] {
   return [...(HD <= 256 ? ['keys' as const] : []), ...(HD <= LANES_MAX_HEAD ? ['lanes' as const] : []), 'rows'];
+}
+
+/** Decode right after a link, on its cache: LegoKV's own decode, answering from the linked prompt. */
+export interface DecodeAfterLink {
+  algorithm: string;
+  /** Rows the linked cache held when decode began (the prompt, its chunks and the question). */
+  context: number;
+  ways: DecodeWay[];
+}
+
+/**
+ * Links `parts` with `spec` and times `steps` decode steps on the linked cache with each single-row attention
+ * kernel, the engine's own first (the way the app answers after a link; a 512-row cache says little of it).
+ */
+export async function decodeAfterLink(e: Engine, parts: LinkPart[], spec: string, steps: number): Promise<DecodeAfterLink> {
+  const picked = e.ops.pickAttention(1, e.config.headDim);
+  const ways: Way[] = [picked, ...singleRowKernels(e.config.headDim).filter((k) => k !== picked)].map((attention) => ({ fused: e.ops.fuses(1), attention, chosen: attention === picked, steps }));
+  const rows = stepRows(ways);
+  const r = await link(e, parts, parseAlgorithm(spec), { bosId: e.config.bosId, reserve: rows + 1 });
+  try {
+    return { algorithm: spec, context: r.layout.tokens.length, ways: await timeWaysOn(e, r.cache, benchTokens(rows, e.config.vocabSize, 2), ways) };
+  } finally {
+    r.cache.destroy();
+  }
 }
 
 /**

@@ -46,7 +46,7 @@ import { timeMatmuls } from './matmul';
 import { linkedRows, timeAttention, type AttentionCase } from './attention';
 import { copyStage, type CopyReport } from './copy-stage';
 import { formatLinkProfile, formatProfile, profileDecode, profileLink } from './profile';
-import { decodeAttentionWays, decodeBothWays, decodeGemvWays, decodeSwitchWays, formatFuse, tuneAsTheApp, tuneUploadAsTheApp } from './fuse';
+import { decodeAfterLink, decodeAttentionWays, decodeBothWays, decodeGemvWays, decodeSwitchWays, formatFuse, tuneAsTheApp, tuneUploadAsTheApp } from './fuse';
 import { GpuTier } from '../kvstore/gpu-tier';
 import { realStage } from './real-model';
 
@@ -322,9 +322,12 @@ async function main() {
             const profiles = stages.has('profile') && algorithms.includes('legolink:16')
               ? [await profileLink(e, benchParts(compiled), 'full'), await profileLink(e, benchParts(onTier), 'legolink:16')].filter((p) => p)
               : [];
-            rows.push({ adapter, model: shape, context, chunks, chunk_tokens: chunkTokens, tier: 'gpu', gpu_rows: e.kvDtype, results: g, ratios: gr, ...(profiles.length ? { profiles } : {}) });
+            // Then the answer: decode on legolink:16's cache, each single-row attention kernel (the app's decode).
+            const after = algorithms.includes('legolink:16') ? await decodeAfterLink(e, benchParts(onTier), 'legolink:16', e.gpu.profile === 'cpu' ? 1 : Number(a['decode-steps'])) : null;
+            rows.push({ adapter, model: shape, context, chunks, chunk_tokens: chunkTokens, tier: 'gpu', gpu_rows: e.kvDtype, results: g, ratios: gr, ...(profiles.length ? { profiles } : {}), ...(after ? { decode_after_link: after } : {}) });
             log(`[${adapter}] ${shape} ${context} GPU tier: ${Object.entries(gr).map(([k, v]) => `TTFT(${k.replace('/', ')/TTFT(')}) = ${v.toFixed(1)}`).join(', ')}`);
             for (const p of profiles) log(`[${adapter}] ${shape} ${context} ${formatLinkProfile(p!)}`);
+            if (after) log(`[${adapter}] ${shape} decode after legolink:16 (${after.context} rows): ${formatFuse(after.ways)}`);
           } finally {
             tier.clear();
           }

@@ -7,14 +7,14 @@
 import { appDecodeTokS, type PrefillRow } from '../bench/prefill';
 import type { TtftRow } from '../bench/ttft';
 import type { DecodeProfile, LinkProfile } from '../bench/profile';
-import { wayLabel, type DecodeWay } from '../bench/fuse';
+import { wayLabel, type DecodeAfterLink, type DecodeWay } from '../bench/fuse';
 import { mdTable } from './markdown';
 import type { DecodeSettings, DecodeTuning, UploadTuning } from '../engine';
 
 type KernelRow = { rows?: string; variant?: string; half?: boolean; rowsPerThread?: number; keysPerTile?: number; keysPerThread?: number; splits?: number | string; T: number; K?: number; N?: number; n?: number; H?: number; HD?: number; ms: number; gflops: number; weightGBps?: number; chosen: boolean; clock?: string };
 type EngineRow = PrefillRow & { adapter: string; model: string; weight_bytes: number; weight_dtype: string; weights?: string; profile?: DecodeProfile | string; fuse?: DecodeWay[]; attention?: DecodeWay[]; gemv?: DecodeWay[]; combine?: DecodeWay[]; skipped?: string; error?: string };
 type TorchRow = { model: string; tokens: number; tokens_per_s: number; gflops: number; decode_tokens_per_s?: number; skipped?: string; error?: string };
-type LinkRow = { model: string; context: number; chunks: number; chunk_tokens: number; tier?: 'host' | 'host-f16' | 'gpu'; kv_dtype?: 'f32' | 'f16'; gpu_rows?: 'f32' | 'f16'; submit_each_layer?: boolean; results?: TtftRow[]; ratios?: Record<string, number>; profiles?: LinkProfile[]; skipped?: string; error?: string };
+type LinkRow = { model: string; context: number; chunks: number; chunk_tokens: number; tier?: 'host' | 'host-f16' | 'gpu'; kv_dtype?: 'f32' | 'f16'; gpu_rows?: 'f32' | 'f16'; submit_each_layer?: boolean; results?: TtftRow[]; ratios?: Record<string, number>; profiles?: LinkProfile[]; decode_after_link?: DecodeAfterLink; skipped?: string; error?: string };
 type RealRun = {
   model: string; file: string; bytes: number; parts: number; gather_ms: number; load_ms?: number; check_weight_bytes?: number; profile?: string; half?: boolean; tolerance?: number;
   /** How the speed and links were timed: as the app loads the model. */
@@ -163,6 +163,13 @@ export function gpuSection(runs: { file: string; r: GpuRun }[]): string {
           p.algorithm, n0(p.ttft_ms), n1(p.kernels_gpu_ms), n0(p.kernels.reduce((s, k) => s + k.dispatches, 0)), p.kernels.slice(0, 5).map((k) => `${k.kernel} ${n1(k.us / 1000)}`).join(', '),
         ])), '');
       }
+      const dl = l.decode_after_link;
+      if (dl) {
+        lines.push(`Then the answer: decode on ${dl.algorithm}'s linked cache (${dl.context} rows, from the GPU tier), with each kernel that attends for a step's row (*keys*: attention_decode.wgsl in rounds; *lanes*: the same, each invocation walking keys of its own; *rows*: attention.wgsl; each step's logits read back; *chosen* is the way the engine decodes here):`, '');
+        lines.push(table(['attention', 'tok/s', 'wall ms', 'GPU ms', 'dispatches', 'chosen'], dl.ways.map((w) => [
+          String(w.attention), n1(w.decode_tokens_per_s), w.decode_wall_ms.toFixed(2), w.decode_gpu_ms === undefined ? '–' : w.decode_gpu_ms.toFixed(2), n0(w.dispatches_per_step), w.chosen ? 'yes' : '',
+        ])), '');
+      }
     }
     const g = gpuTargets(r);
     lines.push('The GPU issue\'s targets, from this run (*ceiling*, for the TTFT ratios: TTFT(full) / TTFT(naive), since naive recomputes the question alone, no algorithm that reuses the same caches from the same place does better here; from host memory the upload bounds it):', '');
@@ -252,7 +259,7 @@ function quantAndProfiles(quant: EngineRow[], eng: EngineRow[], bw: number): str
   if (ways.length) {
     const combine = (ways.some(({ w }) => w.foldCombine !== undefined) ? '*attention_combine launched*: key slices merged by that launch instead of in the output projection; ' : '') +
       (ways.some(({ w }) => w.stageX !== undefined) ? '*x staged*: the GEMVs\' input (normed, or the GLU\'s) worked out once a workgroup in workgroup memory; ' : '');
-    lines.push(`Decode each way, side by side on one model and cache (*fused*: RMSNorm and GLU folded into the GEMVs; *attention*: attention_decode.wgsl, \`keys\`, or attention.wgsl, \`rows\`; *gemv_sg* or *gemv*: gemv.wgsl summing with subgroup operations or in workgroup memory; ${combine}*chosen* is the way the engine decodes here, after tuning where the run tuned):`, '');
+    lines.push(`Decode each way, side by side on one model and cache (*fused*: RMSNorm and GLU folded into the GEMVs; *attention*: attention_decode.wgsl, \`keys\` (in rounds) or \`lanes\` (each invocation its own keys), or attention.wgsl, \`rows\`; *gemv_sg* or *gemv*: gemv.wgsl summing with subgroup operations or in workgroup memory; ${combine}*chosen* is the way the engine decodes here, after tuning where the run tuned):`, '');
     lines.push(table(['model', 'weights', 'way', 'tok/s', 'wall ms', 'GPU ms', 'dispatches', 'chosen'], ways.map(({ x, w }) => [
       x.model, x.weights ?? x.weight_dtype, wayLabel(w),
       n1(w.decode_tokens_per_s), w.decode_wall_ms.toFixed(2), w.decode_gpu_ms === undefined ? '–' : w.decode_gpu_ms.toFixed(2), n0(w.dispatches_per_step), w.chosen ? 'yes' : '',

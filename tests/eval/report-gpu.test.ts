@@ -29,6 +29,10 @@ test('the GPU section shows writeBuffer beside the copy rate, and the link from 
           { algorithm: 'full', tokens: 32776, recomputed: 32776, ttft_ms: 8100, kernels_gpu_ms: 7900, kernels: [{ kernel: 'attention_tiled', dispatches: 30, us: 6_500_000 }, { kernel: 'matmul_tiled', dispatches: 90, us: 1_400_000 }] },
           { algorithm: 'legolink:16', tokens: 32776, recomputed: 1016, ttft_ms: 450, kernels_gpu_ms: 420.5, kernels: [{ kernel: 'attention_tiled', dispatches: 30, us: 300_000 }, { kernel: 'kv_scatter', dispatches: 90, us: 120_500 }] },
         ],
+        decode_after_link: { algorithm: 'legolink:16', context: 32776, ways: [
+          { fused: true, attention: 'keys', chosen: true, steps: 32, decode_tokens_per_s: 100, decode_wall_ms: 10, decode_gpu_ms: 8.5, dispatches_per_step: 152 },
+          { fused: true, attention: 'lanes', chosen: false, steps: 32, decode_tokens_per_s: 250, decode_wall_ms: 4, dispatches_per_step: 152 },
+        ] },
       }],
       engine: [{
         adapter: 'Test GPU', model: 'llama-3.2-1b', weight_bytes: 2e9, weight_dtype: 'f16', tokens: 512, prefill_ms: 100, tokens_per_s: 5120, gflops: 1, attention_share: 0,
@@ -81,6 +85,9 @@ test('the GPU section shows writeBuffer beside the copy rate, and the link from 
   assert.match(md, /Where those links' GPU time goes, kernel by kernel \(32768 tokens;/);
   assert.match(md, /\| full \| 8100 \| 7900\.0 \| 120 \| attention_tiled 6500\.0, matmul_tiled 1400\.0 \|/);
   assert.match(md, /\| legolink:16 \| 450 \| 420\.5 \| 120 \| attention_tiled 300\.0, kv_scatter 120\.5 \|/);
+  // Then decode on the linked cache, each attention kernel, after the profiles.
+  assert.match(md, /kernel by kernel[^]*Then the answer: decode on legolink:16's linked cache \(32776 rows, from the GPU tier\)/);
+  assert.match(md, /\| keys \| 100\.0 \| 10\.00 \| 8\.50 \| 152 \| yes \|\n\| lanes \| 250\.0 \| 4\.00 \| – \| 152 \| {2}\|/);
 });
 
 test('a real model\'s run shows its answers, its check against llama.cpp and the reference, its speed and its links; a failed one says why', () => {
