@@ -5,7 +5,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { keyBounds, keysSplits } from '../../src/engine/attention-plan';
+import { keyBounds, keysSplits, lanesSplits } from '../../src/engine/attention-plan';
 
 test('keyBounds: sorted positions narrow the scan, unsorted ones scan every row', () => {
   const sorted = Int32Array.from([0, 1, 2, 5, 6, 9]);
@@ -36,4 +36,15 @@ test('keysSplits: about 4096 workgroups, slices of whole rounds of 64 keys a thr
   assert.equal(keysSplits(1, 1 << 20), 512);
   // Never fewer than one, however few keys.
   assert.equal(keysSplits(32, 10, 8), 1);
+});
+
+test('lanesSplits: about 1024 workgroups, at least a key an invocation a slice, at most 512', () => {
+  // 32 heads over 512 keys: 8 slices of 64, one key an invocation (few enough for the output projection to merge).
+  assert.equal(lanesSplits(32, 512), 8);
+  // Long contexts: 9 heads over 32K keys in 114 slices (1026 workgroups) of about 287 keys; 32 heads in 32 of 1024.
+  assert.equal(lanesSplits(9, 32768), 114);
+  assert.equal(lanesSplits(32, 32768), 32);
+  // Fewer keys than a workgroup's invocations: one slice; and the cap of 512.
+  assert.equal(lanesSplits(4, 40), 1);
+  assert.equal(lanesSplits(1, 1 << 20), 512);
 });
