@@ -80,15 +80,6 @@ fn add_vec4(k: u32, w: vec4<f32>, acc: ptr<function, array<f32, TX>>, ss: ptr<fu
   }
 }
 
-// Row t's finished sum s for column n, through the bias/residual epilogue or into its column range.
-fn store_sum(t: u32, n: u32, s: f32) {
-#if Y_RANGE
-  store_range(t, n, s);
-#else
-  y[t * p.N + n] = epilogue(t, n, s);
-#endif
-}
-
 #if SG
 const COLS: u32 = {{COLS}}u;
 var<workgroup> next_col: atomic<u32>;
@@ -126,7 +117,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 #endif
 #endif
     }
-    for (var t = rank; t < TX; t += lanes) { store_sum(t, n, sums[t]); }
+    for (var t = rank; t < TX; t += lanes) { store_y(t, n, sums[t]); }
   }
 }
 #else
@@ -175,7 +166,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     s *= rms_scale(s2);
 #endif
 #endif
-    store_sum(lane, n, s);
+    store_y(lane, n, s);
   }
 }
 #endif

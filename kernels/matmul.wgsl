@@ -17,17 +17,13 @@ const TM: u32 = 4u;
 const TM: u32 = 1u;
 #endif
 
-// Row t's four sums of columns n0.. into y (its epilogue or column range applied).
+// Row t's four sums of columns n0.. into y.
 fn store4(t: u32, n0: u32, acc: vec4<f32>) {
   if (t >= p.T) { return; }
   for (var j = 0u; j < 4u; j++) {
     let n = n0 + j;
     if (n >= p.N) { return; }
-#if Y_RANGE
-    store_range(t, n, acc[j]);
-#else
-    y[t * p.N + n] = epilogue(t, n, acc[j]);
-#endif
+    store_y(t, n, acc[j]);
   }
 }
 

@@ -5,7 +5,7 @@
 // where the buffer's scale region starts).
 // With Y_RANGE, y is [T, ldy] and this launch fills its columns [y0, y0 + N):
 // a matrix stored in row parts runs once per part, each writing its own
-// columns (store_range), bias and residual indexed like y. Without it (a
+// columns (store_y), bias and residual indexed like y. Without it (a
 // whole matrix), y is [T, N] and the kernels store exactly as they always did.
 #include "common"
 
@@ -42,23 +42,16 @@ fn load_w(i: u32) -> vec4<f32> { return w[i]; }
 @group(0) @binding(5) var<storage, read> r: array<f32>;
 #endif
 
-// The stored value of output (t, n) of a whole matrix from its accumulated dot product.
-fn epilogue(t: u32, n: u32, acc: f32) -> f32 {
-  var v = acc;
-#if BIAS
-  v += b[n];
-#endif
-#if RESIDUAL
-  v += r[t * p.N + n];
-#endif
-  return v;
-}
-
+// Stores output (t, n) from its accumulated dot product, bias and residual added: into y[t, n] of a whole
+// matrix, or with Y_RANGE into column y0 + n of the wider y.
+fn store_y(t: u32, n: u32, acc: f32) {
 #if Y_RANGE
-// Stores output (t, n) of this launch into column y0 + n of the wider y.
-fn store_range(t: u32, n: u32, acc: f32) {
   let col = p.y0 + n;
   let i = t * p.ldy + col;
+#else
+  let col = n;
+  let i = t * p.N + n;
+#endif
   var v = acc;
 #if BIAS
   v += b[col];
@@ -68,4 +61,3 @@ fn store_range(t: u32, n: u32, acc: f32) {
 #endif
   y[i] = v;
 }
-#endif

@@ -66,11 +66,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     for (var j = 0u; j < 4u; j++) {
       let n = col0 + lid.x * 4u + j;
       if (n >= p.N) { break; }
-#if Y_RANGE
-      store_range(t, n, acc[i][j]);
-#else
-      y[t * p.N + n] = epilogue(t, n, acc[i][j]);
-#endif
+      store_y(t, n, acc[i][j]);
     }
   }
 }

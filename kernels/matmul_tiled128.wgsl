@@ -82,11 +82,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
         for (var j = 0u; j < 4u; j++) {
           let n = col0 + g * 64u + lid.x * 4u + j;
           if (n >= p.N) { break; }
-#if Y_RANGE
-          store_range(t, n, v[j]);
-#else
-          y[t * p.N + n] = epilogue(t, n, v[j]);
-#endif
+          store_y(t, n, v[j]);
         }
       }
     }
