@@ -94,3 +94,12 @@ export function keyBounds(kpos: Int32Array, n: number, qpos: ArrayLike<number>, 
   }
   return out;
 }
+
+/** attn_scores.wgsl marks hidden keys with this; see unmaskScores. */
+export const MASKED_SCORE = -3.0e38;
+
+/** Maps the kernel's masked marker to -Infinity, in place. */
+export function unmaskScores(s: Float32Array): Float32Array {
+  for (let i = 0; i < s.length; i++) if (s[i] <= MASKED_SCORE) s[i] = -Infinity;
+  return s;
+}

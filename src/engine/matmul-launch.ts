@@ -42,3 +42,11 @@ export function matmulParams(a: MatmulArgs) {
 export function wDefines(d: WeightDType): Record<string, boolean> {
   return isQuant(d) ? { W_F16: false, W_Q: true, [d.toUpperCase()]: true } : { W_F16: d === 'f16' };
 }
+
+/** gemv_sg's columns a workgroup: one per subgroup of the device's smallest size (256 invocations), 8 to 64. */
+export const gemvSgColumns = (subgroupMin: number) => Math.max(8, Math.min(64, Math.floor(256 / subgroupMin)));
+
+/** The workgroup memory gemv takes for itself, beside what a prologue stages: its partial sums, or gemv_sg's column counter. */
+export function gemvOwnBytes(T: number, sg: boolean): number {
+  return sg ? 4 : 4 * 256 * T;
+}

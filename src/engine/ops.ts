@@ -9,7 +9,7 @@ import type { Dispatcher, Param } from './gpu/dispatcher';
 import type { KernelLibrary } from './gpu/kernels';
 import { Scratch } from './model/scratch';
 import { checkQuantShape, isQuant, QUANT, scaleBase, vec4Blocks, type QuantType } from './quant';
-import { matmulBindings, matmulParams, wDefines, yRange } from './matmul-launch';
+import { gemvOwnBytes, gemvSgColumns, matmulBindings, matmulParams, wDefines, yRange } from './matmul-launch';
 import { attentionSplits, keysSplits, lanesSplits, tiledSplits } from './attention-plan';
 
 import type {
@@ -17,7 +17,8 @@ import type {
   KeysPerThread, AttentionSlices, AttentionStep, ScatterArgs, ScoresArgs, StoreDType, WeightDType, WeightMatrix, XPrologue,
 } from './ops-args';
 
-export { attentionSplits, keyBounds, keysSplits, tiledSplits } from './attention-plan';
+export { attentionSplits, keyBounds, keysSplits, MASKED_SCORE, tiledSplits, unmaskScores } from './attention-plan';
+export { gemvSgColumns } from './matmul-launch';
 export type {
   AttentionArgs, AttentionVariant, EmbedArgs, GatherArgs, GemvVariant, GluArgs, MatmulArgs, MatmulProfile, MatmulVariant, RmsNormArgs, RopeScatterArgs,
   KeysPerThread, AttentionSlices, AttentionStep, ScatterArgs, ScoresArgs, StoreDType, WeightDType, WeightMatrix, XPrologue,
@@ -27,8 +28,6 @@ const u = (v: number) => ({ u32: v });
 const f = (v: number) => ({ f32: v });
 
 const isGemv = (v: MatmulVariant | undefined): v is GemvVariant => v === 'gemv' || v === 'gemv_sg';
-/** gemv_sg's columns a workgroup: one per subgroup of the device's smallest size (256 invocations), 8 to 64. */
-export const gemvSgColumns = (subgroupMin: number) => Math.max(8, Math.min(64, Math.floor(256 / subgroupMin)));
 /** 128x128 tiles only pay once a product has this many of them (an H100 has 132 multiprocessors). */
 const TILES128_MIN = 256;
 /** The most key slices gemv's COMBINE merges (Ops.combineFold). */
@@ -37,20 +36,6 @@ export const COMBINE_MAX = 8;
 const TILED_MIN_ROWS = 32;
 /** attention_decode's LANES keeps a head-wide accumulator in each invocation's registers: heads of at most 64. */
 export const LANES_MAX_HEAD = 64;
-
-/** attn_scores.wgsl marks hidden keys with this; see unmaskScores. */
-export const MASKED_SCORE = -3.0e38;
-
-/** Maps the kernel's masked marker to -Infinity, in place. */
-export function unmaskScores(s: Float32Array): Float32Array {
-  for (let i = 0; i < s.length; i++) if (s[i] <= MASKED_SCORE) s[i] = -Infinity;
-  return s;
-}
-
-/** The workgroup memory gemv takes for itself, beside what a prologue stages: its partial sums, or gemv_sg's column counter. */
-function gemvOwnBytes(T: number, sg: boolean): number {
-  return sg ? 4 : 4 * 256 * T;
-}
 
 export class Ops {
   /** The matmul family used when a call names no variant; chosen per adapter (see Engine). */
