@@ -19,6 +19,19 @@ export function attentionSplits(invocations: number, keys: number): number {
 }
 
 /**
+ * How many slices a CPU adapter (SwiftShader, llvmpipe) cuts the keys of attention.wgsl's few query rows into:
+ * a decode step's row has an invocation per head, which one core would walk serially over every key while the
+ * others idle. Enough slices for about 256 invocations (four workgroups, so every core gets some), slices of at
+ * least 64 keys, at most 32; prefill's many rows (over 4) keep one. On lavapipe (this host's 2 cores, 9 heads of
+ * 64), a row against 512 keys took 0.89 ms whole and 0.53 in 32 slices, against 4096 keys 6.5 ms and 3.9, against
+ * 16K keys 30 ms and 15; SwiftShader against 4096 keys 17.8 ms and 9.1.
+ */
+export function cpuAttentionSplits(rows: number, invocations: number, keys: number): number {
+  if (rows > 4) return 1;
+  return Math.max(1, Math.min(Math.ceil(256 / invocations), Math.floor(keys / 64), 32));
+}
+
+/**
  * Key slices for attention_tiled (a workgroup per 64 rows of a head and slice): none once there are 1024 workgroups
  * or more; below that, enough slices for about 4096 workgroups, while slices keep at least 256 keys (16 tiles) and
  * never number more than 32. On the H100 with 16-key tiles (gpu-h100-9.json): legolink:16's 1016 rows at 32K (144

@@ -10,7 +10,7 @@ import type { KernelLibrary } from './gpu/kernels';
 import { Scratch } from './model/scratch';
 import { checkQuantShape, isQuant, QUANT, scaleBase, vec4Blocks, type QuantType } from './quant';
 import { gemvOwnBytes, gemvSgColumns, matmulBindings, matmulParams, wDefines, yRange } from './matmul-launch';
-import { attentionSplits, keysSplits, lanesSplits, tiledSplits } from './attention-plan';
+import { attentionSplits, cpuAttentionSplits, keysSplits, lanesSplits, tiledSplits } from './attention-plan';
 
 import type {
   AttentionArgs, AttentionVariant, EmbedArgs, GatherArgs, GemvVariant, GluArgs, MatmulArgs, MatmulProfile, MatmulVariant, RmsNormArgs, RopeScatterArgs,
@@ -308,7 +308,7 @@ export class Ops {
     // registers. GPUs keep one row per invocation: four rows' accumulators would spill and cut occupancy.
     const TQ = a.T >= 4 && a.HD <= 64 && (a.rowsPerThread ?? (this.matmulProfile === 'cpu' ? 4 : 1)) === 4 ? 4 : 1;
     const work = Math.ceil(a.T / TQ) * a.H;
-    const splits = Math.min(fit, a.splits ?? (this.matmulProfile === 'gpu' ? attentionSplits(work, a.n) : 1));
+    const splits = Math.min(fit, a.splits ?? (this.matmulProfile === 'gpu' ? attentionSplits(work, a.n) : cpuAttentionSplits(a.T, work, a.n)));
     const pipe = this.lib.pipeline('attention', { ...kv, TQ, KV_F16: a.kvDtype === 'f16', SPLIT: splits > 1 });
     return this.attentionRun(a, pipe, params(splits), b, splits, work * splits);
   }

@@ -5,7 +5,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { keyBounds, keysSplits, lanesSplits } from '../../src/engine/attention-plan';
+import { cpuAttentionSplits, keyBounds, keysSplits, lanesSplits } from '../../src/engine/attention-plan';
 
 test('keyBounds: sorted positions narrow the scan, unsorted ones scan every row', () => {
   const sorted = Int32Array.from([0, 1, 2, 5, 6, 9]);
@@ -47,4 +47,17 @@ test('lanesSplits: about 1024 workgroups, at least a key an invocation a slice, 
   // Fewer keys than a workgroup's invocations: one slice; and the cap of 512.
   assert.equal(lanesSplits(4, 40), 1);
   assert.equal(lanesSplits(1, 1 << 20), 512);
+});
+
+test('cpuAttentionSplits: a decode row\'s keys over about 256 invocations on CPU adapters, slices of 64 keys or more, prefill whole', () => {
+  // 9 heads (SmolLM2) over 4096 keys: 29 slices (261 invocations); 32 heads over 4096: 8.
+  assert.equal(cpuAttentionSplits(1, 9, 4096), 29);
+  assert.equal(cpuAttentionSplits(1, 32, 4096), 8);
+  // Few keys: slices of at least 64 keys, so the 64-token prompts bench:engine decodes after stay whole.
+  assert.equal(cpuAttentionSplits(1, 9, 512), 8);
+  assert.equal(cpuAttentionSplits(1, 9, 64), 1);
+  assert.equal(cpuAttentionSplits(1, 9, 10), 1);
+  // At most 32; and more than 4 rows (prefill) keep one.
+  assert.equal(cpuAttentionSplits(1, 1, 1 << 20), 32);
+  assert.equal(cpuAttentionSplits(5, 9, 4096), 1);
 });
