@@ -7,7 +7,7 @@
  * of every chunk after the first, and the 8 question rows at the end), each seeing the keys up to its own position,
  * as a link's pass bounds them: 4·H·HD FLOPs a visible key.
  */
-import { LANES_MAX_HEAD, type AttentionVariant, type Engine, type KeysPerThread } from '../engine';
+import { decodeAttentionKernels, type AttentionVariant, type Engine, type KeysPerThread } from '../engine';
 import { kernelPerRep, type KernelClock } from './matmul';
 import { parseAlgorithm, staticRecomputeRows } from '../kvlink/algorithms';
 import { textOnlyChunk, type LinkLayout } from '../kvlink/layout';
@@ -95,7 +95,7 @@ export async function timeAttention(e: Engine, c: AttentionCase, targetMs = 60):
         if (keysPerTile * (8 * c.HD + 4) <= dev.limits.maxComputeWorkgroupStorageSize) shapes.push({ variant: 'tiled', rowsPerThread: 1, splits: 'auto', keysPerTile });
       }
     }
-    if (c.T <= KEYS_MAX_T && c.HD <= 256) {
+    if (c.T <= KEYS_MAX_T && decodeAttentionKernels(c.HD).includes('keys')) {
       for (const splits of ['auto', ...KEYS_SPLITS.filter((s) => s <= c.n / 64 && fits(s))] as const) shapes.push({ variant: 'keys', rowsPerThread: 1, splits });
       // More keys an invocation a round (fewer rounds, so fewer barriers, and more loads in flight), in slices that
       // give each workgroup a few rounds.
@@ -103,7 +103,7 @@ export async function timeAttention(e: Engine, c: AttentionCase, targetMs = 60):
         for (const splits of ['auto', ...KEYS_SPLITS.filter((s) => s <= c.n / (64 * keysPerThread) && fits(s))] as const) shapes.push({ variant: 'keys', rowsPerThread: 1, splits, keysPerThread });
       }
       // Each invocation walking keys of its own (LANES), heads of at most 64.
-      if (c.HD <= LANES_MAX_HEAD) for (const splits of ['auto', ...KEYS_SPLITS.filter((s) => s <= c.n / 64 && fits(s))] as const) shapes.push({ variant: 'lanes', rowsPerThread: 1, splits });
+      if (decodeAttentionKernels(c.HD).includes('lanes')) for (const splits of ['auto', ...KEYS_SPLITS.filter((s) => s <= c.n / 64 && fits(s))] as const) shapes.push({ variant: 'lanes', rowsPerThread: 1, splits });
     }
     const picked = e.ops.pickAttention(c.T, c.HD);
     for (const sh of shapes) {

@@ -7,7 +7,7 @@
  * launch; and, fused, with the GEMVs reading x (RMSNorm's and GLU's) from workgroup memory, worked out there once a
  * workgroup (Ops.stageX), and from x's buffer in every column's lanes. Each way reports its wall and GPU time a step and its dispatches a step.
  */
-import { describeSettings, LANES_MAX_HEAD, type AttentionVariant, type KVCache, type DecodeTuning, type Engine, type GemvVariant, type UploadTuning } from '../engine';
+import { decodeAttentionKernels, describeSettings, type AttentionVariant, type KVCache, type DecodeTuning, type Engine, type GemvVariant, type UploadTuning } from '../engine';
 import { benchTokens } from './prefill';
 import type { LinkPart } from '../types/kv';
 import { link } from '../kvlink/link';
@@ -112,14 +112,14 @@ export function decodeBothWays(e: Engine, context: number, steps: number, otherS
 
 /** Decode with its attention in each kernel that serves a single row ('keys', 'lanes' and 'rows'), the engine's fusion kept. */
 export function decodeAttentionWays(e: Engine, context: number, steps: number): Promise<DecodeWay[]> {
-  const picked = e.ops.pickAttention(1, e.config.headDim);
-  const kernels = [picked, ...singleRowKernels(e.config.headDim).filter((k) => k !== picked)];
-  return timeWays(e, context, kernels.map((attention) => ({ fused: e.ops.fuses(1), attention, chosen: attention === picked, steps })));
+  return timeWays(e, context, attentionWays(e, steps));
 }
 
-/** The attention kernels that serve a decode step's row for heads of `HD`. */
-export function singleRowKernels(HD: number): AttentionVariant[] {
-  return [...(HD <= 256 ? ['keys' as const] : []), ...(HD <= LANES_MAX_HEAD ? ['lanes' as const] : []), 'rows'];
+/** A way for each kernel that can attend for a decode step's row, the engine's own first, its fusion kept. */
+function attentionWays(e: Engine, steps: number): Way[] {
+  const picked = e.ops.pickAttention(1, e.config.headDim);
+  const kernels = [picked, ...decodeAttentionKernels(e.config.headDim).filter((k) => k !== picked)];
+  return kernels.map((attention) => ({ fused: e.ops.fuses(1), attention, chosen: attention === picked, steps }));
 }
 
 /** Decode right after a link, on its cache: LegoKV's own decode, answering from the linked prompt. */
@@ -135,8 +135,7 @@ export interface DecodeAfterLink {
  * kernel, the engine's own first (the way the app answers after a link; a 512-row cache says little of it).
  */
 export async function decodeAfterLink(e: Engine, parts: LinkPart[], spec: string, steps: number): Promise<DecodeAfterLink> {
-  const picked = e.ops.pickAttention(1, e.config.headDim);
-  const ways: Way[] = [picked, ...singleRowKernels(e.config.headDim).filter((k) => k !== picked)].map((attention) => ({ fused: e.ops.fuses(1), attention, chosen: attention === picked, steps }));
+  const ways = attentionWays(e, steps);
   const rows = stepRows(ways);
   const r = await link(e, parts, parseAlgorithm(spec), { bosId: e.config.bosId, reserve: rows + 1 });
   try {

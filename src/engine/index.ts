@@ -14,7 +14,7 @@ export { OutOfGpuMemoryError } from './model/gpu-model';
 export { DeviceLostError, GpuValidationError } from './gpu/dispatcher';
 export { describeSplit, kvDtypeFor, paramCount, planGpuMemory, splitMatrices, weightDtypeFor, type AdapterLimits, type GpuPlan } from './model/gpu-plan';
 export type { AttentionVariant, GemvVariant, KeysPerThread, MatmulVariant, StoreDType } from './ops';
-export { LANES_MAX_HEAD } from './ops';
+export { decodeAttentionKernels } from './ops';
 
 // GPU context and kernels.
 export { createGpuContext, describeAdapter, NoWebGPUError, type AdapterSummary, type GpuContext } from './gpu/device';

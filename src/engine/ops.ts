@@ -36,6 +36,13 @@ export const COMBINE_MAX = 8;
 const TILED_MIN_ROWS = 32;
 /** attention_decode's LANES keeps a head-wide accumulator in each invocation's registers: heads of at most 64. */
 export const LANES_MAX_HEAD = 64;
+/** attention_decode's widest head (its value groups cover a head with at most 64 invocations). */
+const KEYS_MAX_HEAD = 256;
+
+/** The kernels that can attend for a decode step's row with heads of `HD`, in the order the tuner tries them. */
+export function decodeAttentionKernels(HD: number): AttentionVariant[] {
+  return [...(HD <= KEYS_MAX_HEAD ? ['keys' as const] : []), ...(HD <= LANES_MAX_HEAD ? ['lanes' as const] : []), 'rows'];
+}
 
 export class Ops {
   /** The matmul family used when a call names no variant; chosen per adapter (see Engine). */
@@ -252,9 +259,9 @@ export class Ops {
   pickAttention(T: number, HD: number): AttentionVariant {
     if (this.matmulProfile !== 'gpu') return 'rows';
     const tuned = this.decodeAttention;
-    if (T < TILED_MIN_ROWS && tuned && (tuned !== 'keys' || HD <= 256) && (tuned !== 'lanes' || HD <= LANES_MAX_HEAD)) return tuned;
+    if (T < TILED_MIN_ROWS && tuned && decodeAttentionKernels(HD).includes(tuned)) return tuned;
     if (T >= TILED_MIN_ROWS && this.attentionTile(HD) >= 4) return 'tiled';
-    return HD <= 256 ? 'keys' : 'rows';
+    return HD <= KEYS_MAX_HEAD ? 'keys' : 'rows';
   }
 
   /**
@@ -286,7 +293,7 @@ export class Ops {
     if (s && (!decode || a.T !== 1 || a.HD % 8 !== 0)) throw new Error(`attention: a step folds RoPE into attention_decode for one row and heads of a multiple of 8, not ${variant} for ${a.T} rows of ${a.HD}`);
     if (decode) {
       const lanes = variant === 'lanes';
-      if (a.HD > (lanes ? LANES_MAX_HEAD : 256)) throw new Error(`attention_decode${lanes ? "'s lanes" : ''}: a head of ${a.HD} (at most ${lanes ? LANES_MAX_HEAD : 256})`);
+      if (!decodeAttentionKernels(a.HD).includes(variant)) throw new Error(`attention_decode${lanes ? "'s lanes" : ''}: a head of ${a.HD} (at most ${lanes ? LANES_MAX_HEAD : KEYS_MAX_HEAD})`);
       const rows = a.T * a.H;
       const KPT = lanes ? 1 : (a.keysPerThread ?? this.decodeKeysPerThread ?? 1);
       if (![1, 2, 4, 8].includes(KPT)) throw new Error(`attention_decode: ${KPT} keys an invocation (1, 2, 4 or 8)`);

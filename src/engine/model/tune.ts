@@ -36,7 +36,7 @@
  * tuning changes speed only. CPU adapters are not tuned: their profile has
  * one way (register kernels, unfused; see Ops.fuse).
  */
-import { LANES_MAX_HEAD, type AttentionVariant, type GemvVariant, type KeysPerThread, type Ops } from '../ops';
+import { decodeAttentionKernels, type AttentionVariant, type GemvVariant, type KeysPerThread, type Ops } from '../ops';
 import type { ModelConfig } from './config';
 import type { KVCache } from './kv-cache';
 import { greedySteps, type Stepper } from './greedy-steps';
@@ -144,7 +144,7 @@ function choices(ops: Ops, c: ModelConfig): { [K in keyof DecodeSettings]-?: Non
   return {
     gemv: ops.subgroupMin ? ['gemv_sg', 'gemv'] : ['gemv'],
     fuse: [true, false],
-    attention: c.headDim <= 256 ? ['keys', ...(c.headDim <= LANES_MAX_HEAD ? ['lanes' as const] : []), 'rows'] : ['rows'],
+    attention: decodeAttentionKernels(c.headDim),
     keysPerThread: [1, 2, 4, 8],
     foldCombine: [true, false],
     stageX: [false, true],
