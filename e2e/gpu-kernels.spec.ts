@@ -58,7 +58,8 @@ test('the GPU profile\'s kernels in Chromium compile chunks and answer as the CP
   await expect(page.getByTestId('model-ready')).toContainText('stories260K (bundled)', { timeout: 120_000 });
   // Five ways (the fifth: x staged in workgroup memory), three more (attention_decode's 2, 4 and 8 keys a thread) where
   // attention_decode stayed, and one more (attention_combine launched instead of folded) where decode stayed fused.
-  const way = String.raw`gemv(_sg)?, (un)?fused, attention(_decode(, [248] keys a thread)?)?(, attention_combine launched)?(, x staged)?`;
+  // (stories260K's 512 positions never reach a long span: no long spans' kernel is timed for it.)
+  const way = String.raw`gemv(_sg)?, (un)?fused, attention(_decode(, [248] keys a thread| \(lanes\))?)?(, attention_combine launched)?(, x staged)?`;
   await expect(page.getByTestId('decode-tuning')).toHaveText(
     new RegExp(String.raw`^Decode kernels, timed on this GPU \(([5689]) ways in \d+\.\d s\): ${way}, \d+\.\d\d ms a token( \(the defaults\)|; the defaults \(gemv_sg, fused, attention_decode\) took \d+\.\d\d ms)$`),
   );

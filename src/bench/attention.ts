@@ -105,7 +105,7 @@ export async function timeAttention(e: Engine, c: AttentionCase, targetMs = 60):
       // Each invocation walking keys of its own (LANES), heads of at most 64.
       if (decodeAttentionKernels(c.HD).includes('lanes')) for (const splits of ['auto', ...KEYS_SPLITS.filter((s) => s <= c.n / 64 && fits(s))] as const) shapes.push({ variant: 'lanes', rowsPerThread: 1, splits });
     }
-    const picked = e.ops.pickAttention(c.T, c.HD);
+    const picked = e.ops.pickAttention(c.T, c.HD, c.n);
     for (const sh of shapes) {
       const args = { ...base, variant: sh.variant, rowsPerThread: sh.rowsPerThread, keysPerTile: sh.keysPerTile, keysPerThread: sh.keysPerThread, splits: sh.splits === 'auto' ? undefined : sh.splits };
       const run = async (reps: number) => {

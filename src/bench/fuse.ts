@@ -7,7 +7,7 @@
  * launch; and, fused, with the GEMVs reading x (RMSNorm's and GLU's) from workgroup memory, worked out there once a
  * workgroup (Ops.stageX), and from x's buffer in every column's lanes. Each way reports its wall and GPU time a step and its dispatches a step.
  */
-import { decodeAttentionKernels, describeSettings, type AttentionVariant, type KVCache, type DecodeTuning, type Engine, type GemvVariant, type UploadTuning } from '../engine';
+import { decodeAttentionKernels, describeAttentionWay, describeSettings, type AttentionVariant, type KVCache, type DecodeTuning, type Engine, type GemvVariant, type UploadTuning } from '../engine';
 import { benchTokens } from './prefill';
 import type { LinkPart } from '../types/kv';
 import { link } from '../kvlink/link';
@@ -115,9 +115,9 @@ export function decodeAttentionWays(e: Engine, context: number, steps: number): 
   return timeWays(e, context, attentionWays(e, steps));
 }
 
-/** A way for each kernel that can attend for a decode step's row, the engine's own first, its fusion kept. */
-function attentionWays(e: Engine, steps: number): Way[] {
-  const picked = e.ops.pickAttention(1, e.config.headDim);
+/** A way for each kernel that can attend for a decode step's row, the engine's own first (for rows scanning `keys`), its fusion kept. */
+function attentionWays(e: Engine, steps: number, keys?: number): Way[] {
+  const picked = e.ops.pickAttention(1, e.config.headDim, keys);
   const kernels = [picked, ...decodeAttentionKernels(e.config.headDim).filter((k) => k !== picked)];
   return kernels.map((attention) => ({ fused: e.ops.fuses(1), attention, chosen: attention === picked, steps }));
 }
@@ -135,10 +135,11 @@ export interface DecodeAfterLink {
  * kernel, the engine's own first (the way the app answers after a link; a 512-row cache says little of it).
  */
 export async function decodeAfterLink(e: Engine, parts: LinkPart[], spec: string, steps: number): Promise<DecodeAfterLink> {
-  const ways = attentionWays(e, steps);
-  const rows = stepRows(ways);
+  const rows = stepRows(attentionWays(e, steps));
   const r = await link(e, parts, parseAlgorithm(spec), { bosId: e.config.bosId, reserve: rows + 1 });
   try {
+    // The engine's own kernel for rows that scan the linked prompt (a long spans' kernel where tuning kept one).
+    const ways = attentionWays(e, steps, r.layout.tokens.length);
     return { algorithm: spec, context: r.layout.tokens.length, ways: await timeWaysOn(e, r.cache, benchTokens(rows, e.config.vocabSize, 2), ways) };
   } finally {
     r.cache.destroy();
@@ -196,6 +197,11 @@ export async function tuneAsTheApp(e: Engine, log: (line: string) => void): Prom
   // A failed timing leaves the defaults in place (tuneDecode restores them): the stage goes on with those.
   const t = await e.tuneDecode().catch((err) => (log(`decode tuning failed, the defaults kept: ${String(err?.stack ?? err)}`), null));
   if (t) log(`decode tuned in ${(t.ms / 1000).toFixed(1)} s: ${t.trials.map((x) => `${describeSettings(x.settings)}${x.settings === t.chosen ? ' (chosen)' : ''} ${x.msPerStep.toFixed(2)} ms`).join('; ')}`);
+  const l = t?.long;
+  if (l) {
+    const us = l.ways.map((w) => `${describeAttentionWay(w)} ${w.usShort.toFixed(1)} / ${w.usLong.toFixed(1)}`).join('; ');
+    log(`attention alone, µs a layer over ${l.short} / ${l.long} keys: ${us}; ${l.chosen ? `${describeAttentionWay(l.chosen)} kept from ${l.chosen.from} keys` : 'the short spans\' kernel kept for long spans too'}`);
+  }
   return t;
 }
 

@@ -1,7 +1,22 @@
 /**
- * How attention's work is cut on the host: the key slices each kernel runs
- * in parallel, and the cache rows each query row needs to scan.
+ * How attention's work is cut on the host: which kernels can attend for a
+ * decode row, the key slices each kernel runs in parallel, and the cache rows
+ * each query row needs to scan.
  */
+
+import type { AttentionVariant } from './ops-args';
+
+/** The tiled kernel leaves most of a 64-row workgroup idle below this many query rows: decode keeps 'rows'. */
+export const TILED_MIN_ROWS = 32;
+/** attention_decode's LANES keeps a head-wide accumulator in each invocation's registers: heads of at most 64. */
+export const LANES_MAX_HEAD = 64;
+/** attention_decode's widest head (its value groups cover a head with at most 64 invocations). */
+export const KEYS_MAX_HEAD = 256;
+
+/** The kernels that can attend for a decode step's row with heads of `HD`, in the order the tuner tries them. */
+export function decodeAttentionKernels(HD: number): AttentionVariant[] {
+  return [...(HD <= KEYS_MAX_HEAD ? ['keys' as const] : []), ...(HD <= LANES_MAX_HEAD ? ['lanes' as const] : []), 'rows'];
+}
 
 /**
  * How many slices to split attention's key range into on a real GPU: enough

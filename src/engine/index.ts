@@ -10,10 +10,11 @@ export type { KVCache } from './model/kv-cache';
 export type { LayerRows, GpuLayerRows } from './model/kv-io';
 export type { ScoresRequest, ScoresResult } from './model/forward';
 export { MARGIN as TUNE_MARGIN, WARM_MS, describeSettings, type DecodeSettings, type DecodeTrial, type DecodeTuning, type TuneOptions, type UploadTuning } from './model/tune';
+export { LONG_SPAN, attentionWays as decodeAttentionWays, describeAttentionWay, type AttentionWay, type AttentionWayTiming, type LongAttentionTuning } from './model/tune-attention';
 export { OutOfGpuMemoryError } from './model/gpu-model';
 export { DeviceLostError, GpuValidationError } from './gpu/dispatcher';
 export { describeSplit, kvDtypeFor, paramCount, planGpuMemory, splitMatrices, weightDtypeFor, type AdapterLimits, type GpuPlan } from './model/gpu-plan';
-export type { AttentionVariant, GemvVariant, KeysPerThread, MatmulVariant, StoreDType } from './ops';
+export type { AttentionVariant, GemvVariant, KeysPerThread, LongAttention, MatmulVariant, StoreDType } from './ops';
 export { decodeAttentionKernels } from './ops';
 
 // GPU context and kernels.

@@ -123,6 +123,17 @@ export interface AttentionStep {
 }
 export type KeysPerThread = 1 | 2 | 4 | 8;
 /**
+ * The kernel a decode row attends with once it scans at least `from` keys (Ops.longAttention), where a long span
+ * wants another than the short one a whole decode step was timed with: Engine.tuneDecode times attention alone
+ * over a short and a long span and sets it where the long span's fastest differs.
+ */
+export interface LongAttention {
+  from: number;
+  attention: AttentionVariant;
+  /** attention_decode's keys an invocation a round, for 'keys' (1 otherwise). */
+  keysPerThread: KeysPerThread;
+}
+/**
  * Attention kernels: 'rows' (attention.wgsl: each invocation a group of query rows, reading every key itself),
  * 'tiled' (attention_tiled.wgsl: a workgroup of 64 rows stages tiles of keys and values in workgroup memory) and
  * 'keys' (attention_decode.wgsl: a workgroup of 64 invocations per row, spread over its keys; for decode) and

@@ -10,18 +10,18 @@ import type { KernelLibrary } from './gpu/kernels';
 import { Scratch } from './model/scratch';
 import { checkQuantShape, isQuant, QUANT, scaleBase, vec4Blocks, type QuantType } from './quant';
 import { gemvOwnBytes, gemvSgColumns, matmulBindings, matmulParams, wDefines, yRange } from './matmul-launch';
-import { attentionSplits, cpuAttentionSplits, keysSplits, lanesSplits, tiledSplits } from './attention-plan';
+import { attentionSplits, cpuAttentionSplits, decodeAttentionKernels, keysSplits, KEYS_MAX_HEAD, LANES_MAX_HEAD, lanesSplits, TILED_MIN_ROWS, tiledSplits } from './attention-plan';
 
 import type {
   AttentionArgs, AttentionVariant, EmbedArgs, GatherArgs, GemvVariant, GluArgs, MatmulArgs, MatmulProfile, MatmulVariant, RmsNormArgs, RopeScatterArgs,
-  KeysPerThread, AttentionSlices, AttentionStep, ScatterArgs, ScoresArgs, StoreDType, WeightDType, WeightMatrix, XPrologue,
+  KeysPerThread, AttentionSlices, AttentionStep, LongAttention, ScatterArgs, ScoresArgs, StoreDType, WeightDType, WeightMatrix, XPrologue,
 } from './ops-args';
 
-export { attentionSplits, keyBounds, keysSplits, MASKED_SCORE, tiledSplits, unmaskScores } from './attention-plan';
+export { attentionSplits, decodeAttentionKernels, keyBounds, keysSplits, LANES_MAX_HEAD, MASKED_SCORE, tiledSplits, unmaskScores } from './attention-plan';
 export { gemvSgColumns } from './matmul-launch';
 export type {
   AttentionArgs, AttentionVariant, EmbedArgs, GatherArgs, GemvVariant, GluArgs, MatmulArgs, MatmulProfile, MatmulVariant, RmsNormArgs, RopeScatterArgs,
-  KeysPerThread, AttentionSlices, AttentionStep, ScatterArgs, ScoresArgs, StoreDType, WeightDType, WeightMatrix, XPrologue,
+  KeysPerThread, AttentionSlices, AttentionStep, LongAttention, ScatterArgs, ScoresArgs, StoreDType, WeightDType, WeightMatrix, XPrologue,
 } from './ops-args';
 
 const u = (v: number) => ({ u32: v });
@@ -32,17 +32,6 @@ const isGemv = (v: MatmulVariant | undefined): v is GemvVariant => v === 'gemv' 
 const TILES128_MIN = 256;
 /** The most key slices gemv's COMBINE merges (Ops.combineFold). */
 export const COMBINE_MAX = 8;
-/** The tiled kernel leaves most of a 64-row workgroup idle below this many query rows: decode keeps 'rows'. */
-const TILED_MIN_ROWS = 32;
-/** attention_decode's LANES keeps a head-wide accumulator in each invocation's registers: heads of at most 64. */
-export const LANES_MAX_HEAD = 64;
-/** attention_decode's widest head (its value groups cover a head with at most 64 invocations). */
-const KEYS_MAX_HEAD = 256;
-
-/** The kernels that can attend for a decode step's row with heads of `HD`, in the order the tuner tries them. */
-export function decodeAttentionKernels(HD: number): AttentionVariant[] {
-  return [...(HD <= KEYS_MAX_HEAD ? ['keys' as const] : []), ...(HD <= LANES_MAX_HEAD ? ['lanes' as const] : []), 'rows'];
-}
 
 export class Ops {
   /** The matmul family used when a call names no variant; chosen per adapter (see Engine). */
@@ -60,6 +49,8 @@ export class Ops {
   decodeAttention?: AttentionVariant;
   /** attention_decode's keys an invocation a round where a call names none (default 1; Engine.tuneDecode measures it). */
   decodeKeysPerThread?: KeysPerThread;
+  /** Decode's kernel for rows that scan many keys, where it differs from the short spans' (Engine.tuneDecode measures it). */
+  longAttention?: LongAttention;
   /**
    * Whether a fused decode step's output projection merges attention's key slices as it reads them (gemv's
    * COMBINE), so no attention_combine launch runs; default on wherever decode fuses. Engine.tuneDecode measures it.
@@ -256,12 +247,20 @@ export class Ops {
    * The attention kernel a call gets when it names none: on real GPUs, tiled once the rows fill a workgroup and a
    * workgroup per row below that (decode), unless decodeAttention says otherwise; CPU adapters keep attention.wgsl.
    */
-  pickAttention(T: number, HD: number): AttentionVariant {
+  pickAttention(T: number, HD: number, keys?: number): AttentionVariant {
     if (this.matmulProfile !== 'gpu') return 'rows';
+    const long = this.longFor(T, HD, keys);
+    if (long) return long.attention;
     const tuned = this.decodeAttention;
     if (T < TILED_MIN_ROWS && tuned && decodeAttentionKernels(HD).includes(tuned)) return tuned;
     if (T >= TILED_MIN_ROWS && this.attentionTile(HD) >= 4) return 'tiled';
     return HD <= KEYS_MAX_HEAD ? 'keys' : 'rows';
+  }
+
+  /** longAttention where it applies: decode's few rows, scanning at least its `from` keys, with a kernel that takes heads of HD. */
+  private longFor(T: number, HD: number, keys: number | undefined): LongAttention | undefined {
+    const long = this.longAttention;
+    return long && keys !== undefined && T < TILED_MIN_ROWS && keys >= long.from && decodeAttentionKernels(HD).includes(long.attention) ? long : undefined;
   }
 
   /**
@@ -288,17 +287,18 @@ export class Ops {
     ];
     const b: Record<number, GPUBuffer> = s ? { 1: a.q, 2: a.k, 3: a.v, 4: s.cs, 5: a.kpos, 6: a.out } : { 1: a.q, 2: a.k, 3: a.v, 4: a.qpos, 5: a.kpos, 6: a.out, 7: a.bounds };
     if (s?.qkNorm) b[9] = s.qkNorm.w;
-    const variant = a.variant ?? this.attentionVariant ?? this.pickAttention(a.T, a.HD);
+    // A step knows the keys its row scans: a sliding-window layer's (Gemma 3) are its window, not the cache.
+    const keys = s ? Math.max(1, s.last - s.first) : a.n;
+    const variant = a.variant ?? this.attentionVariant ?? this.pickAttention(a.T, a.HD, keys);
     const decode = variant === 'keys' || variant === 'lanes';
     if (s && (!decode || a.T !== 1 || a.HD % 8 !== 0)) throw new Error(`attention: a step folds RoPE into attention_decode for one row and heads of a multiple of 8, not ${variant} for ${a.T} rows of ${a.HD}`);
     if (decode) {
       const lanes = variant === 'lanes';
       if (!decodeAttentionKernels(a.HD).includes(variant)) throw new Error(`attention_decode${lanes ? "'s lanes" : ''}: a head of ${a.HD} (at most ${lanes ? LANES_MAX_HEAD : KEYS_MAX_HEAD})`);
       const rows = a.T * a.H;
-      const KPT = lanes ? 1 : (a.keysPerThread ?? this.decodeKeysPerThread ?? 1);
+      const long = this.longFor(a.T, a.HD, keys);
+      const KPT = lanes ? 1 : (a.keysPerThread ?? (long?.attention === variant ? long.keysPerThread : this.decodeKeysPerThread) ?? 1);
       if (![1, 2, 4, 8].includes(KPT)) throw new Error(`attention_decode: ${KPT} keys an invocation (1, 2, 4 or 8)`);
-      // A step knows the keys its row scans: a sliding-window layer's (Gemma 3) are its window, not the cache.
-      const keys = s ? Math.max(1, s.last - s.first) : a.n;
       const splits = Math.min(fit, a.splits ?? (lanes ? lanesSplits(rows, keys) : keysSplits(rows, keys, KPT)));
       const pipe = this.lib.pipeline('attention_decode', { HD4: kv.HD4, KPT, LANES: lanes, KV_F16: a.kvDtype === 'f16', SPLIT: splits > 1, STEP: !!s, INTERLEAVED: !!s?.interleaved, QKNORM: !!s?.qkNorm });
       return this.attentionRun(a, pipe, params(splits), b, splits, rows * splits * 64);

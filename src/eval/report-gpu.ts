@@ -9,7 +9,7 @@ import type { TtftRow } from '../bench/ttft';
 import type { DecodeProfile, LinkProfile } from '../bench/profile';
 import { wayLabel, type DecodeAfterLink, type DecodeWay } from '../bench/fuse';
 import { mdTable } from './markdown';
-import type { DecodeSettings, DecodeTuning, UploadTuning } from '../engine';
+import { describeAttentionWay, type DecodeSettings, type DecodeTuning, type UploadTuning } from '../engine';
 
 type KernelRow = { rows?: string; variant?: string; half?: boolean; rowsPerThread?: number; keysPerTile?: number; keysPerThread?: number; splits?: number | string; T: number; K?: number; N?: number; n?: number; H?: number; HD?: number; ms: number; gflops: number; weightGBps?: number; chosen: boolean; clock?: string };
 type EngineRow = PrefillRow & { adapter: string; model: string; weight_bytes: number; weight_dtype: string; weights?: string; profile?: DecodeProfile | string; fuse?: DecodeWay[]; attention?: DecodeWay[]; gemv?: DecodeWay[]; combine?: DecodeWay[]; skipped?: string; error?: string };
@@ -196,6 +196,21 @@ function tuning(rows: NonNullable<GpuRun['kit']['tune']>): string[] {
     table(['model', 'weights', 'way', 'wall ms a step', 'kept', 'tuning took (s)'], rows.flatMap((r) => r.trials.map((x, i) => [
       r.model, r.quant ?? 'f16', `${way(x.settings)}${i === 0 ? ' (the defaults)' : ''}`, x.msPerStep.toFixed(2), way(x.settings) === way(r.chosen) ? 'yes' : '', i === 0 ? (r.ms / 1000).toFixed(1) : '',
     ]))), '',
+    ...longSpans(rows),
+  ];
+}
+
+/** The last stage of that tuning: attention alone over a short and a long span, and the long spans' kernel kept (runs before it have none). */
+function longSpans(rows: NonNullable<GpuRun['kit']['tune']>): string[] {
+  const timed = rows.filter((r) => r.long);
+  if (!timed.length) return [];
+  const l0 = timed[0].long!;
+  return [
+    `Then attention alone, each kernel that can attend for a decode row, over the ${l0.short} keys the steps scanned and over ${l0.long} (µs a layer, attention_combine included where it slices; the fastest of ${timed[0].reps} runs taken in turns; the short spans' kernel first). The long span's fastest is kept for rows scanning from *from* keys on, where it beats the short spans' kernel there by over 3% (from where their times, linear in the keys, cross):`, '',
+    table(['model', 'weights', 'kernel', `µs over ${l0.short} keys`, `µs over ${l0.long} keys`, 'kept for long spans', 'from'], timed.flatMap((r) => r.long!.ways.map((w, i) => {
+      const kept = r.long!.chosen && w.attention === r.long!.chosen.attention && w.keysPerThread === r.long!.chosen.keysPerThread;
+      return [r.model, r.quant ?? 'f16', `${describeAttentionWay(w)}${i === 0 ? ' (the short spans\')' : ''}`, w.usShort.toFixed(1), w.usLong.toFixed(1), kept ? 'yes' : '', kept ? String(r.long!.chosen!.from) : ''];
+    }))), '',
   ];
 }
 

@@ -12,6 +12,7 @@ import { ModelCatalogue } from './ModelCatalogue';
 import { cancelLoad, hubEndpoint, loadBundled, loadModel } from './actions';
 import { filesFromDrop, filesFromInput, type LocalSelection } from './local-files';
 import type { ModelInfo } from '../worker/protocol';
+import { decodeTuningText } from './tuning-text';
 
 /** Sets webkitdirectory, which React's typings do not know, on the folder input. */
 const asFolderPicker = (el: HTMLInputElement | null) => el?.setAttribute('webkitdirectory', '');
@@ -158,12 +159,9 @@ function UploadTuningLine({ t }: { t: NonNullable<ModelInfo['uploadTuning']> }) 
 
 /** What timing decode's kernels at load chose on this GPU (absent on CPU adapters, which are not tuned). */
 function DecodeTuningLine({ t }: { t: NonNullable<ModelInfo['decodeTuning']> }) {
-  if ('error' in t) return <p className="muted small" data-testid="decode-tuning">Decode kernels: the defaults (timing them failed: {t.error})</p>;
-  const same = t.chosen === t.defaults;
   return (
     <p className="muted small" data-testid="decode-tuning">
-      Decode kernels, timed on this GPU ({t.ways} ways in {(t.ms / 1000).toFixed(1)} s): {t.chosen}, {t.msPerStep.toFixed(2)} ms a token
-      {same ? ' (the defaults)' : `; the defaults (${t.defaults}) took ${t.defaultMsPerStep.toFixed(2)} ms`}
+      {decodeTuningText(t)}
     </p>
   );
 }

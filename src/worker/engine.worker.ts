@@ -4,7 +4,7 @@
  * protocol.ts's `Calls` map has one handler here (`handlers`, checked by
  * type); errors go back serialised by name (errors.ts).
  */
-import { createGpuContext, Engine, OutOfGpuMemoryError, bundledKernelSources, hfConfigToModelConfig, isQuant, describeSettings, type GpuContext, type LoadedModel } from '../engine';
+import { createGpuContext, Engine, OutOfGpuMemoryError, bundledKernelSources, hfConfigToModelConfig, isQuant, describeAttentionWay, describeSettings, type GpuContext, type LoadedModel } from '../engine';
 import { decodeTokens, TextStream } from '../generate/generate';
 import { parseModel, resolveSource } from './sources';
 import { deleteCachedModel, listCachedModels, opfsRoot } from './opfs-cache';
@@ -97,7 +97,12 @@ async function tuneDecode(e: Engine, onStart: () => void): Promise<DecodeTuningI
     const t = await e.tuneDecode({ onStart });
     if (!t) return null;
     const chosenMs = t.trials.find((x) => x.settings === t.chosen)!.msPerStep;
-    return { chosen: describeSettings(t.chosen), msPerStep: chosenMs, defaults: describeSettings(t.defaults), defaultMsPerStep: t.trials[0].msPerStep, ways: t.trials.length, ms: t.ms };
+    const long = t.long?.chosen;
+    const longWay = long && t.long!.ways.find((w) => w.attention === long.attention && w.keysPerThread === long.keysPerThread)!;
+    return {
+      chosen: describeSettings(t.chosen), msPerStep: chosenMs, defaults: describeSettings(t.defaults), defaultMsPerStep: t.trials[0].msPerStep, ways: t.trials.length, ms: t.ms,
+      long: long ? { attention: describeAttentionWay(long), from: long.from, span: t.long!.long, us: longWay!.usLong, shortUs: t.long!.ways[0].usLong } : null,
+    };
   } catch (err) {
     return { error: (err as Error).message };
   }

@@ -113,7 +113,14 @@ export type UploadTuningInfo = { chosen: 'writeBuffer' | 'mapped staging'; write
 
 /** What timing decode's kernels at load chose, in words, or why it failed (the defaults are kept then). */
 export type DecodeTuningInfo =
-  | { chosen: string; msPerStep: number; defaults: string; defaultMsPerStep: number; ways: number; ms: number }
+  | {
+      chosen: string; msPerStep: number; defaults: string; defaultMsPerStep: number; ways: number; ms: number;
+      /**
+       * The attention kernel kept for decode rows that scan `from` keys or more, in words, where it differs from the
+       * short spans' (Ops.longAttention): over `span` keys it took `us` µs a layer, the short spans' kernel `shortUs`.
+       */
+      long: { attention: string; from: number; span: number; us: number; shortUs: number } | null;
+    }
   | { error: string };
 
 export interface GenerateStats {

@@ -55,6 +55,15 @@ test('the GPU section shows writeBuffer beside the copy rate, and the link from 
           { settings: { gemv: 'gemv_sg', fuse: false, attention: 'keys' }, msPerStep: 3.5 },
           { settings: { gemv: 'gemv_sg', fuse: false, attention: 'rows' }, msPerStep: 3.9 },
         ],
+        long: {
+          short: 512, long: 8192, ms: 300,
+          ways: [
+            { attention: 'keys', keysPerThread: 1, usShort: 10, usLong: 100 },
+            { attention: 'keys', keysPerThread: 4, usShort: 12, usLong: 70 },
+            { attention: 'lanes', keysPerThread: 1, usShort: 20, usLong: 40 },
+          ],
+          chosen: { from: 1609, attention: 'lanes', keysPerThread: 1 },
+        },
       }],
     },
     torch: null,
@@ -66,6 +75,11 @@ test('the GPU section shows writeBuffer beside the copy rate, and the link from 
   assert.match(md, /\| llama-3\.2-1b \| f16 \| fused, attention keys, gemv \| 4\.10 \| {2}\| {2}\|/);
   assert.match(md, /\| llama-3\.2-1b \| f16 \| unfused, attention keys, gemv_sg \| 3\.50 \| yes \| {2}\|/);
   assert.match(md, /\| llama-3\.2-1b \| f16 \| unfused, attention rows, gemv_sg \| 3\.90 \| {2}\| {2}\|/);
+  // Then attention alone over a short and a long span: the short spans' kernel first, the long spans' kept from where they cross.
+  assert.match(md, /over the 512 keys the steps scanned and over 8192 \(µs a layer/);
+  assert.match(md, /\| llama-3\.2-1b \| f16 \| attention_decode \(the short spans'\) \| 10\.0 \| 100\.0 \| {2}\| {2}\|/);
+  assert.match(md, /\| llama-3\.2-1b \| f16 \| attention_decode, 4 keys a thread \| 12\.0 \| 70\.0 \| {2}\| {2}\|/);
+  assert.match(md, /\| llama-3\.2-1b \| f16 \| attention_decode \(lanes\) \| 20\.0 \| 40\.0 \| yes \| 1609 \|/);
   assert.match(md, /WebGPU `copyBufferToBuffer` 800 GB\/s\. Host to GPU through `writeBuffer` \(what a link's host-tier load does\): 384 KiB blocks 2\.5 GB\/s, 4096 KiB blocks 11\.3 GB\/s\. Through two mapped staging buffers taking turns, 12288 KiB each: 20\.5 GB\/s\./);
   assert.match(md, /kept in host memory as halves, as KVStore's f16 blobs hold them, uploaded at link time and widened on the GPU/);
   const g = gpuTargets(r);

@@ -267,9 +267,9 @@ export class ForwardPass {
     const { ops, c } = this;
     const HD = c.headDim;
     if (this.T !== 1 || !this.ropeByPosition || scores || !ops.fuses(1) || HD % 8 !== 0) return null;
-    const variant = ops.attentionVariant ?? ops.pickAttention(1, HD);
-    if (variant !== 'keys' && variant !== 'lanes') return null;
     const [first, last] = this.oneRowBounds[kind]!;
+    const variant = ops.attentionVariant ?? ops.pickAttention(1, HD, Math.max(1, last - first));
+    if (variant !== 'keys' && variant !== 'lanes') return null;
     return { cs, qp: this.cache.positions[this.rows[0]], row: this.rows[0], first, last, interleaved };
   }
 

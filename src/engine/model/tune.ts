@@ -40,6 +40,7 @@ import { decodeAttentionKernels, type AttentionVariant, type GemvVariant, type K
 import type { ModelConfig } from './config';
 import type { KVCache } from './kv-cache';
 import { greedySteps, type Stepper } from './greedy-steps';
+import { describeAttentionWay, tuneLongAttention, type AttentionTunable, type AttentionWay, type LongAttentionTuning } from './tune-attention';
 
 /** The choices that shape a decode step on the 'gpu' profile. */
 export interface DecodeSettings {
@@ -80,6 +81,12 @@ export interface DecodeTuning {
   context: number;
   steps: number;
   reps: number;
+  /**
+   * Attention alone timed over the short span and a long one, and the kernel kept for long spans (Ops.longAttention),
+   * if any; null where the model's positions never reach a long span (tune-attention.ts); absent in results
+   * written before it was timed.
+   */
+  long?: LongAttentionTuning | null;
   /** Wall milliseconds the tuning took, pipelines built included. */
   ms: number;
 }
@@ -99,6 +106,10 @@ export interface TuneOptions {
   warmMs?: number;
   /** Called once timing starts (never on the 'cpu' profile): a caller's progress report. */
   onStart?: () => void;
+  /** Keys of the long span attention alone is timed over (default: LONG_SPAN, or the model's positions where fewer). */
+  longContext?: number;
+  /** Times attention alone, one way over `keys` keys (µs a layer): tests inject a clock. */
+  measureAttention?: (w: AttentionWay, keys: number) => Promise<number>;
 }
 
 /** How much faster than the best so far an alternative must be to replace it. */
@@ -107,8 +118,8 @@ export const MARGIN = 0.03;
 /** How long the defaults run untimed first, so the GPU's clocks have risen before anything is timed. */
 export const WARM_MS = 300;
 
-/** What tuning needs of the engine: a stepper, and a scratch cache. */
-export interface Tunable extends Stepper {
+/** What tuning needs of the engine: a stepper, a scratch cache, and what timing attention alone needs. */
+export interface Tunable extends Stepper, AttentionTunable {
   newCache(capacity: number): KVCache;
 }
 
@@ -122,11 +133,9 @@ export function currentSettings(ops: Ops, c: ModelConfig): DecodeSettings {
  * ", attention_combine launched" where a fused step does not fold it; ", x staged" where the GEMVs stage x).
  */
 export function describeSettings(s: DecodeSettings): string {
-  const keys = s.attention === 'keys' && (s.keysPerThread ?? 1) > 1 ? `, ${s.keysPerThread} keys a thread` : '';
   const combine = s.fuse && s.foldCombine === false ? ', attention_combine launched' : '';
   const staged = s.stageX === true ? ', x staged' : '';
-  const attention = s.attention === 'keys' ? 'attention_decode' : s.attention === 'lanes' ? 'attention_decode (lanes)' : 'attention';
-  return `${s.gemv}, ${s.fuse ? 'fused' : 'unfused'}, ${attention}${keys}${combine}${staged}`;
+  return `${s.gemv}, ${s.fuse ? 'fused' : 'unfused'}, ${describeAttentionWay({ attention: s.attention, keysPerThread: s.keysPerThread ?? 1 })}${combine}${staged}`;
 }
 
 /** Makes `s` the engine's settings for decode. */
@@ -160,7 +169,9 @@ export async function tuneDecode(e: Tunable, o: TuneOptions = {}): Promise<Decod
   o.onStart?.();
   const t0 = performance.now();
   const context = o.context ?? 512, steps = o.steps ?? 8, reps = o.reps ?? 3;
-  const { gemvVariant, fuse, decodeAttention, decodeKeysPerThread, foldCombine, stageX } = e.ops;
+  const { gemvVariant, fuse, decodeAttention, decodeKeysPerThread, foldCombine, stageX, longAttention } = e.ops;
+  // Steps are timed over the short span: the long spans' kernel, if an earlier tuning kept one, stays out of them.
+  e.ops.longAttention = undefined;
   const defaults = currentSettings(e.ops, e.config);
   let cache: KVCache | null = null;
   const warmed = new Set<string>();
@@ -197,9 +208,12 @@ export async function tuneDecode(e: Tunable, o: TuneOptions = {}): Promise<Decod
       }
     }
     applySettings(e.ops, best.settings);
-    return { chosen: best.settings, defaults, trials, context, steps, reps, ms: performance.now() - t0 };
+    const s = best.settings;
+    const shortWay = { attention: s.attention, keysPerThread: s.attention === 'keys' ? (s.keysPerThread ?? 1) : 1 };
+    const long = await tuneLongAttention(e, shortWay, { short: context, long: o.longContext, reps, margin: MARGIN, measure: o.measureAttention });
+    return { chosen: best.settings, defaults, trials, context, steps, reps, long, ms: performance.now() - t0 };
   } catch (err) {
-    Object.assign(e.ops, { gemvVariant, fuse, decodeAttention, decodeKeysPerThread, foldCombine, stageX });
+    Object.assign(e.ops, { gemvVariant, fuse, decodeAttention, decodeKeysPerThread, foldCombine, stageX, longAttention });
     throw err;
   } finally {
     (cache as KVCache | null)?.destroy();

@@ -1,0 +1,20 @@
+/** The model panel's line on decode's kernels as timed at load (ui/tuning-text.ts), with and without a long spans' kernel. */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { decodeTuningText } from '../../src/ui/tuning-text';
+
+const base = { chosen: 'gemv_sg, fused, attention_decode', msPerStep: 2.5, defaults: 'gemv_sg, fused, attention_decode', defaultMsPerStep: 2.5, ways: 9, ms: 1300, long: null };
+
+test('the defaults kept, another way kept, a long spans’ kernel, a failure', () => {
+  assert.equal(decodeTuningText(base), 'Decode kernels, timed on this GPU (9 ways in 1.3 s): gemv_sg, fused, attention_decode, 2.50 ms a token (the defaults)');
+  assert.equal(
+    decodeTuningText({ ...base, chosen: 'gemv_sg, fused, attention_decode, x staged', msPerStep: 2.25 }),
+    'Decode kernels, timed on this GPU (9 ways in 1.3 s): gemv_sg, fused, attention_decode, x staged, 2.25 ms a token; the defaults (gemv_sg, fused, attention_decode) took 2.50 ms',
+  );
+  assert.equal(
+    decodeTuningText({ ...base, long: { attention: 'attention_decode (lanes)', from: 1609, span: 8192, us: 21.4, shortUs: 63.8 } }),
+    'Decode kernels, timed on this GPU (9 ways in 1.3 s): gemv_sg, fused, attention_decode, 2.50 ms a token (the defaults). ' +
+      'From 1609 keys a token attends with attention_decode (lanes) (over 8192 keys: 21 µs a layer, against 64)',
+  );
+  assert.equal(decodeTuningText({ error: 'device lost' }), 'Decode kernels: the defaults (timing them failed: device lost)');
+});
