@@ -97,8 +97,8 @@ async function linkNow(engine: Engine, parts: LinkPart[], algo: LinkAlgorithm, o
       // Waiting for a staging buffer is waiting for the GPU's work on earlier layers: recompute, not load.
       await engine.ops.d.uploadRoom();
       const a = performance.now();
-      writer.layer(l, segments.map((s) => s.chunk.gpu?.[l] ?? s.chunk.layers[l]));
-      engine.ops.d.flush();
+      // Host rows' uploads go now; rows from the GPU tier are placed by launches that go with the layer's recompute.
+      if (writer.layer(l, segments.map((s) => s.chunk.gpu?.[l] ?? s.chunk.layers[l]))) engine.ops.d.flush();
       stagingMs += performance.now() - a;
     };
     const pipelined = opts.pipeline ?? true;

@@ -76,7 +76,7 @@ test('cacheblend keeps the cached rows whose V deviates most at the check layer'
   const cache = engine.newCache(N);
   cache.setPositions(0, layout.positions);
   const writer = engine.rowWriter(cache, layout.segments.map((s) => ({ start: s.start, positions: layout.positions.slice(s.start, s.start + s.length) })));
-  const r = await cacheBlendPass(engine, cache, layout, algo, undefined, (l) => writer.layer(l, layout.segments.map((s) => s.chunk.layers[l])));
+  const r = await cacheBlendPass(engine, cache, layout, algo, undefined, (l) => void writer.layer(l, layout.segments.map((s) => s.chunk.layers[l])));
   assert.deepEqual(r.rows, asc([...top, ...always]), `kept rows (deviations: ${top.map((x) => `${x}:${dev.get(x)!.toExponential(2)}`).join(' ')})`);
   cache.destroy();
   engine.destroy();

@@ -276,6 +276,35 @@ test('pipelined and sequential loading give the same logits; GPU time and overla
   engine.destroy();
 });
 
+test('rows from the GPU tier are placed with each layer\'s recompute, in its submission; host rows go up in one of their own', async () => {
+  const { engine, ctx, bosId, V } = await setup('stories');
+  const { GpuTier } = await import('../../src/kvstore/gpu-tier');
+  const L = engine.config.nLayers;
+  const chunks = [await compileChunk(ctx, toks(12, 1, V)), await compileChunk(ctx, toks(9, 2, V)), await compileChunk(ctx, toks(7, 3, V))];
+  const tier = new GpuTier(engine.gpu.device, Infinity);
+  const onTier = await Promise.all(chunks.map((c) => tier.put(c)));
+  const partsOf = (cs: typeof chunks): LinkPart[] => [...cs.map((chunk) => ({ kind: 'cache' as const, chunk })), { kind: 'text', tokens: toks(3, 9, V) }];
+  const d = engine.ops.d;
+  for (const spec of ['naive', 'legolink:4']) {
+    const counted = async (cs: typeof chunks) => {
+      await link(engine, partsOf(cs), parseAlgorithm(spec), { bosId }).then((r) => r.cache.destroy());
+      const n0 = d.submits;
+      const r = await link(engine, partsOf(cs), parseAlgorithm(spec), { bosId });
+      return { r, submits: d.submits - n0 };
+    };
+    const host = await counted(chunks);
+    const gpu = await counted(onTier);
+    assertClose(gpu.r.logits, host.r.logits, 0, 0, spec);
+    // A layer's recompute is one submission; host rows add one a layer for their uploads, the GPU tier's none.
+    assert.equal(host.submits - gpu.submits, L, `${spec}: ${host.submits} submissions from the host, ${gpu.submits} from the GPU tier`);
+    assert.ok(gpu.submits <= L + 4, `${spec}: ${gpu.submits} submissions for ${L} layers`);
+    host.r.cache.destroy();
+    gpu.r.cache.destroy();
+  }
+  tier.clear();
+  engine.destroy();
+});
+
 test('loading controller: r hides recompute behind loading, bounded by the floor and by 1', async () => {
   const { LoadingController } = await import('../../src/kvlink/controller');
   const c = new LoadingController();

@@ -55,6 +55,8 @@ export class Dispatcher {
    * implementation turns the recorded commands into the driver's (Dawn does so at submit), apart from recording.
    */
   submitMs = 0;
+  /** Submissions since creation (profiling, and tests of how often work is submitted). */
+  submits = 0;
 
   constructor(private device: GPUDevice) {
     this.uniform = this.makeUniform(this.arena.byteLength);
@@ -208,6 +210,7 @@ export class Dispatcher {
     this.device.queue.writeBuffer(this.uniform, 0, this.arena, 0, Math.max(this.slot, 1) * SLOT);
     this.device.queue.submit([this.encoder.finish()]);
     this.submitMs += performance.now() - t;
+    this.submits++;
     this.encoder = null;
     this.pass = null;
     this.slot = 0;

@@ -116,13 +116,19 @@ export class RowWriter {
     }
   }
 
-  /** Stages and places layer `l` of every block, from host arrays or GPU buffers (one source per block, in order). */
-  layer(l: number, sources: (LayerRows | GpuLayerRows)[]) {
+  /**
+   * Stages and places layer `l` of every block, from host arrays or GPU buffers (one source per block, in order).
+   * Returns whether it staged host rows: their uploads are best submitted soon (the caller's flush), while rows
+   * from GPU buffers can wait for the work recorded after them (a link's recompute of the layer).
+   */
+  layer(l: number, sources: (LayerRows | GpuLayerRows)[]): boolean {
     if (sources.length !== this.blocks.length) throw new Error(`writeRows: ${sources.length} sources for ${this.blocks.length} blocks`);
-    if (!this.T) return;
-    // Work already recorded may still read the staging buffers: submit it before overwriting them.
-    this.ops.d.flush();
-    if (!this.groups.length) this.plan(sources);
+    if (!this.T) return false;
+    if (!this.groups.length) {
+      // Work already recorded may still read the index and table buffers plan overwrites: submit it first.
+      this.ops.d.flush();
+      this.plan(sources);
+    }
     const c = this.m.config;
     // The model's table as it is now: a forward pass may have grown it since plan.
     const kind = c.layerKinds[l];
@@ -139,6 +145,7 @@ export class RowWriter {
         t0: g.t0, T: g.T, W: this.m.kvDim, HD: c.headDim, interleaved: c.ropeStyle === 'interleaved',
       });
     }
+    return this.groups.some((g) => typeof g.from === 'string');
   }
 
   /** Uploads a group's host rows of layer `l` into staging of their precision, a block after another. */
