@@ -197,6 +197,7 @@ export async function tuneAsTheApp(e: Engine, log: (line: string) => void): Prom
   // A failed timing leaves the defaults in place (tuneDecode restores them): the stage goes on with those.
   const t = await e.tuneDecode().catch((err) => (log(`decode tuning failed, the defaults kept: ${String(err?.stack ?? err)}`), null));
   if (t) log(`decode tuned in ${(t.ms / 1000).toFixed(1)} s: ${t.trials.map((x) => `${describeSettings(x.settings)}${x.settings === t.chosen ? ' (chosen)' : ''} ${x.msPerStep.toFixed(2)} ms`).join('; ')}`);
+  if (t?.longError !== undefined) log(`timing attention alone over a long span failed, no long spans' kernel kept: ${t.longError}`);
   const l = t?.long;
   if (l) {
     const us = l.ways.map((w) => `${describeAttentionWay(w)} ${w.usShort.toFixed(1)} / ${w.usLong.toFixed(1)}`).join('; ');

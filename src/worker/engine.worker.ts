@@ -102,6 +102,7 @@ async function tuneDecode(e: Engine, onStart: () => void): Promise<DecodeTuningI
     return {
       chosen: describeSettings(t.chosen), msPerStep: chosenMs, defaults: describeSettings(t.defaults), defaultMsPerStep: t.trials[0].msPerStep, ways: t.trials.length, ms: t.ms,
       long: long ? { attention: describeAttentionWay(long), from: long.from, span: t.long!.long, us: longWay!.usLong, shortUs: t.long!.ways[0].usLong } : null,
+      ...(t.longError === undefined ? {} : { longError: t.longError }),
     };
   } catch (err) {
     return { error: (err as Error).message };

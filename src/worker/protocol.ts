@@ -120,6 +120,8 @@ export type DecodeTuningInfo =
        * short spans' (Ops.longAttention): over `span` keys it took `us` µs a layer, the short spans' kernel `shortUs`.
        */
       long: { attention: string; from: number; span: number; us: number; shortUs: number } | null;
+      /** Why timing attention alone over a long span failed, where it did (no long spans' kernel then). */
+      longError?: string;
     }
   | { error: string };
 

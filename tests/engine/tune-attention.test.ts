@@ -84,15 +84,18 @@ test('every way over both spans in turns, the short choice first; the long faste
   });
 });
 
-test('Engine.tuneDecode ends with it: kept with the step settings, and a failure restores the earlier ones', async () => {
+test('Engine.tuneDecode ends with it: kept with the step settings; where it fails, the step settings stand and it says why', async () => {
   await onGpuProfile(async () => {
     const r = (await e.tuneDecode({ measure: async () => 10, warmMs: 0, reps: 1, longContext: 4096, measureAttention: async (w, k) => (w.attention === 'rows' ? k / 100 : k / 10) }))!;
     assert.deepEqual(r.long!.chosen, { from: 1024, attention: 'rows', keysPerThread: 1 });
     assert.deepEqual(e.ops.longAttention, r.long!.chosen);
     assert.equal(r.long!.ways[0].attention, r.chosen.attention);
-    const kept = e.ops.longAttention;
-    await assert.rejects(e.tuneDecode({ measure: async () => 10, warmMs: 0, reps: 1, longContext: 4096, measureAttention: async () => Promise.reject(new Error('device lost')) }), /device lost/);
-    assert.deepEqual(e.ops.longAttention, kept);
+    const failed = (await e.tuneDecode({ measure: async (x) => (x.stageX ? 9 : 10), warmMs: 0, reps: 1, longContext: 4096, measureAttention: async () => Promise.reject(new Error('out of memory')) }))!;
+    assert.equal(failed.long, null);
+    assert.equal(failed.longError, 'out of memory');
+    assert.equal(e.ops.longAttention, undefined);
+    assert.equal(failed.chosen.stageX, true);
+    assert.equal(e.ops.stageX, true, 'the step tuning\'s choice is kept');
   });
 });
 

@@ -16,5 +16,10 @@ test('the defaults kept, another way kept, a long spans’ kernel, a failure', (
     'Decode kernels, timed on this GPU (9 ways in 1.3 s): gemv_sg, fused, attention_decode, 2.50 ms a token (the defaults). ' +
       'From 1609 keys a token attends with attention_decode (lanes) (over 8192 keys: 21 µs a layer, against 64)',
   );
+  assert.equal(
+    decodeTuningText({ ...base, longError: 'out of memory' }),
+    'Decode kernels, timed on this GPU (9 ways in 1.3 s): gemv_sg, fused, attention_decode, 2.50 ms a token (the defaults). ' +
+      'Long spans keep that kernel (timing attention alone over them failed: out of memory)',
+  );
   assert.equal(decodeTuningText({ error: 'device lost' }), 'Decode kernels: the defaults (timing them failed: device lost)');
 });

@@ -87,6 +87,8 @@ export interface DecodeTuning {
    * written before it was timed.
    */
   long?: LongAttentionTuning | null;
+  /** Why timing attention alone failed, where it did (the step's choices are kept, with no long spans' kernel). */
+  longError?: string;
   /** Wall milliseconds the tuning took, pipelines built included. */
   ms: number;
 }
@@ -210,8 +212,15 @@ export async function tuneDecode(e: Tunable, o: TuneOptions = {}): Promise<Decod
     applySettings(e.ops, best.settings);
     const s = best.settings;
     const shortWay = { attention: s.attention, keysPerThread: s.attention === 'keys' ? (s.keysPerThread ?? 1) : 1 };
-    const long = await tuneLongAttention(e, shortWay, { short: context, long: o.longContext, reps, margin: MARGIN, measure: o.measureAttention });
-    return { chosen: best.settings, defaults, trials, context, steps, reps, long, ms: performance.now() - t0 };
+    // The step's choices stand if timing attention alone fails (its buffers may not fit a small GPU): no long spans' kernel then.
+    let long: LongAttentionTuning | null = null, longError: string | undefined;
+    try {
+      long = await tuneLongAttention(e, shortWay, { short: context, long: o.longContext, reps, margin: MARGIN, measure: o.measureAttention });
+    } catch (err) {
+      e.ops.longAttention = undefined;
+      longError = (err as Error).message;
+    }
+    return { chosen: best.settings, defaults, trials, context, steps, reps, long, ...(longError === undefined ? {} : { longError }), ms: performance.now() - t0 };
   } catch (err) {
     Object.assign(e.ops, { gemvVariant, fuse, decodeAttention, decodeKeysPerThread, foldCombine, stageX, longAttention });
     throw err;
