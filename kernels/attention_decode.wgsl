@@ -33,13 +33,15 @@
 // QKNORM each workgroup also RMS-normalises its q head and key first (Gemma 3),
 // the work of the two rmsnorm.wgsl launches that would precede rope_scatter.
 // LANES (heads of at most 64) drops the rounds: each invocation walks keys
-// first + lid, first + lid + 64, ... alone, scoring each with its value row read
-// in the same breath, and keeps its own online softmax (max, sum, a head-wide
-// accumulator in registers), so the loop has no barrier and a key costs one
-// memory latency an invocation, not a round's three barriers and serial
-// reductions (about 9 us a 64-key round on the H100). The workgroup's 64
-// states are merged once at the end, through workgroup memory.
+// first + lid, first + lid + 64, ... alone with its own online softmax, so a
+// key costs one memory latency an invocation, not a round's three barriers
+// and serial reductions (about 9 us a 64-key round on the H100); the
+// workgroup's 64 states are merged once at the end (attention_lanes.wgsl,
+// which attention_grouped.wgsl shares).
 #include "attention_io"
+#if LANES
+#include "attention_lanes"
+#endif
 #if STEP
 #include "rope_pairs"
 #endif
@@ -56,8 +58,9 @@ var<workgroup> rmax: array<f32, WG>;
 var<workgroup> rsum: array<f32, WG>;
 var<workgroup> accs: array<vec4<f32>, WG>;
 #if LANES
-// The merge's staging: 8 vec4s of each invocation's accumulator at a time.
-var<workgroup> red: array<vec4<f32>, 512>;
+// The merge's staging (attention_lanes.wgsl): 8 vec4s of each invocation's accumulator at a time.
+const LANES_C: u32 = 8u;
+var<workgroup> red: array<vec4<f32>, WG * LANES_C>;
 #endif
 #if STEP
 // The step's key (rotated) and value, as the cache will hold them.
@@ -169,7 +172,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let vnew = vec4<f32>(0.0);
 #endif
 #if LANES
-  lanes(lid, th, split, first, last, kvh, qp);
+  lanes_walk(lid, first, last, kvh, qp, 0u);
+  lanes_merge(lid, 0u, th, split);
 #else
   for (var j0 = first; j0 < last; j0 += KT) {
     // 1. This invocation's keys of the round. The key and its position are read together and the key scored
@@ -251,76 +255,3 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 #endif
 #endif
 }
-
-#if LANES
-// LANES' key walk and merge (see the header), from the workgroup's q head in qs and its slice [first, last).
-fn lanes(lid: u32, th: u32, split: u32, first: u32, last: u32, kvh: u32, qp: i32) {
-  let kstride = p.NKV * HD4;
-  var acc: array<vec4<f32>, HD4>;
-  var m = NEG;
-  var l = 0.0;
-  for (var j = first + lid; j < last; j += WG) {
-    let kp = kpos[j];
-    let kb = j * kstride + kvh * HD4;
-    // The value row is loaded with the key, before the score decides its weight: one memory latency a key.
-    var vv: array<vec4<f32>, HD4>;
-    for (var c = 0u; c < HD4; c++) { vv[c] = load_v(kb + c); }
-    var d = 0.0;
-    for (var c = 0u; c < HD4; c++) { d += dot(qs[c], load_k(kb + c)); }
-#if STEP
-    // The step's own row, which another workgroup writes into the cache: its key and value from workgroup memory.
-    if (j == p.row) {
-      d = 0.0;
-      for (var c = 0u; c < HD4; c++) {
-        d += dot(qs[c], kn[c]);
-        vv[c] = vn[c];
-      }
-    }
-#endif
-    var seen = kp <= qp;
-    if (p.window > 0u) { seen = seen && qp - kp < i32(p.window); }
-    // While this invocation has seen no key, m = NEG and acc and l stay 0 whatever corr is.
-    let mx = select(m, max(m, d), seen);
-    let corr = exp2(m - mx);
-    let e = select(0.0, exp2(d - mx), seen);
-    l = l * corr + e;
-    m = mx;
-    for (var c = 0u; c < HD4; c++) { acc[c] = acc[c] * corr + e * vv[c]; }
-  }
-  // The workgroup's max, each invocation's share of it (0 for one that saw no key while another did), the sum.
-  rmax[lid] = m;
-  workgroupBarrier();
-  var mw = NEG;
-  for (var c = 0u; c < WG; c++) { mw = max(mw, rmax[c]); }
-  let f = exp2(m - mw);
-  rsum[lid] = l * f;
-  workgroupBarrier();
-  var lw = 0.0;
-  for (var c = 0u; c < WG; c++) { lw += rsum[c]; }
-  // The accumulators, 8 vec4s at a time: invocation (g, d) sums column d of invocations 8g..8g+7, then the
-  // first 8 invocations sum the 8 groups.
-  let d8 = lid % 8u;
-  let g8 = lid / 8u;
-  for (var c0 = 0u; c0 < HD4; c0 += 8u) {
-    for (var c = 0u; c < 8u; c++) {
-      if (c0 + c < HD4) { red[lid * 8u + c] = acc[c0 + c] * f; }
-    }
-    workgroupBarrier();
-    var s = vec4<f32>(0.0);
-    for (var r = 0u; r < 8u; r++) { s += red[(g8 * 8u + r) * 8u + d8]; }
-    accs[lid] = s;
-    workgroupBarrier();
-    if (lid < 8u && c0 + lid < HD4) {
-      var total = vec4<f32>(0.0);
-      for (var g = 0u; g < 8u; g++) { total += accs[g * 8u + lid]; }
-#if SPLIT
-      let slot = th * p.splits + split;
-      if (c0 + lid == 0u) { ml[slot] = vec2<f32>(mw, lw); }
-      out[slot * HD4 + c0 + lid] = total;
-#else
-      out[th * HD4 + c0 + lid] = total * select(0.0, 1.0 / lw, lw > 0.0);
-#endif
-    }
-  }
-}
-#endif

@@ -104,6 +104,8 @@ export async function timeAttention(e: Engine, c: AttentionCase, targetMs = 60):
       }
       // Each invocation walking keys of its own (LANES), heads of at most 64.
       if (decodeAttentionKernels(c.HD).includes('lanes')) for (const splits of ['auto', ...KEYS_SPLITS.filter((s) => s <= c.n / 64 && fits(s))] as const) shapes.push({ variant: 'lanes', rowsPerThread: 1, splits });
+      // The same with a kv head's q heads in one workgroup (attention_grouped), where the heads group and the device holds it.
+      if (e.ops.decodeKernels(c.HD, c.H / c.NKV).includes('grouped')) for (const splits of ['auto', ...KEYS_SPLITS.filter((s) => s <= c.n / 64 && fits(s))] as const) shapes.push({ variant: 'grouped', rowsPerThread: 1, splits });
     }
     const picked = e.ops.pickAttention(c.T, c.HD, c.n);
     for (const sh of shapes) {

@@ -7,7 +7,7 @@
  * launch; and, fused, with the GEMVs reading x (RMSNorm's and GLU's) from workgroup memory, worked out there once a
  * workgroup (Ops.stageX), and from x's buffer in every column's lanes. Each way reports its wall and GPU time a step and its dispatches a step.
  */
-import { decodeAttentionKernels, describeAttentionWay, describeSettings, type AttentionVariant, type KVCache, type DecodeTuning, type Engine, type GemvVariant, type UploadTuning } from '../engine';
+import { describeAttentionWay, describeSettings, type AttentionVariant, type KVCache, type DecodeTuning, type Engine, type GemvVariant, type UploadTuning } from '../engine';
 import { benchTokens } from './prefill';
 import type { LinkPart } from '../types/kv';
 import { link } from '../kvlink/link';
@@ -110,7 +110,7 @@ export function decodeBothWays(e: Engine, context: number, steps: number, otherS
   return timeWays(e, context, [chosen, !chosen].map((fused) => ({ fused, chosen: fused === chosen, steps: Math.max(1, fused === chosen ? steps : Math.min(steps, otherSteps)) })));
 }
 
-/** Decode with its attention in each kernel that serves a single row ('keys', 'lanes' and 'rows'), the engine's fusion kept. */
+/** Decode with its attention in each kernel that serves a single row ('keys', 'lanes', 'grouped' and 'rows'), the engine's fusion kept. */
 export function decodeAttentionWays(e: Engine, context: number, steps: number): Promise<DecodeWay[]> {
   return timeWays(e, context, attentionWays(e, steps));
 }
@@ -118,7 +118,7 @@ export function decodeAttentionWays(e: Engine, context: number, steps: number): 
 /** A way for each kernel that can attend for a decode step's row, the engine's own first (for rows scanning `keys`), its fusion kept. */
 function attentionWays(e: Engine, steps: number, keys?: number): Way[] {
   const picked = e.ops.pickAttention(1, e.config.headDim, keys);
-  const kernels = [picked, ...decodeAttentionKernels(e.config.headDim).filter((k) => k !== picked)];
+  const kernels = [picked, ...e.ops.decodeKernels(e.config.headDim, e.config.nHeads / e.config.nKvHeads).filter((k) => k !== picked)];
   return kernels.map((attention) => ({ fused: e.ops.fuses(1), attention, chosen: attention === picked, steps }));
 }
 

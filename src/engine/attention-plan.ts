@@ -4,7 +4,7 @@
  * each query row needs to scan.
  */
 
-import type { AttentionVariant } from './ops-args';
+import type { AttentionVariant, LongAttention } from './ops-args';
 
 /** The tiled kernel leaves most of a 64-row workgroup idle below this many query rows: decode keeps 'rows'. */
 export const TILED_MIN_ROWS = 32;
@@ -13,9 +13,30 @@ export const LANES_MAX_HEAD = 64;
 /** attention_decode's widest head (its value groups cover a head with at most 64 invocations). */
 export const KEYS_MAX_HEAD = 256;
 
-/** The kernels that can attend for a decode step's row with heads of `HD`, in the order the tuner tries them. */
-export function decodeAttentionKernels(HD: number): AttentionVariant[] {
-  return [...(HD <= KEYS_MAX_HEAD ? ['keys' as const] : []), ...(HD <= LANES_MAX_HEAD ? ['lanes' as const] : []), 'rows'];
+/** attention_grouped's workgroup holds 64 invocations for each q head of a kv head's group: groups of at most 4 (256 invocations). */
+export const GROUPED_MAX = 4;
+
+/**
+ * The kernels that can attend for a decode step's row with heads of `HD`, `group` q heads to a kv head (H / NKV), in
+ * the order the tuner tries them.
+ */
+export function decodeAttentionKernels(HD: number, group = 1): AttentionVariant[] {
+  const lanes = HD <= LANES_MAX_HEAD;
+  return [...(HD <= KEYS_MAX_HEAD ? ['keys' as const] : []), ...(lanes ? ['lanes' as const] : []), ...(lanes && group >= 2 && group <= GROUPED_MAX ? ['grouped' as const] : []), 'rows'];
+}
+
+/**
+ * Whether attention_grouped's workgroup for `QG` q heads of `HD` fits a device's limits: 64 invocations a head, and
+ * workgroup memory for the q heads, each invocation's max and sum, two vec4s of its accumulator and a partial sum.
+ */
+export function groupedFits(HD: number, QG: number, lim: Pick<GPUSupportedLimits, 'maxComputeInvocationsPerWorkgroup' | 'maxComputeWorkgroupSizeX' | 'maxComputeWorkgroupStorageSize'>): boolean {
+  const bytes = QG * (4 * HD + 64 * (4 + 4 + 32 + 16));
+  return 64 * QG <= Math.min(lim.maxComputeInvocationsPerWorkgroup, lim.maxComputeWorkgroupSizeX) && bytes <= lim.maxComputeWorkgroupStorageSize;
+}
+
+/** Ops.longAttention where it applies: decode's few rows, scanning at least its `from` keys, with a kernel that takes heads of HD. */
+export function longFor(long: LongAttention | undefined, T: number, HD: number, keys: number | undefined): LongAttention | undefined {
+  return long && keys !== undefined && T < TILED_MIN_ROWS && keys >= long.from && decodeAttentionKernels(HD, GROUPED_MAX).includes(long.attention) ? long : undefined;
 }
 
 /**

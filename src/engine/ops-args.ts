@@ -138,9 +138,11 @@ export interface LongAttention {
  * 'tiled' (attention_tiled.wgsl: a workgroup of 64 rows stages tiles of keys and values in workgroup memory) and
  * 'keys' (attention_decode.wgsl: a workgroup of 64 invocations per row, spread over its keys; for decode) and
  * 'lanes' (attention_decode.wgsl's LANES, heads of at most 64: each of the 64 invocations walks keys of its own
- * with its own online softmax, merged once at the end; for decode at long contexts).
+ * with its own online softmax, merged once at the end; for decode at long contexts) and 'grouped'
+ * (attention_grouped.wgsl: LANES for a kv head's 2 to 4 q heads in one workgroup, so a key's rows are fetched once
+ * for the group; heads of at most 64, no step fold).
  */
-export type AttentionVariant = 'rows' | 'tiled' | 'keys' | 'lanes';
+export type AttentionVariant = 'rows' | 'tiled' | 'keys' | 'lanes' | 'grouped';
 export interface ScoresArgs extends Omit<AttentionArgs, 'v' | 'out' | 'T' | 'bounds'> {
   rows: GPUBuffer; R: number; head: number; out: GPUBuffer;
 }

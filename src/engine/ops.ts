@@ -10,14 +10,14 @@ import type { KernelLibrary } from './gpu/kernels';
 import { Scratch } from './model/scratch';
 import { checkQuantShape, isQuant, QUANT, scaleBase, vec4Blocks, type QuantType } from './quant';
 import { gemvOwnBytes, gemvSgColumns, matmulBindings, matmulParams, wDefines, yRange } from './matmul-launch';
-import { attentionSplits, cpuAttentionSplits, decodeAttentionKernels, keysSplits, KEYS_MAX_HEAD, LANES_MAX_HEAD, lanesSplits, TILED_MIN_ROWS, tiledSplits } from './attention-plan';
+import { attentionSplits, cpuAttentionSplits, decodeAttentionKernels, GROUPED_MAX, groupedFits, keysSplits, KEYS_MAX_HEAD, LANES_MAX_HEAD, lanesSplits, longFor, TILED_MIN_ROWS, tiledSplits } from './attention-plan';
 
 import type {
   AttentionArgs, AttentionVariant, EmbedArgs, GatherArgs, GemvVariant, GluArgs, MatmulArgs, MatmulProfile, MatmulVariant, RmsNormArgs, RopeScatterArgs,
   KeysPerThread, AttentionSlices, AttentionStep, LongAttention, ScatterArgs, ScoresArgs, StoreDType, WeightDType, WeightMatrix, XPrologue,
 } from './ops-args';
 
-export { attentionSplits, decodeAttentionKernels, keyBounds, keysSplits, LANES_MAX_HEAD, MASKED_SCORE, tiledSplits, unmaskScores } from './attention-plan';
+export { attentionSplits, decodeAttentionKernels, GROUPED_MAX, keyBounds, keysSplits, LANES_MAX_HEAD, MASKED_SCORE, tiledSplits, unmaskScores } from './attention-plan';
 export { gemvSgColumns } from './matmul-launch';
 export type {
   AttentionArgs, AttentionVariant, EmbedArgs, GatherArgs, GemvVariant, GluArgs, MatmulArgs, MatmulProfile, MatmulVariant, RmsNormArgs, RopeScatterArgs,
@@ -249,18 +249,21 @@ export class Ops {
    */
   pickAttention(T: number, HD: number, keys?: number): AttentionVariant {
     if (this.matmulProfile !== 'gpu') return 'rows';
-    const long = this.longFor(T, HD, keys);
+    const long = longFor(this.longAttention, T, HD, keys);
     if (long) return long.attention;
     const tuned = this.decodeAttention;
-    if (T < TILED_MIN_ROWS && tuned && decodeAttentionKernels(HD).includes(tuned)) return tuned;
+    if (T < TILED_MIN_ROWS && tuned && decodeAttentionKernels(HD, GROUPED_MAX).includes(tuned)) return tuned;
     if (T >= TILED_MIN_ROWS && this.attentionTile(HD) >= 4) return 'tiled';
     return HD <= KEYS_MAX_HEAD ? 'keys' : 'rows';
   }
 
-  /** longAttention where it applies: decode's few rows, scanning at least its `from` keys, with a kernel that takes heads of HD. */
-  private longFor(T: number, HD: number, keys: number | undefined): LongAttention | undefined {
-    const long = this.longAttention;
-    return long && keys !== undefined && T < TILED_MIN_ROWS && keys >= long.from && decodeAttentionKernels(HD).includes(long.attention) ? long : undefined;
+  /**
+   * The kernels that can attend for a decode row on this device, heads of `HD` in groups of `group` q heads to a kv
+   * head: decodeAttentionKernels, less attention_grouped where a group's workgroup breaks the device's limits (the
+   * compatibility level's 128 invocations).
+   */
+  decodeKernels(HD: number, group: number): AttentionVariant[] {
+    return decodeAttentionKernels(HD, group).filter((v) => v !== 'grouped' || groupedFits(HD, group, this.lib.device.limits));
   }
 
   /**
@@ -296,12 +299,21 @@ export class Ops {
       const lanes = variant === 'lanes';
       if (!decodeAttentionKernels(a.HD).includes(variant)) throw new Error(`attention_decode${lanes ? "'s lanes" : ''}: a head of ${a.HD} (at most ${lanes ? LANES_MAX_HEAD : KEYS_MAX_HEAD})`);
       const rows = a.T * a.H;
-      const long = this.longFor(a.T, a.HD, keys);
+      const long = longFor(this.longAttention, a.T, a.HD, keys);
       const KPT = lanes ? 1 : (a.keysPerThread ?? (long?.attention === variant ? long.keysPerThread : this.decodeKeysPerThread) ?? 1);
       if (![1, 2, 4, 8].includes(KPT)) throw new Error(`attention_decode: ${KPT} keys an invocation (1, 2, 4 or 8)`);
       const splits = Math.min(fit, a.splits ?? (lanes ? lanesSplits(rows, keys) : keysSplits(rows, keys, KPT)));
       const pipe = this.lib.pipeline('attention_decode', { HD4: kv.HD4, KPT, LANES: lanes, KV_F16: a.kvDtype === 'f16', SPLIT: splits > 1, STEP: !!s, INTERLEAVED: !!s?.interleaved, QKNORM: !!s?.qkNorm });
       return this.attentionRun(a, pipe, params(splits), b, splits, rows * splits * 64);
+    }
+    if (variant === 'grouped') {
+      // A workgroup of 64 invocations for each q head of a kv head's group (tuned models only: Ops.decodeAttention).
+      const QG = a.H / a.NKV;
+      if (!this.decodeKernels(a.HD, QG).includes('grouped')) throw new Error(`attention_grouped: heads of ${a.HD} in groups of ${QG} (at most ${LANES_MAX_HEAD}, in groups of 2 to ${GROUPED_MAX} that the device's workgroups hold)`);
+      // LANES' slices for the same heads: as many invocations, QG times fewer and larger workgroups.
+      const splits = Math.min(fit, a.splits ?? lanesSplits(a.T * a.H, keys));
+      const pipe = this.lib.pipeline('attention_grouped', { HD4: kv.HD4, QG, WGS: 64 * QG, KV_F16: a.kvDtype === 'f16', SPLIT: splits > 1 });
+      return this.attentionRun(a, pipe, params(splits), b, splits, a.T * a.NKV * splits * 64);
     }
     if (variant === 'tiled') {
       const BK = this.attentionTile(a.HD, a.keysPerTile);

@@ -118,9 +118,9 @@ export function gpuSection(runs: { file: string; r: GpuRun }[]): string {
     }
     const at = (k.attention ?? []).filter(plausible);
     if (at.length) {
-      lines.push('The attention kernels alone, every query row seeing every key except in rows marked *linked* (the rows legolink:16 recomputes over those keys in 512-token chunks, each seeing the keys up to its own position; GFLOP/s counts the keys seen) (*rows*: attention.wgsl, rows per invocation; *tiled*: attention_tiled.wgsl; *keys*: attention_decode.wgsl, a workgroup per row; *lanes*: the same with each invocation walking keys of its own; key slices; *chosen* is what this run\'s engine picked):', '');
+      lines.push('The attention kernels alone, every query row seeing every key except in rows marked *linked* (the rows legolink:16 recomputes over those keys in 512-token chunks, each seeing the keys up to its own position; GFLOP/s counts the keys seen) (*rows*: attention.wgsl, rows per invocation; *tiled*: attention_tiled.wgsl; *keys*: attention_decode.wgsl, a workgroup per row; *lanes*: the same with each invocation walking keys of its own; *grouped*: attention_grouped.wgsl, lanes for all the q heads of a kv head in one workgroup; key slices; *chosen* is what this run\'s engine picked):', '');
       // Runs before attention_tiled have no variant: theirs is attention.wgsl ('rows').
-      const kernel = (x: KernelRow) => (x.variant === 'tiled' ? `tiled${x.keysPerTile ? ` (${x.keysPerTile} keys a tile)` : ''}` : x.variant === 'keys' ? `keys${x.keysPerThread ? ` (${x.keysPerThread} a thread)` : ''}` : x.variant === 'lanes' ? 'lanes' : 'rows');
+      const kernel = (x: KernelRow) => (x.variant === 'tiled' ? `tiled${x.keysPerTile ? ` (${x.keysPerTile} keys a tile)` : ''}` : x.variant === 'keys' ? `keys${x.keysPerThread ? ` (${x.keysPerThread} a thread)` : ''}` : x.variant === 'lanes' ? 'lanes' : x.variant === 'grouped' ? 'grouped' : 'rows');
       lines.push(table(['T × keys', 'heads × dim', 'kernel', 'rows a thread', 'slices', 'ms', 'GFLOP/s', 'chosen'], at.map((x) => [`${x.T} × ${x.n}${x.rows === 'linked' ? ' linked' : ''}`, `${x.H} × ${x.HD}`, kernel(x), x.rowsPerThread!, String(x.splits), x.ms.toFixed(3), n0(x.gflops), x.chosen ? 'yes' : ''])), '');
     }
     const eng = k.engine ?? [];
@@ -165,7 +165,7 @@ export function gpuSection(runs: { file: string; r: GpuRun }[]): string {
       }
       const dl = l.decode_after_link;
       if (dl) {
-        lines.push(`Then the answer: decode on ${dl.algorithm}'s linked cache (${dl.context} rows, from the GPU tier), with each kernel that attends for a step's row (*keys*: attention_decode.wgsl in rounds; *lanes*: the same, each invocation walking keys of its own; *rows*: attention.wgsl; each step's logits read back; *chosen* is the way the engine decodes here):`, '');
+        lines.push(`Then the answer: decode on ${dl.algorithm}'s linked cache (${dl.context} rows, from the GPU tier), with each kernel that attends for a step's row (*keys*: attention_decode.wgsl in rounds; *lanes*: the same, each invocation walking keys of its own; *grouped*: attention_grouped.wgsl, lanes for a kv head's q heads in one workgroup; *rows*: attention.wgsl; each step's logits read back; *chosen* is the way the engine decodes here):`, '');
         lines.push(table(['attention', 'tok/s', 'wall ms', 'GPU ms', 'dispatches', 'chosen'], dl.ways.map((w) => [
           String(w.attention), n1(w.decode_tokens_per_s), w.decode_wall_ms.toFixed(2), w.decode_gpu_ms === undefined ? '–' : w.decode_gpu_ms.toFixed(2), n0(w.dispatches_per_step), w.chosen ? 'yes' : '',
         ])), '');
@@ -274,7 +274,7 @@ function quantAndProfiles(quant: EngineRow[], eng: EngineRow[], bw: number): str
   if (ways.length) {
     const combine = (ways.some(({ w }) => w.foldCombine !== undefined) ? '*attention_combine launched*: key slices merged by that launch instead of in the output projection; ' : '') +
       (ways.some(({ w }) => w.stageX !== undefined) ? '*x staged*: the GEMVs\' input (normed, or the GLU\'s) worked out once a workgroup in workgroup memory; ' : '');
-    lines.push(`Decode each way, side by side on one model and cache (*fused*: RMSNorm and GLU folded into the GEMVs; *attention*: attention_decode.wgsl, \`keys\` (in rounds) or \`lanes\` (each invocation its own keys), or attention.wgsl, \`rows\`; *gemv_sg* or *gemv*: gemv.wgsl summing with subgroup operations or in workgroup memory; ${combine}*chosen* is the way the engine decodes here, after tuning where the run tuned):`, '');
+    lines.push(`Decode each way, side by side on one model and cache (*fused*: RMSNorm and GLU folded into the GEMVs; *attention*: attention_decode.wgsl, \`keys\` (in rounds) or \`lanes\` (each invocation its own keys), attention_grouped.wgsl, \`grouped\` (lanes for a kv head's q heads in one workgroup), or attention.wgsl, \`rows\`; *gemv_sg* or *gemv*: gemv.wgsl summing with subgroup operations or in workgroup memory; ${combine}*chosen* is the way the engine decodes here, after tuning where the run tuned):`, '');
     lines.push(table(['model', 'weights', 'way', 'tok/s', 'wall ms', 'GPU ms', 'dispatches', 'chosen'], ways.map(({ x, w }) => [
       x.model, x.weights ?? x.weight_dtype, wayLabel(w),
       n1(w.decode_tokens_per_s), w.decode_wall_ms.toFixed(2), w.decode_gpu_ms === undefined ? '–' : w.decode_gpu_ms.toFixed(2), n0(w.dispatches_per_step), w.chosen ? 'yes' : '',

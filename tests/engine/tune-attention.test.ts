@@ -34,10 +34,11 @@ async function onGpuProfile<T>(fn: (e: Engine) => Promise<T>): Promise<T> {
   }
 }
 
-test('the ways: attention_decode at each keys a thread, its lanes, attention.wgsl; lanes only for heads up to 64', () => {
-  assert.deepEqual(decodeAttentionWays(64).map(name), ['keys/1', 'keys/2', 'keys/4', 'keys/8', 'lanes', 'rows']);
-  assert.deepEqual(decodeAttentionWays(128).map(name), ['keys/1', 'keys/2', 'keys/4', 'keys/8', 'rows']);
-  assert.deepEqual(decodeAttentionWays(512).map(name), ['rows']);
+test('the ways: attention_decode at each keys a thread, its lanes, attention_grouped, attention.wgsl, as the device offers them', () => {
+  assert.deepEqual(decodeAttentionWays(e.ops.decodeKernels(64, 3)).map(name), ['keys/1', 'keys/2', 'keys/4', 'keys/8', 'lanes', 'grouped', 'rows']);
+  assert.deepEqual(decodeAttentionWays(e.ops.decodeKernels(64, 1)).map(name), ['keys/1', 'keys/2', 'keys/4', 'keys/8', 'lanes', 'rows']);
+  assert.deepEqual(decodeAttentionWays(e.ops.decodeKernels(128, 4)).map(name), ['keys/1', 'keys/2', 'keys/4', 'keys/8', 'rows']);
+  assert.deepEqual(decodeAttentionWays(e.ops.decodeKernels(512, 4)).map(name), ['rows']);
 });
 
 test('where two ways cross: linear in the keys between the spans, never under twice the short span nor past the long', () => {
@@ -60,7 +61,8 @@ test('every way over both spans in turns, the short choice first; the long faste
     };
     const seen: string[] = [];
     const r = (await tuneLongAttention(e, { attention: 'keys', keysPerThread: 1 }, { short: 512, long: 8192, reps: 2, margin: 0.03, measure: async (w, k) => (seen.push(`${name(w)}@${k}`), us(w, k)) }))!;
-    const order = ['keys/1', 'keys/2', 'keys/4', 'keys/8', 'lanes', 'rows'];
+    // stories260K: 8 heads in groups of 2, so attention_grouped is among them.
+    const order = ['keys/1', 'keys/2', 'keys/4', 'keys/8', 'lanes', 'grouped', 'rows'];
     assert.deepEqual(seen, [...order, ...order].flatMap((w) => [`${w}@512`, `${w}@8192`]));
     assert.deepEqual(r.ways.map(name), order);
     assert.deepEqual({ short: r.short, long: r.long }, { short: 512, long: 8192 });
@@ -102,7 +104,8 @@ test('Engine.tuneDecode ends with it: kept with the step settings; where it fail
 test('timed for real: every way runs over both spans', async () => {
   await onGpuProfile(async () => {
     const r = (await tuneLongAttention(e, { attention: 'keys', keysPerThread: 1 }, { short: 64, long: 1024, reps: 1, margin: 0.03 }))!;
-    assert.deepEqual(r.ways.map(name), decodeAttentionWays(HD).map(name));
+    assert.deepEqual(r.ways.map(name), decodeAttentionWays(e.ops.decodeKernels(HD, e.config.nHeads / e.config.nKvHeads)).map(name));
+    assert.ok(r.ways.some((w) => w.attention === 'grouped'));
     for (const w of r.ways) assert.ok(Number.isFinite(w.usShort) && w.usShort > 0 && Number.isFinite(w.usLong) && w.usLong > 0, `${name(w)}: ${w.usShort} / ${w.usLong} µs`);
     assert.ok(r.chosen === null || r.chosen.from >= 128, JSON.stringify(r.chosen));
   });
@@ -132,15 +135,19 @@ test('a decode crossing the long span switches kernels there, and gives the cpu 
   await onGpuProfile(async () => {
     e.ops.decodeAttention = 'keys';
     const short = await decode(10);
-    e.ops.decodeAttention = 'rows';
-    const long = await decode(10);
-    // attention.wgsl does not fold the step's RoPE and cache write: a launch more a layer than attention_decode.
-    assert.ok(long.launches[0] >= short.launches[0] + e.config.nLayers, `${long.launches[0]} against ${short.launches[0]}`);
-    e.ops.decodeAttention = 'keys';
-    // Step i's row scans the prompt and the i tokens before it, plus its own: from = prompt + 5 switches at step 4.
-    e.ops.longAttention = { from: short.from + 5, attention: 'rows', keysPerThread: 1 };
-    const both = await decode(10);
-    assert.deepEqual(both.launches, [...short.launches.slice(0, 4), ...long.launches.slice(4)]);
-    for (const r of [short, long, both]) assert.deepEqual(r.tokens, reference);
+    for (const attention of ['rows', 'grouped'] as const) {
+      e.ops.decodeAttention = attention;
+      const long = await decode(10);
+      // Neither attention.wgsl nor attention_grouped folds the step's RoPE and cache write: a launch more a layer.
+      assert.ok(long.launches[0] >= short.launches[0] + e.config.nLayers, `${attention}: ${long.launches[0]} against ${short.launches[0]}`);
+      e.ops.decodeAttention = 'keys';
+      // Step i's row scans the prompt and the i tokens before it, plus its own: from = prompt + 5 switches at step 4.
+      e.ops.longAttention = { from: short.from + 5, attention, keysPerThread: 1 };
+      const both = await decode(10);
+      e.ops.longAttention = undefined;
+      assert.deepEqual(both.launches, [...short.launches.slice(0, 4), ...long.launches.slice(4)], attention);
+      for (const r of [long, both]) assert.deepEqual(r.tokens, reference, attention);
+    }
+    assert.deepEqual(short.tokens, reference);
   });
 });

@@ -4,7 +4,7 @@
  * The whole-step tuning (tune.ts) times steps after 512 cached rows, where attention is a small share of a step:
  * a kernel that is 3× faster over 32K keys can lose there, or win by less than the margin. Yet the app decodes
  * where it answers, after a link, over up to the whole linked prompt. So this stage times each kernel that can
- * attend for a decode row ('keys' at each keys-a-thread, 'lanes', 'rows'), alone, over the step tuning's short
+ * attend for a decode row ('keys' at each keys-a-thread, 'lanes', 'grouped', 'rows'), alone, over the step tuning's short
  * span and over a long one (8192 keys, or the model's positions where fewer), with the model's heads and cache
  * precision. Where the long span's fastest is not the short choice and beats it there by more than the margin,
  * it is kept as Ops.longAttention from the span where the two kernels' times, taken as linear in the keys between
@@ -16,7 +16,7 @@
  * is the fastest of `reps` runs taken in turns with the others (drift slows all alike).
  */
 import type { AttentionVariant, KeysPerThread, LongAttention, StoreDType } from '../ops-args';
-import { decodeAttentionKernels, type Ops } from '../ops';
+import type { Ops } from '../ops';
 import type { ModelConfig } from './config';
 
 /** One kernel way for a decode row's attention. */
@@ -68,15 +68,15 @@ const BATCH_MS = 5;
 /** Bytes of key and value buffers the dispatches of a batch cycle through (at most a layer each per model layer). */
 const SPREAD_BYTES = 128 << 20;
 
-/** Every way a decode row can attend with heads of `HD`, in the order they are tried. */
-export function attentionWays(HD: number): AttentionWay[] {
-  return decodeAttentionKernels(HD).flatMap((attention): AttentionWay[] => (attention === 'keys' ? ([1, 2, 4, 8] as const).map((k) => ({ attention, keysPerThread: k })) : [{ attention, keysPerThread: 1 }]));
+/** Every way a decode row can attend with these kernels (Ops.decodeKernels), in the order they are tried. */
+export function attentionWays(kernels: AttentionVariant[]): AttentionWay[] {
+  return kernels.flatMap((attention): AttentionWay[] => (attention === 'keys' ? ([1, 2, 4, 8] as const).map((k) => ({ attention, keysPerThread: k })) : [{ attention, keysPerThread: 1 }]));
 }
 
 /** A way in words, by its kernel's name: "attention_decode", "attention_decode, 4 keys a thread", "attention_decode (lanes)", "attention". */
 export function describeAttentionWay(w: AttentionWay): string {
   if (w.attention === 'keys') return `attention_decode${w.keysPerThread > 1 ? `, ${w.keysPerThread} keys a thread` : ''}`;
-  return w.attention === 'lanes' ? 'attention_decode (lanes)' : w.attention === 'tiled' ? 'attention_tiled' : 'attention';
+  return w.attention === 'lanes' ? 'attention_decode (lanes)' : w.attention === 'grouped' ? 'attention_grouped' : w.attention === 'tiled' ? 'attention_tiled' : 'attention';
 }
 
 const sameWay = (a: AttentionWay, b: AttentionWay) => a.attention === b.attention && (a.attention !== 'keys' || a.keysPerThread === b.keysPerThread);
@@ -92,7 +92,7 @@ export async function tuneLongAttention(e: AttentionTunable, shortWay: Attention
   const short = o.short, long = o.long ?? Math.min(LONG_SPAN, e.config.maxPositions);
   if (long < 4 * short) return null;
   const reps = o.reps ?? 3;
-  const ways = attentionWays(e.config.headDim);
+  const ways = attentionWays(e.ops.decodeKernels(e.config.headDim, e.config.nHeads / e.config.nKvHeads));
   const first = ways.findIndex((w) => sameWay(w, shortWay));
   if (first < 0) throw new Error(`tuneLongAttention: ${shortWay.attention} cannot attend for heads of ${e.config.headDim}`);
   ways.unshift(...ways.splice(first, 1));

@@ -36,7 +36,7 @@
  * tuning changes speed only. CPU adapters are not tuned: their profile has
  * one way (register kernels, unfused; see Ops.fuse).
  */
-import { decodeAttentionKernels, type AttentionVariant, type GemvVariant, type KeysPerThread, type Ops } from '../ops';
+import { type AttentionVariant, type GemvVariant, type KeysPerThread, type Ops } from '../ops';
 import type { ModelConfig } from './config';
 import type { KVCache } from './kv-cache';
 import { greedySteps, type Stepper } from './greedy-steps';
@@ -155,7 +155,7 @@ function choices(ops: Ops, c: ModelConfig): { [K in keyof DecodeSettings]-?: Non
   return {
     gemv: ops.subgroupMin ? ['gemv_sg', 'gemv'] : ['gemv'],
     fuse: [true, false],
-    attention: decodeAttentionKernels(c.headDim),
+    attention: ops.decodeKernels(c.headDim, c.nHeads / c.nKvHeads),
     keysPerThread: [1, 2, 4, 8],
     foldCombine: [true, false],
     stageX: [false, true],

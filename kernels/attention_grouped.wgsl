@@ -1,0 +1,56 @@
+// Decode attention for a kv head's group of q heads (GQA), heads of at most
+// 64: attention_decode's LANES (read its header) with the group in one
+// workgroup. A workgroup of 64 * QG invocations takes one (row, kv head,
+// slice) and the QG = H / NKV q heads that share the kv head: invocation
+// (hq, lane) walks keys first + lane, first + lane + 64, ... for q head hq
+// alone, with its own online softmax (attention_lanes.wgsl's walk).
+// The QG invocations that take a key read its key and value rows at about
+// the same time on the same GPU core, so the cache is fetched from memory
+// once for the group rather than once a q head, as separate workgroups do
+// unless a cache holds it between them. At the end each head's 64 states are
+// merged through workgroup memory (attention_lanes.wgsl's merge).
+// Same bindings, masks, bounds, slices, f16 KV and outputs as attention.wgsl
+// (read its header; the slices' layout is attention_decode's); no STEP.
+// Workgroups are numbered (slice fastest, then kv head, then row).
+#include "attention_io"
+#include "attention_lanes"
+
+const WG: u32 = 64u;
+const QG: u32 = {{QG}}u;
+// Vec4s of each accumulator merged at a time: workgroup memory holds QG * WG * LANES_C of them.
+const LANES_C: u32 = 2u;
+
+var<workgroup> qs: array<vec4<f32>, QG * HD4>;
+var<workgroup> rmax: array<f32, QG * WG>;
+var<workgroup> rsum: array<f32, QG * WG>;
+var<workgroup> red: array<vec4<f32>, QG * WG * LANES_C>;
+var<workgroup> accs: array<vec4<f32>, QG * WG>;
+
+@compute @workgroup_size({{WGS}}, 1, 1)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+  // Uniform across the workgroup: a workgroup past the last (row, kv head, slice) returns as a whole.
+  let id = wid.x + wid.y * nwg.x;
+  if (id >= p.T * p.NKV * p.splits) { return; }
+  let split = id % p.splits;
+  let tk = id / p.splits;
+  let t = tk / p.NKV;
+  let kvh = tk % p.NKV;
+  let hq = lid / WG;
+  let lane = lid % WG;
+  let th = t * p.H + kvh * QG + hq;
+  let qo = hq * HD4;
+  if (lane < HD4) { qs[qo + lane] = q[(t * p.q_stride + p.q_offset) / 4u + (kvh * QG + hq) * HD4 + lane] * (p.scale * LOG2E); }
+  let qp = qpos[t];
+  let b = bounds[t];
+  var first = b.x;
+  var last = min(b.y, p.n);
+  if (last > first && p.splits > 1u) {
+    let len = (last - first + p.splits - 1u) / p.splits;
+    first = min(last, first + split * len);
+    last = min(last, first + len);
+  }
+  workgroupBarrier();
+
+  lanes_walk(lane, first, last, kvh, qp, qo);
+  lanes_merge(lid, hq * WG, th, split);
+}

@@ -1,0 +1,69 @@
+/**
+ * attention_grouped.wgsl, decode attention for a kv head's 2 to 4 q heads in one workgroup, against reference.ts's
+ * attention (f16 caches against a reference fed the same rounded keys and values): groups of 2, 3 and 4; heads of
+ * 8, 40 and 64; 1 and 3 query rows, one seeing no key and one seeing part of them; gapped positions; a window; f32
+ * and f16 caches; one slice, several (merged by attention_combine), more slices than some rows have keys; scores
+ * past 2^128 in base 2, so each head's merge must take its own max. Measured on SwiftShader: at most 8.4e-7 of the
+ * largest output; the bound GROUPED_RT is about 10x that. Each of three deliberate faults fails cases: a head's
+ * merge reading another head's maxima, a q head taken from the wrong kv group, the accumulators not rescaled by
+ * their invocation's share. Where it is refused: heads over 64, groups of 1 or over 4.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import * as ref from '../../src/engine/reference';
+import { keyBounds } from '../../src/engine/ops';
+import { floatsToHalves, roundToHalf } from '../../src/engine/f16';
+import { assertClose, harness, rand } from '../helpers/gpu';
+
+const GROUPED_RT = 9e-6;
+
+for (const [QG, NKV, HD] of [[2, 2, 64], [3, 3, 40], [4, 2, 8], [4, 1, 64]] as const) {
+  test(`attention_grouped: groups of ${QG}, ${NKV} kv heads of ${HD}, f32 and f16, in slices and with a window`, async (t) => {
+    const h = await harness();
+    const H = QG * NKV, n = 333, qStride = (H + 2 * NKV) * HD;
+    const kpos = Int32Array.from({ length: n }, (_, j) => j + Math.floor(j / 5));
+    let worst = 0;
+    for (const T of [1, 3]) {
+      // Rows late, none seen, early.
+      const qpos = Int32Array.from([kpos[n - 1], -1, kpos[90]].slice(0, T));
+      for (const window of [0, 70]) {
+        for (const kvDtype of ['f32', 'f16'] as const) {
+          const a = { T, n, H, NKV, HD, qStride, qOffset: 0, kpos, qpos, window, scale: 3 / Math.sqrt(HD), q: rand(T * qStride, 61 + QG), k: rand(n * NKV * HD, 62), v: rand(n * NKV * HD, 63) };
+          // One key scores far above the rest for head 1 of the last kv group: past 2^128 in base 2 unless that head's own max is taken.
+          const hot = 200, kv = NKV - 1, head = kv * QG + 1;
+          for (let d = 0; d < HD; d++) a.k[(hot * NKV + kv) * HD + d] = 40 * a.q[head * HD + d];
+          if (kvDtype === 'f16') { a.k = roundToHalf(a.k); a.v = roundToHalf(a.v); }
+          const up = (x: Float32Array) => h.upload(kvDtype === 'f16' ? floatsToHalves(x) : x);
+          const want = ref.attention(a);
+          const out = h.empty(want.length * 4);
+          const args = { q: h.upload(a.q), qStride, qOffset: 0, k: up(a.k), v: up(a.v), kvDtype, qpos: h.upload(qpos), kpos: h.upload(kpos),
+            out, T, n, H, NKV, HD, window, scale: a.scale, bounds: h.upload(keyBounds(kpos, n, qpos, window)), variant: 'grouped' as const };
+          // One slice; two and seven; 300, more than the early row's keys, and past the key count a slice of 64 would give.
+          for (const splits of [undefined, 1, 2, 7, 300]) {
+            h.ops.attention({ ...args, splits });
+            const got = await h.readF32(out, want.length);
+            const scale = want.reduce((m, x) => Math.max(m, Math.abs(x)), 0);
+            for (let i = 0; i < want.length; i++) worst = Math.max(worst, Math.abs(got[i] - want[i]) / scale);
+            assertClose(got, want, 0, GROUPED_RT, `T=${T} window=${window} ${kvDtype}, ${splits ?? 'auto'} slices`);
+          }
+        }
+      }
+    }
+    t.diagnostic(`largest difference ${worst.toExponential(2)} of the largest output`);
+  });
+}
+
+test('attention_grouped is offered and refused by head width and group size', async () => {
+  const { ops } = await harness();
+  assert.deepEqual(ops.decodeKernels(64, 4), ['keys', 'lanes', 'grouped', 'rows']);
+  assert.deepEqual(ops.decodeKernels(64, 3), ['keys', 'lanes', 'grouped', 'rows']);
+  assert.deepEqual(ops.decodeKernels(64, 1), ['keys', 'lanes', 'rows'], 'no group: lanes is the same');
+  assert.deepEqual(ops.decodeKernels(64, 7), ['keys', 'lanes', 'rows'], 'seven heads would take 448 invocations');
+  assert.deepEqual(ops.decodeKernels(128, 4), ['keys', 'rows'], 'a head of 128 does not fit the registers');
+  const h = await harness();
+  const args = (H: number, NKV: number, HD: number) => ({ q: h.empty(4 * H * HD), qStride: H * HD, qOffset: 0, k: h.empty(64 * NKV * HD), v: h.empty(64 * NKV * HD), kvDtype: 'f32' as const,
+    qpos: h.empty(4), kpos: h.empty(64), out: h.empty(4 * H * HD), T: 1, n: 16, H, NKV, HD, window: 0, scale: 1, bounds: h.empty(8), variant: 'grouped' as const });
+  assert.throws(() => h.ops.attention(args(4, 4, 64)), /groups of 2 to 4/);
+  assert.throws(() => h.ops.attention(args(7, 1, 64)), /groups of 2 to 4/);
+  assert.throws(() => h.ops.attention(args(4, 2, 128)), /heads of 128/);
+});
