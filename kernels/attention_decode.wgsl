@@ -63,16 +63,6 @@ const LANES_C: u32 = 8u;
 var<workgroup> red: array<vec4<f32>, WG * LANES_C>;
 #endif
 #if STEP
-// The step's key (rotated) and value, as the cache will hold them.
-var<workgroup> kn: array<vec4<f32>, HD4>;
-var<workgroup> vn: array<vec4<f32>, HD4>;
-fn as_cached(v: vec4<f32>) -> vec4<f32> {
-#if KV_F16
-  return unpack4h(pack4h(v));
-#else
-  return v;
-#endif
-}
 // Value vec4 `at` of cache row j, the step's own row from vn (vnew).
 fn value_at(j: u32, at: u32, vnew: vec4<f32>) -> vec4<f32> { return select(load_v(at), vnew, j == p.row); }
 #else

@@ -10,10 +10,17 @@
 // unless a cache holds it between them. At the end each head's 64 states are
 // merged through workgroup memory (attention_lanes.wgsl's merge).
 // Same bindings, masks, bounds, slices, f16 KV and outputs as attention.wgsl
-// (read its header; the slices' layout is attention_decode's); no STEP.
+// (read its header; the slices' layout is attention_decode's). STEP as
+// attention_decode's (a decode step's one row with rope_scatter's work
+// folded in): each workgroup rotates its q heads, and its kv head's key,
+// into workgroup memory; the kv head's slice-0 workgroup writes the key and
+// value into the cache row. No QKNORM.
 // Workgroups are numbered (slice fastest, then kv head, then row).
 #include "attention_io"
 #include "attention_lanes"
+#if STEP
+#include "rope_pairs"
+#endif
 
 const WG: u32 = 64u;
 const QG: u32 = {{QG}}u;
@@ -37,20 +44,52 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let kvh = tk % p.NKV;
   let hq = lid / WG;
   let lane = lid % WG;
-  let th = t * p.H + kvh * QG + hq;
+  let h = kvh * QG + hq;
+  let th = t * p.H + h;
   let qo = hq * HD4;
-  if (lane < HD4) { qs[qo + lane] = q[(t * p.q_stride + p.q_offset) / 4u + (kvh * QG + hq) * HD4 + lane] * (p.scale * LOG2E); }
+  let qbase = (t * p.q_stride + p.q_offset) / 4u;
+#if STEP
+  let qp = p.qp;
+  // Group `lane` of q head h, and (head 0's invocations) of the kv head's key, rotated; the value as it is.
+  if (lane < HD4 / 2u) {
+    let o = rope_groups(lane, 4u * HD4);
+    let r = u32(qp) * 2u * HD4 + 4u * lane;
+    let qh = qbase + h * HD4;
+    let qr = rope_rotate(q[qh + o.x], q[qh + o.y], r);
+    qs[qo + o.x] = qr[0] * (p.scale * LOG2E);
+    qs[qo + o.y] = qr[1] * (p.scale * LOG2E);
+    if (hq == 0u) {
+      let kh = qbase + (p.H + kvh) * HD4;
+      let kr = rope_rotate(q[kh + o.x], q[kh + o.y], r);
+      kn[o.x] = as_cached(kr[0]);
+      kn[o.y] = as_cached(kr[1]);
+    }
+  }
+  if (hq == 0u && lane < HD4) { vn[lane] = as_cached(q[qbase + (p.H + p.NKV + kvh) * HD4 + lane]); }
+  var first = p.first;
+  var last = min(p.last, p.n);
+#else
+  if (lane < HD4) { qs[qo + lane] = q[qbase + h * HD4 + lane] * (p.scale * LOG2E); }
   let qp = qpos[t];
   let b = bounds[t];
   var first = b.x;
   var last = min(b.y, p.n);
+#endif
   if (last > first && p.splits > 1u) {
     let len = (last - first + p.splits - 1u) / p.splits;
     first = min(last, first + split * len);
     last = min(last, first + len);
   }
   workgroupBarrier();
-
+#if STEP
+  // The kv head's slice-0 workgroup writes the step's key and value into its cache row; no workgroup reads that
+  // row from the cache (the walk takes it from kn and vn), so no ordering is needed.
+  if (split == 0u && hq == 0u && lane < HD4) {
+    let at = p.row * p.NKV * HD4 + kvh * HD4 + lane;
+    kc[at] = pack_kv(kn[lane]);
+    vc[at] = pack_kv(vn[lane]);
+  }
+#endif
   lanes_walk(lane, first, last, kvh, qp, qo);
   lanes_merge(lid, hq * WG, th, split);
 }

@@ -48,6 +48,16 @@ fn pack_kv(v: vec4<f32>) -> vec4<f32> { return v; }
 #endif
 #if STEP
 @group(0) @binding(4) var<storage, read> cs: array<vec2<f32>>;
+// The step's key (rotated) and value, as the cache will hold them (attention_decode, attention_grouped).
+var<workgroup> kn: array<vec4<f32>, HD4>;
+var<workgroup> vn: array<vec4<f32>, HD4>;
+fn as_cached(v: vec4<f32>) -> vec4<f32> {
+#if KV_F16
+  return unpack4h(pack4h(v));
+#else
+  return v;
+#endif
+}
 #else
 @group(0) @binding(4) var<storage, read> qpos: array<i32>;
 @group(0) @binding(7) var<storage, read> bounds: array<vec2<u32>>;

@@ -294,7 +294,7 @@ export class Ops {
     const keys = s ? Math.max(1, s.last - s.first) : a.n;
     const variant = a.variant ?? this.attentionVariant ?? this.pickAttention(a.T, a.HD, keys);
     const decode = variant === 'keys' || variant === 'lanes';
-    if (s && (!decode || a.T !== 1 || a.HD % 8 !== 0)) throw new Error(`attention: a step folds RoPE into attention_decode for one row and heads of a multiple of 8, not ${variant} for ${a.T} rows of ${a.HD}`);
+    if (s && (!(decode || variant === 'grouped') || a.T !== 1 || a.HD % 8 !== 0)) throw new Error(`attention: a step folds RoPE into attention_decode or attention_grouped for one row and heads of a multiple of 8, not ${variant} for ${a.T} rows of ${a.HD}`);
     if (decode) {
       const lanes = variant === 'lanes';
       if (!decodeAttentionKernels(a.HD).includes(variant)) throw new Error(`attention_decode${lanes ? "'s lanes" : ''}: a head of ${a.HD} (at most ${lanes ? LANES_MAX_HEAD : KEYS_MAX_HEAD})`);
@@ -312,7 +312,8 @@ export class Ops {
       if (!this.decodeKernels(a.HD, QG).includes('grouped')) throw new Error(`attention_grouped: heads of ${a.HD} in groups of ${QG} (at most ${LANES_MAX_HEAD}, in groups of 2 to ${GROUPED_MAX} that the device's workgroups hold)`);
       // LANES' slices for the same heads: as many invocations, QG times fewer and larger workgroups.
       const splits = Math.min(fit, a.splits ?? lanesSplits(a.T * a.H, keys));
-      const pipe = this.lib.pipeline('attention_grouped', { HD4: kv.HD4, QG, WGS: 64 * QG, KV_F16: a.kvDtype === 'f16', SPLIT: splits > 1 });
+      if (s?.qkNorm) throw new Error('attention_grouped: a step with a q/k norm (attention_decode folds it)');
+      const pipe = this.lib.pipeline('attention_grouped', { HD4: kv.HD4, QG, WGS: 64 * QG, KV_F16: a.kvDtype === 'f16', SPLIT: splits > 1, STEP: !!s, INTERLEAVED: !!s?.interleaved });
       return this.attentionRun(a, pipe, params(splits), b, splits, a.T * a.NKV * splits * 64);
     }
     if (variant === 'tiled') {

@@ -4,7 +4,7 @@
  * short choice first; the long span's fastest kept past the margin from where the two ways' times cross; nothing
  * kept within the margin; the engine's earlier settings restored when timing fails. Ops: the long kernel serves
  * decode's rows from its span on, and tiled prefill never. With the real clock: every way runs over both spans.
- * A decode crossing the span switches kernels mid-answer (its launches a step say so) and gives the CPU
+ * A decode crossing the span switches kernels mid-answer (the kernels each step builds say so) and gives the CPU
  * profile's tokens throughout.
  */
 import { test, after } from 'node:test';
@@ -111,21 +111,27 @@ test('timed for real: every way runs over both spans', async () => {
   });
 });
 
-/** Greedy tokens from a prompt, and the launches each decode step took, by the engine's current settings. */
-async function decode(count: number): Promise<{ tokens: number[]; launches: number[]; from: number }> {
+/** Greedy tokens from a prompt, and the attention kernel and launches of each decode step, by the engine's current settings. */
+async function decode(count: number): Promise<{ tokens: number[]; kernels: string[]; launches: number[]; from: number }> {
   const prompt = s.model.tokenizer.encode('Lily had a red ball and', { addBos: true });
   const cache = e.newCache(prompt.length + count + 4);
+  const lib = e.ops.lib, pipeline = lib.pipeline;
+  let names: string[] = [];
+  lib.pipeline = (name, defines) => (names.push(name), pipeline.call(lib, name, defines));
   try {
     const { logits } = await e.prefill(cache, prompt);
     const tokens = [logits.indexOf(Math.max(...logits))];
-    const launches: number[] = [];
+    const kernels: string[] = [], launches: number[] = [];
     for (let i = 0; i < count; i++) {
+      names = [];
       const c0 = e.ops.d.count;
       tokens.push((await e.greedySteps(cache, tokens.at(-1)!, { count: 1, stopIds: [] })).tokens[0]);
       launches.push(e.ops.d.count - c0);
+      kernels.push([...new Set(names.filter((n) => /^attention(_decode|_grouped)?$/.test(n)))].join(' '));
     }
-    return { tokens, launches, from: prompt.length };
+    return { tokens, kernels, launches, from: prompt.length };
   } finally {
+    lib.pipeline = pipeline;
     cache.destroy();
   }
 }
@@ -135,16 +141,20 @@ test('a decode crossing the long span switches kernels there, and gives the cpu 
   await onGpuProfile(async () => {
     e.ops.decodeAttention = 'keys';
     const short = await decode(10);
-    for (const attention of ['rows', 'grouped'] as const) {
+    assert.deepEqual(new Set(short.kernels), new Set(['attention_decode']));
+    for (const [attention, kernel] of [['rows', 'attention'], ['grouped', 'attention_grouped']] as const) {
       e.ops.decodeAttention = attention;
       const long = await decode(10);
-      // Neither attention.wgsl nor attention_grouped folds the step's RoPE and cache write: a launch more a layer.
-      assert.ok(long.launches[0] >= short.launches[0] + e.config.nLayers, `${attention}: ${long.launches[0]} against ${short.launches[0]}`);
+      assert.deepEqual(new Set(long.kernels), new Set([kernel]));
+      // attention.wgsl does not fold the step's RoPE and cache write: a launch more a layer; attention_grouped does.
+      if (attention === 'rows') assert.ok(long.launches[0] >= short.launches[0] + e.config.nLayers, `${long.launches[0]} against ${short.launches[0]}`);
+      else assert.deepEqual(long.launches, short.launches);
       e.ops.decodeAttention = 'keys';
       // Step i's row scans the prompt and the i tokens before it, plus its own: from = prompt + 5 switches at step 4.
       e.ops.longAttention = { from: short.from + 5, attention, keysPerThread: 1 };
       const both = await decode(10);
       e.ops.longAttention = undefined;
+      assert.deepEqual(both.kernels, [...short.kernels.slice(0, 4), ...long.kernels.slice(4)], attention);
       assert.deepEqual(both.launches, [...short.launches.slice(0, 4), ...long.launches.slice(4)], attention);
       for (const r of [long, both]) assert.deepEqual(r.tokens, reference, attention);
     }

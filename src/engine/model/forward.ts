@@ -213,7 +213,7 @@ export class ForwardPass {
     const interleaved = c.ropeStyle === 'interleaved';
     const kv = this.cache.dtype;
     const scores = !!opts.scores && wantsLayer(opts.scores.layer, l);
-    const step = this.stepOf(kind, cs, interleaved, scores);
+    const step = this.stepOf(kind, cs, interleaved, scores, !!Lw.qkNorm && !opts.capturePreRopeK);
     // Gemma 3's q/k norm: inside a decode step's attention where it has one (and no pre-RoPE key is captured from
     // qkv, which must then hold it normalised), else two launches in place.
     if (Lw.qkNorm && step && !opts.capturePreRopeK) step.qkNorm = { w: Lw.qkNorm, eps, plusOne };
@@ -260,16 +260,16 @@ export class ForwardPass {
 
   /**
    * attention_decode's STEP for this layer, or null: a decode step's one row where decode fuses (Ops.fuses) and
-   * attends with attention_decode, rotating by the model's table; not where scores are read from this layer's q
-   * (attn_scores wants it rotated in place, as rope_scatter leaves it).
+   * attends with attention_decode (or attention_grouped, where `qkNorm`, a q/k norm to fold, is false), rotating by
+   * the model's table; not where scores are read from this layer's q (attn_scores wants it rotated in place).
    */
-  private stepOf(kind: LayerKind, cs: GPUBuffer, interleaved: boolean, scores: boolean): AttentionStep | null {
+  private stepOf(kind: LayerKind, cs: GPUBuffer, interleaved: boolean, scores: boolean, qkNorm: boolean): AttentionStep | null {
     const { ops, c } = this;
     const HD = c.headDim;
     if (this.T !== 1 || !this.ropeByPosition || scores || !ops.fuses(1) || HD % 8 !== 0) return null;
     const [first, last] = this.oneRowBounds[kind]!;
     const variant = ops.attentionVariant ?? ops.pickAttention(1, HD, Math.max(1, last - first));
-    if (variant !== 'keys' && variant !== 'lanes') return null;
+    if (variant !== 'keys' && variant !== 'lanes' && (variant !== 'grouped' || qkNorm)) return null;
     return { cs, qp: this.cache.positions[this.rows[0]], row: this.rows[0], first, last, interleaved };
   }
 
