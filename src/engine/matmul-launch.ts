@@ -50,3 +50,28 @@ export const gemvSgColumns = (subgroupMin: number) => Math.max(8, Math.min(64, M
 export function gemvOwnBytes(T: number, sg: boolean): number {
   return sg ? 4 : 4 * 256 * T;
 }
+
+/**
+ * The vec4s of each of T rows of a K-wide x that gemv's STAGE keeps in workgroup memory (`wgStorage` bytes): all of
+ * them where they fit beside the kernel's own sums (and NORM's reduction), else as many as fit (the rest are read on
+ * the fly).
+ */
+export function stagedVec4s(T: number, K: number, sg: boolean, norm: boolean, wgStorage: number): number {
+  const reserved = gemvOwnBytes(T, sg) + (norm ? 4 * (256 + 2 * T) : 0) + 64;
+  return Math.max(0, Math.min(K / 4, Math.floor((wgStorage - reserved) / (16 * T))));
+}
+
+/** 128x128 tiles only pay once a product has this many of them (an H100 has 132 multiprocessors). */
+const TILES128_MIN = 256;
+
+/**
+ * The tiled kernel for a product [T, K]·[K, N] of 16 rows or more. On an H100 (gpu-h100-4.json, -6.json) the
+ * 128-row tiles won on Llama-1B's gate/up (2048 tiles, K 2048: 33 against 31 TFLOP/s) and down products (256
+ * tiles, K 8192: 33 against 29) but lost on its q/k/v (384 tiles, K 2048: 25 against 29). They also won on its
+ * output product (256 tiles, K 2048: 32 against 29), which this rule gives the 64-row tiles: the costlier of the
+ * two misses the old rule (>= 256 tiles) and this one make (0.07 against 0.17 ms a layer).
+ */
+export function tiledVariant(T: number, N: number, K: number): 'tiled' | 'tiled128' {
+  const tiles = Math.ceil(T / 128) * Math.ceil(N / 128);
+  return tiles >= TILES128_MIN && (K >= 4096 || tiles >= 4 * TILES128_MIN) ? 'tiled128' : 'tiled';
+}

@@ -9,7 +9,7 @@ import type { Dispatcher, Param } from './gpu/dispatcher';
 import type { KernelLibrary } from './gpu/kernels';
 import { Scratch } from './model/scratch';
 import { checkQuantShape, isQuant, QUANT, scaleBase, vec4Blocks, type QuantType } from './quant';
-import { gemvOwnBytes, gemvSgColumns, matmulBindings, matmulParams, wDefines, yRange } from './matmul-launch';
+import { gemvOwnBytes, gemvSgColumns, matmulBindings, matmulParams, stagedVec4s, tiledVariant, wDefines, yRange } from './matmul-launch';
 import { attentionSplits, cpuAttentionSplits, decodeAttentionKernels, GROUPED_MAX, groupedFits, keysSplits, KEYS_MAX_HEAD, LANES_MAX_HEAD, lanesSplits, longFor, TILED_MIN_ROWS, tiledSplits } from './attention-plan';
 
 import type {
@@ -28,8 +28,6 @@ const u = (v: number) => ({ u32: v });
 const f = (v: number) => ({ f32: v });
 
 const isGemv = (v: MatmulVariant | undefined): v is GemvVariant => v === 'gemv' || v === 'gemv_sg';
-/** 128x128 tiles only pay once a product has this many of them (an H100 has 132 multiprocessors). */
-const TILES128_MIN = 256;
 /** The most key slices gemv's COMBINE merges (Ops.combineFold). */
 export const COMBINE_MAX = 8;
 
@@ -103,7 +101,7 @@ export class Ops {
   /** Whether a post-norm (PostNorm) folds into the GEMV of T rows, K wide, that reads its output: where x is staged. */
   foldsPostNorm(T: number, K: number): boolean {
     // Either GEMV kernel may read it: the register kernel's own sums take the more workgroup memory.
-    return this.fuses(T) && this.stageX === true && this.stagedVec4s(T, K, false, true) > 0;
+    return this.fuses(T) && this.stageX === true && stagedVec4s(T, K, false, true, this.wgStorage) > 0;
   }
 
   /**
@@ -131,20 +129,12 @@ export class Ops {
     return this.gemvVariant ?? (this.subgroupMin ? 'gemv_sg' : 'gemv');
   }
 
-  /**
-   * The variant a product [T, K]·[K, N] gets when the call names none. On an H100 (gpu-h100-4.json, -6.json)
-   * the 128-row tiles won on Llama-1B's gate/up (2048 tiles, K 2048: 33 against 31 TFLOP/s) and down products
-   * (256 tiles, K 8192: 33 against 29) but lost on its q/k/v (384 tiles, K 2048: 25 against 29). They also won
-   * on its output product (256 tiles, K 2048: 32 against 29), which this rule gives the 64-row tiles: the
-   * costlier of the two misses the old rule (>= 256 tiles) and this one make (0.07 against 0.17 ms a layer).
-   */
+  /** The variant a product [T, K]·[K, N] gets when the call names none: GEMV, register or tiled (tiledVariant). */
   pickMatmul(T: number, N: number, K = Infinity): MatmulVariant {
     if (this.matmulProfile === 'cpu') return 'reg';
     if (T <= 4) return this.pickGemv();
     // Small row counts would leave most of a 64-row tile idle.
-    if (T < 16) return 'reg';
-    const tiles = Math.ceil(T / 128) * Math.ceil(N / 128);
-    return tiles >= TILES128_MIN && (K >= 4096 || tiles >= 4 * TILES128_MIN) ? 'tiled128' : 'tiled';
+    return T < 16 ? 'reg' : tiledVariant(T, N, K);
   }
 
   matmul(a: MatmulArgs) {
@@ -202,7 +192,7 @@ export class Ops {
     const cols = sg ? gemvSgColumns(this.subgroupMin!) : 8;
     const qw4 = isQuant(a.wDtype) && vec4Blocks(a.wDtype);
     const post = a.pre && 'norm' in a.pre ? a.pre.post : undefined;
-    const xk4 = !comb && this.stageX === true ? this.stagedVec4s(a.T, a.K, sg, !!a.pre && 'norm' in a.pre) : 0;
+    const xk4 = !comb && this.stageX === true ? stagedVec4s(a.T, a.K, sg, !!a.pre && 'norm' in a.pre, this.wgStorage) : 0;
     if (post && !xk4) throw new Error('gemv: a post-norm folds in only where x is staged (Ops.stageX, workgroup memory for it)');
     const pipe = this.lib.pipeline('gemv', {
       TX: a.T, SG: sg, ...(sg ? { COLS: cols } : { PARTS: 256 * a.T }), ...wDefines(a.wDtype), BIAS: !!a.bias, RESIDUAL: !!a.residual, Y_RANGE: yRange(a),
@@ -212,15 +202,6 @@ export class Ops {
     });
     // One workgroup (of 256) per `cols` output columns.
     this.d.run1d(pipe, matmulParams(a), matmulBindings(a), Math.ceil(a.N / cols) * 64);
-  }
-
-  /**
-   * The vec4s of each of T rows of a K-wide x that gemv's STAGE keeps in workgroup memory: all of them where they
-   * fit beside the kernel's own sums (and NORM's reduction), else as many as fit (the rest are read on the fly).
-   */
-  private stagedVec4s(T: number, K: number, sg: boolean, norm: boolean): number {
-    const reserved = gemvOwnBytes(T, sg) + (norm ? 4 * (256 + 2 * T) : 0) + 64;
-    return Math.max(0, Math.min(K / 4, Math.floor((this.wgStorage - reserved) / (16 * T))));
   }
 
   rmsnorm(a: RmsNormArgs) {

@@ -219,6 +219,9 @@ test('the GEMV kernel: gemv_sg where the device has subgroups (overridable), its
     // prefill's to the tiles either way.
     const gemv = ops.subgroupMin ? 'gemv_sg' : 'gemv';
     assert.deepEqual([1, 4, 16].map((T) => ops.pickMatmul(T, 64, 64)), [gemv, gemv, 'tiled']);
+    // Llama-1B's products at 2048 rows, as measured on the H100: 128-row tiles for gate/up (2048 tiles) and down
+    // (256 tiles, K 8192), 64-row tiles for q/k/v (384 tiles, K 2048) and the output product (256 tiles, K 2048).
+    assert.deepEqual([[16384, 2048], [2048, 8192], [3072, 2048], [2048, 2048]].map(([N, K]) => ops.pickMatmul(2048, N, K)), ['tiled128', 'tiled128', 'tiled', 'tiled']);
     assert.deepEqual(ops.matmulVariants(1), ops.subgroupMin ? ['reg', 'gemv', 'gemv_sg'] : ['reg', 'gemv']);
     ops.gemvVariant = 'gemv';
     assert.equal(ops.pickMatmul(1, 64, 64), 'gemv');
