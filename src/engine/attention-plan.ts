@@ -16,27 +16,47 @@ export const KEYS_MAX_HEAD = 256;
 /** attention_grouped's workgroup holds 64 invocations for each q head of a kv head's group: groups of at most 4 (256 invocations). */
 export const GROUPED_MAX = 4;
 
+const DECODE_KERNELS: readonly AttentionVariant[] = ['keys', 'lanes', 'grouped', 'rows'];
+
 /**
- * The kernels that can attend for a decode step's row with heads of `HD`, `group` q heads to a kv head (H / NKV), in
- * the order the tuner tries them.
+ * Whether `variant` can attend for a decode step's row with heads of `HD`, `group` q heads to a kv head (H / NKV;
+ * GROUPED_MAX where the group is not known: Ops.attention checks it). Allocation-free: decode asks it every layer.
  */
+export function attendsDecodeRow(variant: AttentionVariant, HD: number, group = GROUPED_MAX): boolean {
+  switch (variant) {
+    case 'keys': return HD <= KEYS_MAX_HEAD;
+    case 'lanes': return HD <= LANES_MAX_HEAD;
+    case 'grouped': return HD <= LANES_MAX_HEAD && group >= 2 && group <= GROUPED_MAX;
+    case 'rows': return true;
+    default: return false;
+  }
+}
+
+/** The kernels that can attend for a decode step's row (attendsDecodeRow), in the order the tuner tries them. */
 export function decodeAttentionKernels(HD: number, group = 1): AttentionVariant[] {
-  const lanes = HD <= LANES_MAX_HEAD;
-  return [...(HD <= KEYS_MAX_HEAD ? ['keys' as const] : []), ...(lanes ? ['lanes' as const] : []), ...(lanes && group >= 2 && group <= GROUPED_MAX ? ['grouped' as const] : []), 'rows'];
+  return DECODE_KERNELS.filter((v) => attendsDecodeRow(v, HD, group));
 }
 
 /**
- * Whether attention_grouped's workgroup for `QG` q heads of `HD` fits a device's limits: 64 invocations a head, and
- * workgroup memory for the q heads, each invocation's max and sum, two vec4s of its accumulator and a partial sum.
+ * Whether a kernel folds a decode step's RoPE and cache write (AttentionArgs.step) into its launch: attention_decode
+ * ('keys', 'lanes'), with a q/k norm too, and attention_grouped, without one.
  */
-export function groupedFits(HD: number, QG: number, lim: Pick<GPUSupportedLimits, 'maxComputeInvocationsPerWorkgroup' | 'maxComputeWorkgroupSizeX' | 'maxComputeWorkgroupStorageSize'>): boolean {
-  const bytes = QG * (4 * HD + 64 * (4 + 4 + 32 + 16));
-  return 64 * QG <= Math.min(lim.maxComputeInvocationsPerWorkgroup, lim.maxComputeWorkgroupSizeX) && bytes <= lim.maxComputeWorkgroupStorageSize;
+export function foldsStep(variant: AttentionVariant, qkNorm: boolean): boolean {
+  return variant === 'keys' || variant === 'lanes' || (variant === 'grouped' && !qkNorm);
+}
+
+/**
+ * Whether attention_grouped's workgroup for `QG` q heads of `HD` fits a device's limits: 64 invocations a head (at
+ * most `invocations`), and `storage` bytes of workgroup memory for the q heads, each invocation's max and sum, two
+ * vec4s of its accumulator and a partial sum.
+ */
+export function groupedFits(HD: number, QG: number, invocations: number, storage: number): boolean {
+  return 64 * QG <= invocations && QG * (4 * HD + 64 * (4 + 4 + 32 + 16)) <= storage;
 }
 
 /** Ops.longAttention where it applies: decode's few rows, scanning at least its `from` keys, with a kernel that takes heads of HD. */
 export function longFor(long: LongAttention | undefined, T: number, HD: number, keys: number | undefined): LongAttention | undefined {
-  return long && keys !== undefined && T < TILED_MIN_ROWS && keys >= long.from && decodeAttentionKernels(HD, GROUPED_MAX).includes(long.attention) ? long : undefined;
+  return long && keys !== undefined && T < TILED_MIN_ROWS && keys >= long.from && attendsDecodeRow(long.attention, HD) ? long : undefined;
 }
 
 /**

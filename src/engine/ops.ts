@@ -10,14 +10,14 @@ import type { KernelLibrary } from './gpu/kernels';
 import { Scratch } from './model/scratch';
 import { checkQuantShape, isQuant, QUANT, scaleBase, vec4Blocks, type QuantType } from './quant';
 import { gemvOwnBytes, gemvSgColumns, matmulBindings, matmulParams, stagedVec4s, tiledVariant, wDefines, yRange } from './matmul-launch';
-import { attentionSplits, cpuAttentionSplits, decodeAttentionKernels, GROUPED_MAX, groupedFits, keysSplits, KEYS_MAX_HEAD, LANES_MAX_HEAD, lanesSplits, longFor, TILED_MIN_ROWS, tiledSplits } from './attention-plan';
+import { attendsDecodeRow, attentionSplits, cpuAttentionSplits, decodeAttentionKernels, foldsStep, GROUPED_MAX, groupedFits, keysSplits, KEYS_MAX_HEAD, LANES_MAX_HEAD, lanesSplits, longFor, TILED_MIN_ROWS, tiledSplits } from './attention-plan';
 
 import type {
   AttentionArgs, AttentionVariant, EmbedArgs, GatherArgs, GemvVariant, GluArgs, MatmulArgs, MatmulProfile, MatmulVariant, RmsNormArgs, RopeScatterArgs,
   KeysPerThread, AttentionSlices, AttentionStep, LongAttention, ScatterArgs, ScoresArgs, StoreDType, WeightDType, WeightMatrix, XPrologue,
 } from './ops-args';
 
-export { attentionSplits, decodeAttentionKernels, GROUPED_MAX, keyBounds, keysSplits, LANES_MAX_HEAD, MASKED_SCORE, tiledSplits, unmaskScores } from './attention-plan';
+export { attentionSplits, decodeAttentionKernels, foldsStep, GROUPED_MAX, keyBounds, keysSplits, LANES_MAX_HEAD, MASKED_SCORE, tiledSplits, unmaskScores } from './attention-plan';
 export { gemvSgColumns } from './matmul-launch';
 export type {
   AttentionArgs, AttentionVariant, EmbedArgs, GatherArgs, GemvVariant, GluArgs, MatmulArgs, MatmulProfile, MatmulVariant, RmsNormArgs, RopeScatterArgs,
@@ -82,6 +82,7 @@ export class Ops {
     this.temps = new Scratch(lib.device, () => d.flush());
     this.maxBinding = lib.device.limits.maxStorageBufferBindingSize;
     this.wgStorage = lib.device.limits.maxComputeWorkgroupStorageSize;
+    this.wgInvocations = Math.min(lib.device.limits.maxComputeInvocationsPerWorkgroup, lib.device.limits.maxComputeWorkgroupSizeX);
     const info = (lib.device as GPUDevice & { adapterInfo?: GPUAdapterInfo }).adapterInfo;
     // A device without adapterInfo (older browsers) gets 32, the common size on GPUs; gemv_sg is right at any size.
     this.subgroupMin = lib.device.features.has('subgroups') ? (info?.subgroupMinSize ?? 32) : null;
@@ -92,6 +93,8 @@ export class Ops {
   private readonly maxBinding: number;
   /** The adapter's workgroup memory in bytes, read once (attention_tiled's tiles, gemv's COMBINE). */
   private readonly wgStorage: number;
+  /** The most invocations a one-dimensional workgroup may have here, read once (attention_grouped's groups). */
+  private readonly wgInvocations: number;
 
   /** Whether a pass of T rows gets the fused launches (see fuse): only the gemv kernel has the prologues. */
   fuses(T: number): boolean {
@@ -233,7 +236,7 @@ export class Ops {
     const long = longFor(this.longAttention, T, HD, keys);
     if (long) return long.attention;
     const tuned = this.decodeAttention;
-    if (T < TILED_MIN_ROWS && tuned && decodeAttentionKernels(HD, GROUPED_MAX).includes(tuned)) return tuned;
+    if (T < TILED_MIN_ROWS && tuned && attendsDecodeRow(tuned, HD)) return tuned;
     if (T >= TILED_MIN_ROWS && this.attentionTile(HD) >= 4) return 'tiled';
     return HD <= KEYS_MAX_HEAD ? 'keys' : 'rows';
   }
@@ -244,7 +247,7 @@ export class Ops {
    * compatibility level's 128 invocations).
    */
   decodeKernels(HD: number, group: number): AttentionVariant[] {
-    return decodeAttentionKernels(HD, group).filter((v) => v !== 'grouped' || groupedFits(HD, group, this.lib.device.limits));
+    return decodeAttentionKernels(HD, group).filter((v) => v !== 'grouped' || groupedFits(HD, group, this.wgInvocations, this.wgStorage));
   }
 
   /**
@@ -273,14 +276,15 @@ export class Ops {
     if (s?.qkNorm) b[9] = s.qkNorm.w;
     // A step knows the keys its row scans: a sliding-window layer's (Gemma 3) are its window, not the cache.
     const keys = s ? Math.max(1, s.last - s.first) : a.n;
-    const variant = a.variant ?? this.attentionVariant ?? this.pickAttention(a.T, a.HD, keys);
+    // The long spans' kernel where it applies (looked up once: decode calls this every layer).
+    const long = longFor(this.longAttention, a.T, a.HD, keys);
+    const variant = a.variant ?? this.attentionVariant ?? long?.attention ?? this.pickAttention(a.T, a.HD);
     const decode = variant === 'keys' || variant === 'lanes';
-    if (s && (!(decode || variant === 'grouped') || a.T !== 1 || a.HD % 8 !== 0)) throw new Error(`attention: a step folds RoPE into attention_decode or attention_grouped for one row and heads of a multiple of 8, not ${variant} for ${a.T} rows of ${a.HD}`);
+    if (s && (!foldsStep(variant, !!s.qkNorm) || a.T !== 1 || a.HD % 8 !== 0)) throw new Error(`attention: a step folds RoPE into attention_decode, or attention_grouped without a q/k norm, for one row and heads of a multiple of 8, not ${variant}${s.qkNorm ? ' with a q/k norm' : ''} for ${a.T} rows of ${a.HD}`);
     if (decode) {
       const lanes = variant === 'lanes';
-      if (!decodeAttentionKernels(a.HD).includes(variant)) throw new Error(`attention_decode${lanes ? "'s lanes" : ''}: a head of ${a.HD} (at most ${lanes ? LANES_MAX_HEAD : KEYS_MAX_HEAD})`);
+      if (!attendsDecodeRow(variant, a.HD)) throw new Error(`attention_decode${lanes ? "'s lanes" : ''}: a head of ${a.HD} (at most ${lanes ? LANES_MAX_HEAD : KEYS_MAX_HEAD})`);
       const rows = a.T * a.H;
-      const long = longFor(this.longAttention, a.T, a.HD, keys);
       const KPT = lanes ? 1 : (a.keysPerThread ?? (long?.attention === variant ? long.keysPerThread : this.decodeKeysPerThread) ?? 1);
       if (![1, 2, 4, 8].includes(KPT)) throw new Error(`attention_decode: ${KPT} keys an invocation (1, 2, 4 or 8)`);
       const splits = Math.min(fit, a.splits ?? (lanes ? lanesSplits(rows, keys) : keysSplits(rows, keys, KPT)));
@@ -290,10 +294,9 @@ export class Ops {
     if (variant === 'grouped') {
       // A workgroup of 64 invocations for each q head of a kv head's group (tuned models only: Ops.decodeAttention).
       const QG = a.H / a.NKV;
-      if (!this.decodeKernels(a.HD, QG).includes('grouped')) throw new Error(`attention_grouped: heads of ${a.HD} in groups of ${QG} (at most ${LANES_MAX_HEAD}, in groups of 2 to ${GROUPED_MAX} that the device's workgroups hold)`);
+      if (!attendsDecodeRow('grouped', a.HD, QG) || !groupedFits(a.HD, QG, this.wgInvocations, this.wgStorage)) throw new Error(`attention_grouped: heads of ${a.HD} in groups of ${QG} (at most ${LANES_MAX_HEAD}, in groups of 2 to ${GROUPED_MAX} that the device's workgroups hold)`);
       // LANES' slices for the same heads: as many invocations, QG times fewer and larger workgroups.
       const splits = Math.min(fit, a.splits ?? lanesSplits(a.T * a.H, keys));
-      if (s?.qkNorm) throw new Error('attention_grouped: a step with a q/k norm (attention_decode folds it)');
       const pipe = this.lib.pipeline('attention_grouped', { HD4: kv.HD4, QG, WGS: 64 * QG, KV_F16: a.kvDtype === 'f16', SPLIT: splits > 1, STEP: !!s, INTERLEAVED: !!s?.interleaved });
       return this.attentionRun(a, pipe, params(splits), b, splits, a.T * a.NKV * splits * 64);
     }

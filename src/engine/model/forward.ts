@@ -30,7 +30,7 @@ import { ropeTable } from './rope';
 import type { Scratch } from './scratch';
 import { RunState } from './run-state';
 import { joinScores, wantsLayer, type ScoresRequest, type ScoresResult } from './pass-scores';
-import { keyBounds, unmaskScores, type AttentionStep, type Ops, type WeightMatrix, type XPrologue } from '../ops';
+import { foldsStep, keyBounds, unmaskScores, type AttentionStep, type Ops, type WeightMatrix, type XPrologue } from '../ops';
 
 export type { ScoresRequest, ScoresResult } from './pass-scores';
 
@@ -269,7 +269,7 @@ export class ForwardPass {
     if (this.T !== 1 || !this.ropeByPosition || scores || !ops.fuses(1) || HD % 8 !== 0) return null;
     const [first, last] = this.oneRowBounds[kind]!;
     const variant = ops.attentionVariant ?? ops.pickAttention(1, HD, Math.max(1, last - first));
-    if (variant !== 'keys' && variant !== 'lanes' && (variant !== 'grouped' || qkNorm)) return null;
+    if (!foldsStep(variant, qkNorm)) return null;
     return { cs, qp: this.cache.positions[this.rows[0]], row: this.rows[0], first, last, interleaved };
   }
 
