@@ -48,11 +48,9 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   }
   last = min(last, p.n);
   // This invocation's slice of [first, last): all of it unless the keys are split.
-  if (last > first && p.splits > 1u) {
-    let len = (last - first + p.splits - 1u) / p.splits;
-    first = min(last, first + split * len);
-    last = min(last, first + len);
-  }
+  let span = key_slice(first, last, split);
+  first = span.x;
+  last = span.y;
 
   var acc: array<vec4<f32>, TQ * HD4>;
   var m = vec4<f32>(NEG);

@@ -138,11 +138,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   var first = b.x;
   var last = min(b.y, p.n);
 #endif
-  if (last > first && p.splits > 1u) {
-    let len = (last - first + p.splits - 1u) / p.splits;
-    first = min(last, first + split * len);
-    last = min(last, first + len);
-  }
+  let span = key_slice(first, last, split);
+  first = span.x;
+  last = span.y;
   let kstride = p.NKV * HD4;
   let g = lid / HD4;
   let i = lid % HD4;

@@ -67,6 +67,14 @@ fn as_cached(v: vec4<f32>) -> vec4<f32> {
 #if SPLIT
 @group(0) @binding(8) var<storage, read_write> ml: array<vec2<f32>>;
 #endif
+// Slice `split` of p.splits of a row's key range [first, last), as attention_combine expects them: all of it unless
+// the keys are split; the last slices may be short or empty.
+fn key_slice(first: u32, last: u32, split: u32) -> vec2<u32> {
+  if (last <= first || p.splits <= 1u) { return vec2<u32>(first, last); }
+  let len = (last - first + p.splits - 1u) / p.splits;
+  let f = min(last, first + split * len);
+  return vec2<u32>(f, min(last, f + len));
+}
 #if QKNORM
 // The q norm's weights then the k norm's, HD4 vec4s each (added to wadd: 1 for Gemma's 1 + w).
 @group(0) @binding(9) var<storage, read> qkn: array<vec4<f32>>;

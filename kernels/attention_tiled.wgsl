@@ -57,11 +57,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     last = max(last, b.y);
   }
   last = min(last, p.n);
-  if (last > first && p.splits > 1u) {
-    let len = (last - first + p.splits - 1u) / p.splits;
-    first = min(last, first + split * len);
-    last = min(last, first + len);
-  }
+  let span = key_slice(first, last, split);
+  first = span.x;
+  last = span.y;
 
   // This invocation's row; a row past T keeps an empty range and so never computes.
   let live = t0 + lid < p.T;
