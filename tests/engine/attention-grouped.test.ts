@@ -6,13 +6,16 @@
  * past 2^128 in base 2, so each head's merge must take its own max. Measured on SwiftShader: at most 8.4e-7 of the
  * largest output; the bound GROUPED_RT is about 10x that. Each of three deliberate faults fails cases: a head's
  * merge reading another head's maxima, a q head taken from the wrong kv group, the accumulators not rescaled by
- * their invocation's share. Where it is refused: heads over 64, groups of 1 or over 4.
+ * their invocation's share. Where it is refused: heads over 64, groups of 1 or over 4. attention_lanes.wgsl, the walk
+ * and merge it shares with attention_decode's LANES: both kernels include it, and they agree on the same heads.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as ref from '../../src/engine/reference';
 import { keyBounds } from '../../src/engine/ops';
 import { floatsToHalves, roundToHalf } from '../../src/engine/f16';
+import { preprocess } from '../../src/engine/gpu/kernels';
+import { loadKernelSources } from '../../src/node/gpu';
 import { assertClose, harness, rand } from '../helpers/gpu';
 
 const GROUPED_RT = 9e-6;
@@ -66,4 +69,30 @@ test('attention_grouped is offered and refused by head width and group size', as
   assert.throws(() => h.ops.attention(args(4, 4, 64)), /groups of 2 to 4/);
   assert.throws(() => h.ops.attention(args(7, 1, 64)), /groups of 2 to 4/);
   assert.throws(() => h.ops.attention(args(4, 2, 128)), /heads of 128/);
+});
+
+test('attention_lanes.wgsl: attention_decode\'s LANES and attention_grouped walk and merge with it, and agree on the same heads', async () => {
+  const sources = loadKernelSources();
+  const base = { HD4: 16, KV_F16: false, SPLIT: true, STEP: false, INTERLEAVED: false };
+  const has = (wgsl: string) => wgsl.includes('fn lanes_walk(') && wgsl.includes('fn lanes_merge(');
+  assert.ok(has(preprocess('attention_grouped', sources, { ...base, QG: 3, WGS: 192 })));
+  assert.ok(has(preprocess('attention_decode', sources, { ...base, KPT: 1, LANES: true, QKNORM: false })));
+  assert.ok(!has(preprocess('attention_decode', sources, { ...base, KPT: 1, LANES: false, QKNORM: false })), 'attention_decode in rounds does not walk in lanes');
+  // Both over the same rows: one head a workgroup (LANES, 8 vec4s merged at a time) or three (grouped, 2 at a time).
+  const h = await harness();
+  const T = 2, n = 257, H = 6, NKV = 2, HD = 64, qStride = (H + 2 * NKV) * HD;
+  const kpos = Int32Array.from({ length: n }, (_, j) => j);
+  const qpos = Int32Array.from([n - 1, 100]);
+  const a = { T, n, H, NKV, HD, qStride, qOffset: 0, kpos, qpos, window: 0, scale: 1 / Math.sqrt(HD), q: rand(T * qStride, 71), k: rand(n * NKV * HD, 72), v: rand(n * NKV * HD, 73) };
+  const want = ref.attention(a);
+  const args = { q: h.upload(a.q), qStride, qOffset: 0, k: h.upload(a.k), v: h.upload(a.v), kvDtype: 'f32' as const, qpos: h.upload(qpos), kpos: h.upload(kpos),
+    T, n, H, NKV, HD, window: 0, scale: a.scale, bounds: h.upload(keyBounds(kpos, n, qpos, 0)), splits: 3 };
+  const outs = [];
+  for (const variant of ['lanes', 'grouped'] as const) {
+    const out = h.empty(want.length * 4);
+    h.ops.attention({ ...args, out, variant });
+    outs.push(await h.readF32(out, want.length));
+  }
+  assertClose(outs[1], outs[0], 0, GROUPED_RT, 'grouped against LANES');
+  assertClose(outs[0], want, 0, GROUPED_RT, 'LANES against the reference');
 });
