@@ -153,9 +153,14 @@ export function gpuSection(runs: { file: string; r: GpuRun }[]): string {
         : l.tier === 'host-f16' ? 'kept in host memory as halves, as KVStore\'s f16 blobs hold them, uploaded at link time and widened on the GPU; full recompute\'s time is the host run\'s'
         : `kept in host memory${l.kv_dtype ? ' as f32' : ''}, uploaded at link time${l.kv_dtype ? `; the linked cache keeps ${l.kv_dtype} keys and values` : ''}`) +
         (l.submit_each_layer === undefined ? '' : l.submit_each_layer ? '; work submitted after each layer' : '; each pass submitted whole');
-      lines.push(`TTFT at ${l.context} tokens in ${l.chunks} chunks of ${l.chunk_tokens}, ${l.model} (ms; chunks compiled ahead and ${where}):`, '');
-      lines.push(table(['algorithm', 'TTFT', 'load', 'recompute', 'first token', 'GPU busy', 'recomputed rows', '× legolink:16'], l.results.map((x) => [
-        x.algorithm, n0(x.totalMs), n0(x.loadMs), n0(x.recomputeMs), n0(x.firstTokenMs), n0(x.gpuMs ?? undefined), `${x.recomputed} / ${x.tokens}`, n1(l.ratios?.[`${x.algorithm}/legolink:16`] ?? (x.algorithm === 'legolink:16' ? 1 : undefined)),
+      // Kits since the host's recording times were kept say how much of the recompute the host spent recording it.
+      const host = l.results.some((x) => x.recordMs !== undefined);
+      lines.push(`TTFT at ${l.context} tokens in ${l.chunks} chunks of ${l.chunk_tokens}, ${l.model} (ms; chunks compiled ahead and ${where}` +
+        (host ? '; *host recording*: of the recompute, the host\'s time recording its launches layer by layer and submitting them; *finish + submit*: the whole link\'s time in WebGPU\'s finish and submit' : '') + '):', '');
+      lines.push(table(['algorithm', 'TTFT', 'load', 'recompute', 'first token', 'GPU busy', ...(host ? ['host recording', 'finish + submit (submissions)'] : []), 'recomputed rows', '× legolink:16'], l.results.map((x) => [
+        x.algorithm, n0(x.totalMs), n0(x.loadMs), n0(x.recomputeMs), n0(x.firstTokenMs), n0(x.gpuMs ?? undefined),
+        ...(host ? [n0(x.recordMs), x.submitMs === undefined ? '–' : `${n0(x.submitMs)} (${x.submits})`] : []),
+        `${x.recomputed} / ${x.tokens}`, n1(l.ratios?.[`${x.algorithm}/legolink:16`] ?? (x.algorithm === 'legolink:16' ? 1 : undefined)),
       ])), '');
       if (l.profiles?.length) {
         lines.push(`Where those links' GPU time goes, kernel by kernel (${l.context} tokens; GPU timestamps, each dispatch in a pass of its own, so both times run above the plain links'; legolink:16 from the GPU tier):`, '');

@@ -58,11 +58,15 @@ export async function cacheBlendPass(
   const pass = engine.pass(cache);
   pass.begin(layout.tokens, all);
   let rowLayers = 0;
+  // Host ms recording and submitting the layers (TtftBreakdown.recordMs).
+  let recordMs = 0;
   const runLayer = async (l: number) => {
     await beforeLayer(l);
     rowLayers += pass.rows.length;
+    const t = performance.now();
     pass.layer(l, { scores: scoresFor(Array.from(pass.rows)) });
     engine.ops.d.flush();
+    recordMs += performance.now() - t;
   };
   for (let l = 0; l <= check; l++) await runLayer(l);
   let chosen = cachedRows;
@@ -81,5 +85,5 @@ export async function cacheBlendPass(
   await engine.sync();
   const recomputedAt = performance.now();
   const rows = Array.from(pass.rows);
-  return { rows, rowLayers, recomputedAt, logits: () => pass.logits([rows.length - 1]), scores: () => pass.scores() };
+  return { rows, rowLayers, recordMs, recomputedAt, logits: () => pass.logits([rows.length - 1]), scores: () => pass.scores() };
 }

@@ -36,6 +36,14 @@ export interface TtftBreakdown {
   overlapMs: number | null;
   /** Whether layer l + 1 was loaded while layer l recomputed. */
   pipelined: boolean;
+  /**
+   * Host ms recording the recompute's launches, layer by layer, and submitting them (part of recomputeMs). Near
+   * recomputeMs and above gpuMs, the host's recording bounds the link and the GPU waits for it.
+   */
+  recordMs: number;
+  /** Host ms of the link in the WebGPU implementation's finish and submit (Dispatcher.submitMs), and its submissions. */
+  submitMs: number;
+  submits: number;
 }
 
 export interface LinkResult {
@@ -84,6 +92,8 @@ async function linkNow(engine: Engine, parts: LinkPart[], algo: LinkAlgorithm, o
   const L = engine.config.nLayers;
   // The TTFT counts making the working cache too (KVSpare makes it cheap from the second link on).
   const t0 = performance.now();
+  const d = engine.ops.d;
+  const submitted = { ms: d.submitMs, n: d.submits };
   const cache = engine.newCache(N + (opts.reserve ?? 64));
   try {
     cache.setPositions(0, layout.positions);
@@ -114,6 +124,7 @@ async function linkNow(engine: Engine, parts: LinkPart[], algo: LinkAlgorithm, o
     let t2: number;
     let scores: ScoresResult[] = [];
     let tFirst = 0;
+    let recordMs = 0;
     const lastCached = layout.segments.length ? layout.segments[layout.segments.length - 1] : null;
     const questionStart = lastCached ? lastCached.start + lastCached.length : 0;
     const scoresFor = (passRows: number[]): ScoresRequest | undefined =>
@@ -121,6 +132,7 @@ async function linkNow(engine: Engine, parts: LinkPart[], algo: LinkAlgorithm, o
     if (algo.kind === 'cacheblend') {
       const r = await cacheBlendPass(engine, cache, layout, resolveBlend(algo, layout, opts), scoresFor, beforeLayer);
       rows = r.rows;
+      recordMs = r.recordMs;
       rowLayers = r.rowLayers;
       t2 = r.recomputedAt;
       logits = await r.logits();
@@ -134,8 +146,10 @@ async function linkNow(engine: Engine, parts: LinkPart[], algo: LinkAlgorithm, o
       const req = scoresFor(rows);
       for (let l = 0; l < L; l++) {
         await beforeLayer(l);
+        const a = performance.now();
         pass.layer(l, { scores: req });
         engine.ops.d.flush();
+        recordMs += performance.now() - a;
       }
       await engine.sync();
       t2 = performance.now();
@@ -157,6 +171,9 @@ async function linkNow(engine: Engine, parts: LinkPart[], algo: LinkAlgorithm, o
       gpuMs,
       overlapMs: gpuMs === null ? null : Math.max(0, stagingMs + gpuMs - phaseMs),
       pipelined,
+      recordMs,
+      submitMs: d.submitMs - submitted.ms,
+      submits: d.submits - submitted.n,
     };
     const result: LinkResult = { cache, logits, scores, layout, recomputed: rows.length, recomputedFraction: rows.length / N, recomputedRowLayers: rowLayers, ttft };
     opts.controller?.observe(result, engine.config.nLayers, engine.model!.kvDim);

@@ -298,6 +298,13 @@ test('rows from the GPU tier are placed with each layer\'s recompute, in its sub
     // A layer's recompute is one submission; host rows add one a layer for their uploads, the GPU tier's none.
     assert.equal(host.submits - gpu.submits, L, `${spec}: ${host.submits} submissions from the host, ${gpu.submits} from the GPU tier`);
     assert.ok(gpu.submits <= L + 4, `${spec}: ${gpu.submits} submissions for ${L} layers`);
+    // The breakdown counts the same submissions, and times the recompute's recording within the recompute.
+    for (const { r, submits } of [host, gpu]) {
+      const t = r.ttft;
+      assert.equal(t.submits, submits, `${spec}: the breakdown's submissions`);
+      assert.ok(t.recordMs > 0 && t.recordMs <= t.recomputeMs, `${spec}: recording ${t.recordMs} ms of a ${t.recomputeMs} ms recompute`);
+      assert.ok(t.submitMs > 0 && t.submitMs <= t.totalMs, `${spec}: ${t.submitMs} ms in finish and submit of a ${t.totalMs} ms TTFT`);
+    }
     host.r.cache.destroy();
     gpu.r.cache.destroy();
   }
