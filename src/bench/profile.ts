@@ -33,6 +33,11 @@ export interface DecodeProfile {
   /** Sum of the kernels' own times, each in its own pass. */
   kernels_gpu_ms: number;
   kernels: KernelTime[];
+  /**
+   * The same time by kind of launch, slowest first: a kernel with the defines it was built with and its workgroup
+   * count (`launchName`), so the step's GEMVs part by what they fold in and by their shape.
+   */
+  launches?: KernelTime[];
 }
 
 /** Profiles `steps` decode steps after a `context`-token prefill; null without timestamp queries. */
@@ -68,18 +73,32 @@ export async function profileDecode(e: Engine, context = 512, steps = 8): Promis
     const kernels = kernelTimes(e, steps);
     return {
       context, steps, step_gpu_ms: stepGpu, step_wall_ms: wall, submit_each_layer: chosen, step_wall_ms_other_way: other,
-      kernels_gpu_ms: kernels.reduce((s, k) => s + k.us, 0) / 1000, kernels,
+      kernels_gpu_ms: kernels.reduce((s, k) => s + k.us, 0) / 1000, kernels, launches: kernelTimes(e, steps, launchName),
     };
   } finally {
     cache.destroy();
   }
 }
 
-/** The last per-dispatch timing by kernel file (its defines folded together), slowest first; `per` divides (decode steps). */
-function kernelTimes(e: Engine, per = 1): KernelTime[] {
+/** A timed launch's kernel file (its defines and workgroups folded together). */
+const kernelName = (label: string) => label.split(/[|#]/)[0];
+
+/**
+ * A timed launch's kind: the kernel, the defines it was built with that are on or have a value (those off left
+ * out), and its workgroups: `gemv NORM STAGE TX=1 · 384 workgroups`.
+ */
+export function launchName(label: string): string {
+  const [pipe, groups] = label.split('#');
+  const [kernel, ...defines] = pipe.split('|');
+  const on = defines.filter((d) => !d.endsWith('=false')).map((d) => d.replace(/=true$/, ''));
+  return [kernel, ...on].join(' ') + (groups === undefined ? '' : ` · ${groups} workgroups`);
+}
+
+/** The last per-dispatch timing by `name` of its label (the kernel file by default), slowest first; `per` divides (decode steps). */
+function kernelTimes(e: Engine, per = 1, name = kernelName): KernelTime[] {
   const byName = new Map<string, KernelTime>();
   for (const [label, t] of e.ops.d.gpuTimeByKernel()) {
-    const kernel = label.split('|')[0];
+    const kernel = name(label);
     const k = byName.get(kernel) ?? { kernel, dispatches: 0, us: 0 };
     k.dispatches += t.passes / per;
     k.us += (t.ms * 1000) / per;
@@ -126,6 +145,7 @@ export function formatProfile(p: DecodeProfile): string[] {
       `kernels alone ${p.kernels_gpu_ms.toFixed(2)} ms (${p.kernels.reduce((s, k) => s + k.dispatches, 0)} dispatches)`,
   ];
   for (const k of p.kernels) lines.push(`  ${k.kernel.padEnd(20)} ${String(k.dispatches).padStart(4)} dispatches ${k.us.toFixed(0).padStart(7)} µs`);
+  for (const k of (p.launches ?? []).slice(0, 8)) lines.push(`    ${k.kernel}: ${k.dispatches} × ${(k.us / k.dispatches).toFixed(1)} µs`);
   return lines;
 }
 

@@ -274,6 +274,10 @@ function quantAndProfiles(quant: EngineRow[], eng: EngineRow[], bw: number): str
       return [x.model, x.weights ?? x.weight_dtype, `${p.step_wall_ms.toFixed(2)} (${p.submit_each_layer ? 'a submission a layer' : 'one submission'})`, p.step_wall_ms_other_way.toFixed(2),
         p.step_gpu_ms.toFixed(2), p.kernels_gpu_ms.toFixed(2), n0(p.kernels.reduce((s, k) => s + k.dispatches, 0)), p.kernels.slice(0, 4).map((k) => `${k.kernel} ${n0(k.us)}`).join(', ')];
     })), '');
+    for (const x of profiles.filter((y) => y.profile.launches?.length)) {
+      lines.push(`The same step of ${x.model} (${x.weights ?? x.weight_dtype}) launch by launch, the slowest kinds (a kernel, the defines it was built with, its workgroups):`, '');
+      lines.push(table(['launch', 'a step', 'µs a step', 'µs a launch'], x.profile.launches!.slice(0, 10).map((k) => [k.kernel, n0(k.dispatches), n0(k.us), n1(k.us / k.dispatches)])), '');
+    }
   }
   const ways = [...eng, ...quant].flatMap((x) => [...(x.fuse ?? []), ...(x.attention ?? []), ...(x.gemv ?? []), ...(x.combine ?? [])].map((w) => ({ x, w })));
   if (ways.length) {

@@ -10,19 +10,19 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { harness } from '../helpers/gpu';
 import { KernelLibrary } from '../../src/engine/gpu/kernels';
+import { launchName } from '../../src/bench/profile';
 
 const h = await harness();
 const d = h.ops.d;
 const dev = h.gpu.device;
 
-const probe = (op: string) => {
-  const code = `struct P { add: f32 }
+const probeCode = (op: string) => `struct P { add: f32 }
 @group(0) @binding(0) var<uniform> p: P;
 @group(0) @binding(1) var<storage, read_write> x: array<f32>;
 @compute @workgroup_size(64, 1, 1)
 fn main(@builtin(global_invocation_id) g: vec3<u32>) { if (g.x < arrayLength(&x)) { x[g.x] = x[g.x] ${op} p.add; } }`;
-  return dev.createComputePipeline({ layout: 'auto', compute: { module: dev.createShaderModule({ code }), entryPoint: 'main' } });
-};
+const PROBE = probeCode('+');
+const probe = (op: string) => dev.createComputePipeline({ layout: 'auto', compute: { module: dev.createShaderModule({ code: probeCode(op) }), entryPoint: 'main' } });
 const add = probe('+'), mul = probe('*');
 const peek = dev.createComputePipeline({ layout: 'auto', compute: { entryPoint: 'main', module: dev.createShaderModule({ code: `struct P { add: f32 }
 @group(0) @binding(0) var<uniform> p: P;
@@ -116,4 +116,25 @@ test('a kernel\'s pipeline is found again by its defines, in any order; any defi
   } finally {
     dev.createComputePipeline = real;
   }
+});
+
+test('timed launch by launch, each launch kind is its pipeline and its workgroups: the decode profile parts GEMVs by shape', async () => {
+  // Pipelines labelled as the kernel library labels them: the kernel, then its defines.
+  const labelled = (label: string) => dev.createComputePipeline({ label, layout: 'auto', compute: { module: dev.createShaderModule({ code: PROBE }), entryPoint: 'main' } });
+  const on = labelled('probe|SCALE=true|BIAS=false'), off = labelled('probe|SCALE=false|BIAS=false');
+  const x = buffer();
+  // The same pipeline at two workgroup counts, and one built with other defines: three kinds, their dispatches counted.
+  assert.ok(d.startGpuTimer(true), 'SwiftShader has timestamp queries');
+  d.run(on, [{ f32: 1 }], { 1: x }, [1, 1, 1]);
+  d.run(on, [{ f32: 1 }], { 1: x }, [1, 1, 1]);
+  d.run(on, [{ f32: 1 }], { 1: x }, [2, 1, 1]);
+  d.run(off, [{ f32: 1 }], { 1: x }, [1, 1, 1]);
+  await d.stopGpuTimer();
+  const kinds = [...d.gpuTimeByKernel()].map(([label, t]) => [launchName(label), t.passes]).sort();
+  assert.deepEqual(kinds, [['probe SCALE · 1 workgroups', 2], ['probe SCALE · 2 workgroups', 1], ['probe · 1 workgroups', 1]]);
+  // Every launch ran: four over the first 64 values, the two-workgroup one over all 128.
+  const got = await values(x);
+  assert.deepEqual([...new Set(got.slice(0, 64))], [4]);
+  assert.deepEqual([...new Set(got.slice(64))], [1]);
+  assert.equal(launchName('gemv|TX=1|NORM=true|GLU=false#384'), 'gemv TX=1 NORM · 384 workgroups');
 });

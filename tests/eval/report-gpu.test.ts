@@ -174,3 +174,25 @@ test('decode is judged the way the app decodes on the adapter: steps recorded ah
   assert.match(md, /\| llama-3\.2-1b \| 1907 MiB f16 \| 200\.0 \| 320\.0 \| 150\.0 \| 2\.5 \/ 5\.0 \| 1\.25 \| 1500 \| 21% \| – \|/);
   assert.match(md, /\| Decode of llama-3\.2-1b, against its roofline \| 21% of 1500 tok\/s \| ≥ 50% \| no \|/);
 });
+
+test('a decode profile shows the step launch by launch where the kit kept its launches, slowest first', () => {
+  const profile = {
+    context: 512, steps: 8, step_gpu_ms: 2.3, step_wall_ms: 3.3, submit_each_layer: true, step_wall_ms_other_way: 5.8, kernels_gpu_ms: 2.5,
+    kernels: [{ kernel: 'gemv', dispatches: 65, us: 2100 }, { kernel: 'attention_decode', dispatches: 16, us: 400 }],
+    launches: [
+      { kernel: 'gemv TX=1 NORM · 2048 workgroups', dispatches: 16, us: 700 },
+      { kernel: 'gemv TX=1 GLU · 256 workgroups', dispatches: 16, us: 500 },
+      { kernel: 'attention_decode HD4=16 STEP · 256 workgroups', dispatches: 16, us: 400 },
+    ],
+  };
+  const md = gpuSection([{ file: 'gpu-test.json', r: {
+    command: 'bash scripts/gpu-check.sh',
+    kit: {
+      started: '2026-11-27T00:00:00Z', budget_s: 300, node: 'v20', adapter: { description: 'Test GPU', vendor: 'test', features: [], limits: {} }, copy: { gbytes_per_s: 800 },
+      engine: [{ adapter: 'Test GPU', model: 'llama-3.2-1b', weight_bytes: 2e9, weight_dtype: 'f16', tokens: 512, prefill_ms: 100, tokens_per_s: 5120, gflops: 1, attention_share: 0, profile }],
+    },
+    torch: null,
+  } as GpuRun }]);
+  assert.match(md, /One decode step kernel by kernel/);
+  assert.match(md, /The same step of llama-3\.2-1b \(f16\) launch by launch[^\n]*\n\n\| launch \| a step \| µs a step \| µs a launch \|\n[^\n]*\n\| gemv TX=1 NORM · 2048 workgroups \| 16 \| 700 \| 43\.8 \|\n\| gemv TX=1 GLU · 256 workgroups \| 16 \| 500 \| 31\.3 \|\n\| attention_decode HD4=16 STEP · 256 workgroups \| 16 \| 400 \| 25\.0 \|/);
+});

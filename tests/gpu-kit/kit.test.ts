@@ -61,7 +61,7 @@ test('npm run gpu:kit builds a kit under 60 MiB whose smoke run passes on this a
     assert.equal(row.adapter, r.adapter.description, 'every figure carries the adapter');
   }
   // Packed quantized weights beside f16: fewer bytes, and throughput measured for each.
-  type Profile = { step_gpu_ms: number; kernels: { kernel: string; dispatches: number; us: number }[] };
+  type Profile = { step_gpu_ms: number; kernels: { kernel: string; dispatches: number; us: number }[]; launches: { kernel: string; dispatches: number; us: number }[] };
   type Fuse = { fused: boolean; attention: string; gemv?: string; foldCombine?: boolean; stageX?: boolean; chosen: boolean; decode_tokens_per_s: number; dispatches_per_step: number }[];
   const all = r.quant as { weights: string; adapter: string; weight_bytes: number; tokens_per_s: number; decode_tokens_per_s?: number; profile?: Profile; fuse?: Fuse; attention?: Fuse; gemv?: Fuse; combine?: Fuse }[];
   const quant = all.filter((x) => !x.profile);
@@ -71,6 +71,13 @@ test('npm run gpu:kit builds a kit under 60 MiB whose smoke run passes on this a
   for (const p of profiles) {
     const mm = p.profile!.kernels.filter((k) => k.kernel.startsWith('matmul') || k.kernel === 'gemv');
     assert.ok(p.profile!.step_gpu_ms > 0 && mm.length && mm.every((k) => k.dispatches > 0 && k.us > 0), JSON.stringify(p.profile));
+    // The same timings by kind of launch: each kernel's launches add up to its dispatches and time, each named with its workgroups.
+    for (const k of p.profile!.kernels) {
+      const kinds = p.profile!.launches.filter((x) => x.kernel.split(' ')[0] === k.kernel);
+      assert.ok(kinds.length && kinds.every((x) => / · \d+ workgroups$/.test(x.kernel)), `${k.kernel}: ${JSON.stringify(kinds)}`);
+      assert.equal(kinds.reduce((n, x) => n + x.dispatches, 0), k.dispatches, k.kernel);
+      assert.ok(Math.abs(kinds.reduce((n, x) => n + x.us, 0) - k.us) <= 1e-6 * k.us, k.kernel);
+    }
     // Decode timed both ways beside it: the fused launches save 3 a layer and 1 (tiny-llama has 2 layers).
     const [fused, unfused] = [true, false].map((f) => p.fuse!.find((x) => x.fused === f)!);
     assert.ok(fused.decode_tokens_per_s > 0 && unfused.decode_tokens_per_s > 0, JSON.stringify(p.fuse));

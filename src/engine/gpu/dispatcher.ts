@@ -127,9 +127,9 @@ export class Dispatcher {
     }
     this.slot++;
     this.count++;
-    // Profiling gives each dispatch a pass of its own, timed and labelled with its pipeline.
+    // Profiling gives each dispatch a pass of its own, timed and labelled with its pipeline and workgroup count.
     if (this.profiling && this.pass) this.commandEncoder();
-    const pass = this.beginPass(this.profiling ? pipeline.label : undefined);
+    const pass = this.beginPass(this.profiling ? `${pipeline.label}#${groups[0] * groups[1] * groups[2]}` : undefined);
     pass.setPipeline(pipeline);
     pass.setBindGroup(0, bg);
     pass.dispatchWorkgroups(groups[0], groups[1], groups[2]);
@@ -187,7 +187,10 @@ export class Dispatcher {
     return this.timer.stop(this.commandEncoder(), (b, o, n) => this.read(b, o, n));
   }
 
-  /** GPU ms and dispatch count per pipeline from the last per-dispatch timing (see startGpuTimer). */
+  /**
+   * GPU ms and dispatch count per launch kind from the last per-dispatch timing (see startGpuTimer), keyed
+   * `pipeline label#workgroups` (the label: the kernel's name, then its defines as |NAME=value).
+   */
   gpuTimeByKernel(): Map<string, { ms: number; passes: number }> {
     return this.timer?.byLabel ?? new Map();
   }
