@@ -11,7 +11,7 @@ import { link } from '../kvlink/link';
 import { parseAlgorithm } from '../kvlink/algorithms';
 import type { TtftBreakdown } from '../kvlink/link';
 
-type HostTimes = 'recordMs' | 'submitMs' | 'submits';
+type HostTimes = 'recordMs' | 'cacheMs' | 'waitMs' | 'submitMs' | 'submits';
 
 /** A link's TTFT as the kits record it; rows from kits before its host recording times lack them. */
 export interface TtftRow extends Omit<TtftBreakdown, HostTimes>, Partial<Pick<TtftBreakdown, HostTimes>> {
@@ -58,7 +58,7 @@ export async function benchTtft(e: Engine, compiled: CompiledChunk[], opts: Omit
     log(
       `${spec}: TTFT ${t.totalMs.toFixed(0)} ms (load ${t.loadMs.toFixed(0)}, recompute ${t.recomputeMs.toFixed(0)}, ` +
         `first token ${t.firstTokenMs.toFixed(0)}${t.gpuMs === null ? '' : `; GPU busy ${t.gpuMs.toFixed(0)}, load/GPU overlap ${t.overlapMs!.toFixed(0)}`}; ` +
-        `host recording ${t.recordMs.toFixed(0)}, finish and submit ${t.submitMs.toFixed(0)} in ${t.submits} submissions), ` +
+        `host: cache ${t.cacheMs.toFixed(0)}, recording ${t.recordMs.toFixed(0)}, waiting ${t.waitMs.toFixed(0)}, finish and submit ${t.submitMs.toFixed(0)} in ${t.submits} submissions), ` +
         `recomputed ${r.recomputed}/${r.layout.tokens.length} tokens`,
     );
   }

@@ -35,7 +35,7 @@ export async function compileCase(api: ContextCacheApi, chunks: string[], questi
 }
 
 export function cancelledAnswer(): Answer {
-  const ttft = { lookupMs: 0, loadMs: 0, recomputeMs: 0, firstTokenMs: 0, totalMs: 0, gpuMs: null, overlapMs: null, pipelined: true, recordMs: 0, submitMs: 0, submits: 0 };
+  const ttft = { lookupMs: 0, loadMs: 0, recomputeMs: 0, firstTokenMs: 0, totalMs: 0, gpuMs: null, overlapMs: null, pipelined: true, recordMs: 0, cacheMs: 0, waitMs: 0, submitMs: 0, submits: 0 };
   return { text: '', ttft, wallTtftMs: 0, recomputed: 0, recomputedFraction: 0, promptTokens: 0, newTokens: 0, decodeTokensPerS: 0, cancelled: true };
 }
 

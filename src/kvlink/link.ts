@@ -41,6 +41,10 @@ export interface TtftBreakdown {
    * recomputeMs and above gpuMs, the host's recording bounds the link and the GPU waits for it.
    */
   recordMs: number;
+  /** Host ms making the working cache (part of recomputeMs; KVSpare's spare makes it cheap from the second link on). */
+  cacheMs: number;
+  /** Host ms waiting for room to upload host rows (part of recomputeMs: the GPU's work on earlier layers). */
+  waitMs: number;
   /** Host ms of the link in the WebGPU implementation's finish and submit (Dispatcher.submitMs), and its submissions. */
   submitMs: number;
   submits: number;
@@ -95,6 +99,7 @@ async function linkNow(engine: Engine, parts: LinkPart[], algo: LinkAlgorithm, o
   const d = engine.ops.d;
   const submitted = { ms: d.submitMs, n: d.submits };
   const cache = engine.newCache(N + (opts.reserve ?? 64));
+  const cacheMs = performance.now() - t0;
   try {
     cache.setPositions(0, layout.positions);
     // One writer for every cached chunk; layer l of all of them is staged right before layer l is recomputed.
@@ -102,11 +107,14 @@ async function linkNow(engine: Engine, parts: LinkPart[], algo: LinkAlgorithm, o
     const segments = algo.kind === 'full' || algo.kind === 'prompt' ? [] : layout.segments;
     const writer = engine.rowWriter(cache, segments.map((s) => ({ start: s.start, positions: layout.positions.slice(s.start, s.start + s.length) })));
     let stagingMs = 0;
+    let waitMs = 0;
     const loadLayer = async (l: number) => {
       if (!segments.length) return;
       // Waiting for a staging buffer is waiting for the GPU's work on earlier layers: recompute, not load.
+      const w = performance.now();
       await engine.ops.d.uploadRoom();
       const a = performance.now();
+      waitMs += a - w;
       // Host rows' uploads go now; rows from the GPU tier are placed by launches that go with the layer's recompute.
       if (writer.layer(l, segments.map((s) => s.chunk.gpu?.[l] ?? s.chunk.layers[l]))) engine.ops.d.flush();
       stagingMs += performance.now() - a;
@@ -172,6 +180,8 @@ async function linkNow(engine: Engine, parts: LinkPart[], algo: LinkAlgorithm, o
       overlapMs: gpuMs === null ? null : Math.max(0, stagingMs + gpuMs - phaseMs),
       pipelined,
       recordMs,
+      cacheMs,
+      waitMs,
       submitMs: d.submitMs - submitted.ms,
       submits: d.submits - submitted.n,
     };

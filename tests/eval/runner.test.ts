@@ -176,7 +176,7 @@ test('modelDigest: one changed byte or file name changes it', () => {
 
 /** A backend with no GPU that takes `ms` of wall time (sleeping, not using CPU) per answer. */
 function sleepyBackend(ms: number): EvalBackend {
-  const ttft = { lookupMs: 0, loadMs: 0, recomputeMs: ms, firstTokenMs: 0, totalMs: ms, gpuMs: null, overlapMs: null, pipelined: false, recordMs: 0, submitMs: 0, submits: 0 };
+  const ttft = { lookupMs: 0, loadMs: 0, recomputeMs: ms, firstTokenMs: 0, totalMs: ms, gpuMs: null, overlapMs: null, pipelined: false, recordMs: 0, cacheMs: 0, waitMs: 0, submitMs: 0, submits: 0 };
   return {
     name: 'sleepy', adapter: 'none', model: 'none', hasChatTemplate: false, kvDtype: 'f32',
     prepare: async (c) => ({ case: c, ids: {}, compileMs: 0 }),

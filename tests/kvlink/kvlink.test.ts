@@ -302,7 +302,8 @@ test('rows from the GPU tier are placed with each layer\'s recompute, in its sub
     for (const { r, submits } of [host, gpu]) {
       const t = r.ttft;
       assert.equal(t.submits, submits, `${spec}: the breakdown's submissions`);
-      assert.ok(t.recordMs > 0 && t.recordMs <= t.recomputeMs, `${spec}: recording ${t.recordMs} ms of a ${t.recomputeMs} ms recompute`);
+      assert.ok(t.recordMs > 0 && t.cacheMs > 0 && t.waitMs >= 0, `${spec}: ${JSON.stringify(t)}`);
+      assert.ok(t.recordMs + t.cacheMs + t.waitMs <= t.recomputeMs, `${spec}: recording ${t.recordMs}, cache ${t.cacheMs}, waiting ${t.waitMs} ms of a ${t.recomputeMs} ms recompute`);
       assert.ok(t.submitMs > 0 && t.submitMs <= t.totalMs, `${spec}: ${t.submitMs} ms in finish and submit of a ${t.totalMs} ms TTFT`);
     }
     host.r.cache.destroy();
