@@ -116,6 +116,8 @@ export interface LinkProfile {
   kernels_gpu_ms: number;
   /** Per kernel over the whole link (dispatches and µs summed). */
   kernels: KernelTime[];
+  /** The same by kind of launch (`launchName`): attention with or without key slices, each product's shape. */
+  launches?: KernelTime[];
 }
 
 /** One link kernel by kernel (after a plain link, so pipelines are built); null without timestamp queries. */
@@ -133,7 +135,7 @@ export async function profileLink(e: Engine, parts: LinkPart[], spec: string): P
   const kernels = kernelTimes(e);
   return {
     algorithm: spec, tokens: r.layout.tokens.length, recomputed: r.recomputed, ttft_ms: r.ttft.totalMs,
-    kernels_gpu_ms: kernels.reduce((s, k) => s + k.us, 0) / 1000, kernels,
+    kernels_gpu_ms: kernels.reduce((s, k) => s + k.us, 0) / 1000, kernels, launches: kernelTimes(e, 1, launchName),
   };
 }
 

@@ -71,13 +71,7 @@ test('npm run gpu:kit builds a kit under 60 MiB whose smoke run passes on this a
   for (const p of profiles) {
     const mm = p.profile!.kernels.filter((k) => k.kernel.startsWith('matmul') || k.kernel === 'gemv');
     assert.ok(p.profile!.step_gpu_ms > 0 && mm.length && mm.every((k) => k.dispatches > 0 && k.us > 0), JSON.stringify(p.profile));
-    // The same timings by kind of launch: each kernel's launches add up to its dispatches and time, each named with its workgroups.
-    for (const k of p.profile!.kernels) {
-      const kinds = p.profile!.launches.filter((x) => x.kernel.split(' ')[0] === k.kernel);
-      assert.ok(kinds.length && kinds.every((x) => / · \d+ workgroups$/.test(x.kernel)), `${k.kernel}: ${JSON.stringify(kinds)}`);
-      assert.equal(kinds.reduce((n, x) => n + x.dispatches, 0), k.dispatches, k.kernel);
-      assert.ok(Math.abs(kinds.reduce((n, x) => n + x.us, 0) - k.us) <= 1e-6 * k.us, k.kernel);
-    }
+    launchesPartition(p.profile!);
     // Decode timed both ways beside it: the fused launches save 3 a layer and 1 (tiny-llama has 2 layers).
     const [fused, unfused] = [true, false].map((f) => p.fuse!.find((x) => x.fused === f)!);
     assert.ok(fused.decode_tokens_per_s > 0 && unfused.decode_tokens_per_s > 0, JSON.stringify(p.fuse));
@@ -103,11 +97,15 @@ test('npm run gpu:kit builds a kit under 60 MiB whose smoke run passes on this a
   assert.deepEqual(link.results.map((x) => x.algorithm), ['full', 'cacheblend:0.15', 'legolink:16', 'naive']);
   assert.equal(link.results[0].recomputed, link.results[0].tokens, 'full recomputes every row');
   assert.ok(link.ratios['full/legolink:16'] > 0);
+  // Each link with the host's part of its recompute, and its submissions.
+  for (const x of link.results as unknown as { algorithm: string; recomputeMs: number; recordMs: number; cacheMs: number; waitMs: number; submits: number }[]) {
+    assert.ok(x.recordMs > 0 && x.cacheMs >= 0 && x.waitMs >= 0 && x.recordMs + x.cacheMs + x.waitMs <= x.recomputeMs && x.submits > 0, JSON.stringify(x));
+  }
   // The same chunks linked from rows kept as halves (KVStore's f16 blobs) beside them.
   const halves = (r.link as { tier: string; results: { algorithm: string; recomputed: number }[] }[]).find((x) => x.tier === 'host-f16');
   assert.deepEqual(halves?.results.map((x) => [x.algorithm, x.recomputed]), link.results.slice(1).map((x) => [x.algorithm, x.recomputed]));
   // Full and legolink:16 kernel by kernel (the profile stage): every kernel's dispatches, the recomputed rows of each.
-  type LinkProfile = { algorithm: string; recomputed: number; kernels_gpu_ms: number; kernels: { kernel: string; dispatches: number; us: number }[] };
+  type LinkProfile = { algorithm: string; recomputed: number; kernels_gpu_ms: number; kernels: { kernel: string; dispatches: number; us: number }[]; launches: { kernel: string; dispatches: number; us: number }[] };
   const links = (r.link as { tier: string; profiles?: LinkProfile[] }[]).find((x) => x.tier === 'gpu')?.profiles;
   assert.deepEqual(links?.map((p) => p.algorithm), ['full', 'legolink:16'], JSON.stringify(links));
   assert.deepEqual(links!.map((p) => p.recomputed), [link.results[0].recomputed, link.results[2].recomputed]);
@@ -116,6 +114,7 @@ test('npm run gpu:kit builds a kit under 60 MiB whose smoke run passes on this a
     assert.ok(names.includes('attention') && names.some((n) => n.startsWith('matmul')), names.join(', '));
     // A kernel as short as embed can read 0 µs: SwiftShader's timestamps tick in steps of about 131 µs.
     assert.ok(p.kernels.every((k) => k.dispatches > 0 && k.us >= 0) && p.kernels_gpu_ms > 0, JSON.stringify(p));
+    launchesPartition(p);
   }
   // Loading cached rows is work full never does: legolink's link places them from the GPU tier's slabs (kv_gather).
   const gathers = (p: LinkProfile) => p.kernels.find((k) => k.kernel === 'kv_gather')?.dispatches ?? 0;
@@ -215,3 +214,16 @@ test('gpu-check.sh refuses a folder that holds no kit, and an unknown option, wi
   assert.equal(bad.status, 2);
   assert.match(bad.stderr, /unknown option --fast/);
 });
+
+type Timed = { kernel: string; dispatches: number; us: number };
+
+/** A profile's launch kinds partition its kernels: each kernel's add up to its dispatches and time, each named with its workgroups. */
+function launchesPartition(p: { kernels: Timed[]; launches: Timed[] }) {
+  for (const k of p.kernels) {
+    const kinds = p.launches.filter((x) => x.kernel.split(' ')[0] === k.kernel);
+    assert.ok(kinds.length && kinds.every((x) => / · \d+ workgroups$/.test(x.kernel)), `${k.kernel}: ${JSON.stringify(kinds)}`);
+    assert.equal(kinds.reduce((n, x) => n + x.dispatches, 0), k.dispatches, k.kernel);
+    assert.ok(Math.abs(kinds.reduce((n, x) => n + x.us, 0) - k.us) <= 1e-6 * Math.max(1, k.us), k.kernel);
+  }
+  assert.equal(p.launches.length >= p.kernels.length, true);
+}
