@@ -110,7 +110,7 @@ export function decodeBothWays(e: Engine, context: number, steps: number, otherS
   return timeWays(e, context, [chosen, !chosen].map((fused) => ({ fused, chosen: fused === chosen, steps: Math.max(1, fused === chosen ? steps : Math.min(steps, otherSteps)) })));
 }
 
-/** Decode with its attention in each kernel that serves a single row ('keys', 'lanes', 'grouped' and 'rows'), the engine's fusion kept. */
+/** Decode with its attention in each kernel that serves a single row ('keys', 'lanes', 'grouped', 'grouped-keys' and 'rows'), the engine's fusion kept. */
 export function decodeAttentionWays(e: Engine, context: number, steps: number): Promise<DecodeWay[]> {
   return timeWays(e, context, attentionWays(e, steps));
 }
@@ -176,7 +176,7 @@ export function decodeSwitchWays(e: Engine, context: number, steps: number, choi
  * (Ops.stageX).
  */
 export function wayLabel(r: Pick<DecodeWay, 'fused' | 'attention' | 'gemv'> & { keysPerThread?: number; foldCombine?: boolean; stageX?: boolean }): string {
-  const keys = r.attention === 'keys' && (r.keysPerThread ?? 1) > 1 ? ` (${r.keysPerThread} keys a thread)` : '';
+  const keys = (r.attention === 'keys' || r.attention === 'grouped-keys') && (r.keysPerThread ?? 1) > 1 ? ` (${r.keysPerThread} keys a thread)` : '';
   const combine = (r.fused && r.foldCombine === false ? ', attention_combine launched' : '') + (r.stageX === true ? ', x staged' : '');
   return `${r.fused ? 'fused' : 'unfused'}${combine}${r.attention && r.attention !== 'default' ? `, attention ${r.attention}${keys}` : ''}${r.gemv && r.gemv !== 'default' ? `, ${r.gemv}` : ''}`;
 }

@@ -15,8 +15,10 @@ export const KEYS_MAX_HEAD = 256;
 
 /** attention_grouped's workgroup holds 64 invocations for each q head of a kv head's group: groups of at most 4 (256 invocations). */
 export const GROUPED_MAX = 4;
+/** attention_decode's rounds for a kv head's q heads (QG): groups of at most 8 (Qwen2.5-0.5B has 7), its per-head state in registers. */
+export const GROUPED_KEYS_MAX = 8;
 
-const DECODE_KERNELS: readonly AttentionVariant[] = ['keys', 'lanes', 'grouped', 'rows'];
+const DECODE_KERNELS: readonly AttentionVariant[] = ['keys', 'lanes', 'grouped', 'grouped-keys', 'rows'];
 
 /**
  * Whether `variant` can attend for a decode step's row with heads of `HD`, `group` q heads to a kv head (H / NKV;
@@ -27,6 +29,7 @@ export function attendsDecodeRow(variant: AttentionVariant, HD: number, group = 
     case 'keys': return HD <= KEYS_MAX_HEAD;
     case 'lanes': return HD <= LANES_MAX_HEAD;
     case 'grouped': return HD <= LANES_MAX_HEAD && group >= 2 && group <= GROUPED_MAX;
+    case 'grouped-keys': return HD <= KEYS_MAX_HEAD && group >= 2 && group <= GROUPED_KEYS_MAX;
     case 'rows': return true;
     default: return false;
   }
@@ -39,10 +42,24 @@ export function decodeAttentionKernels(HD: number, group = 1): AttentionVariant[
 
 /**
  * Whether a kernel folds a decode step's RoPE and cache write (AttentionArgs.step) into its launch: attention_decode
- * ('keys', 'lanes'), with a q/k norm too, and attention_grouped, without one.
+ * ('keys', 'lanes', 'grouped-keys'), with a q/k norm too, and attention_grouped, without one.
  */
 export function foldsStep(variant: AttentionVariant, qkNorm: boolean): boolean {
-  return variant === 'keys' || variant === 'lanes' || (variant === 'grouped' && !qkNorm);
+  return variant === 'keys' || variant === 'lanes' || variant === 'grouped-keys' || (variant === 'grouped' && !qkNorm);
+}
+
+/** Whether a kernel walks its keys in rounds of 64 × keys a thread (attention_decode's 'keys' and 'grouped-keys'). */
+export function takesKeysPerThread(variant: AttentionVariant): boolean {
+  return variant === 'keys' || variant === 'grouped-keys';
+}
+
+/**
+ * Whether attention_decode's rounds for `QG` q heads of `HD` at `keysPerThread` fit `storage` bytes of workgroup
+ * memory: the q heads, each head's weights for a round, the invocations' maxima and sums for each head, the
+ * accumulators' merge, and the step's key and value.
+ */
+export function groupedKeysFits(HD: number, QG: number, keysPerThread: number, storage: number): boolean {
+  return 4 * QG * HD + 4 * QG * 64 * keysPerThread + 8 * QG * 64 + 16 * 64 + 8 * HD <= storage;
 }
 
 /**

@@ -15,7 +15,7 @@ export { OutOfGpuMemoryError } from './model/gpu-model';
 export { DeviceLostError, GpuValidationError } from './gpu/dispatcher';
 export { describeSplit, kvDtypeFor, paramCount, planGpuMemory, splitMatrices, weightDtypeFor, type AdapterLimits, type GpuPlan } from './model/gpu-plan';
 export type { AttentionVariant, GemvVariant, KeysPerThread, LongAttention, MatmulVariant, StoreDType } from './ops';
-export { decodeAttentionKernels } from './ops';
+export { decodeAttentionKernels, groupedKeysFits } from './ops';
 
 // GPU context and kernels.
 export { createGpuContext, describeAdapter, NoWebGPUError, type AdapterSummary, type GpuContext } from './gpu/device';

@@ -140,9 +140,11 @@ export interface LongAttention {
  * 'lanes' (attention_decode.wgsl's LANES, heads of at most 64: each of the 64 invocations walks keys of its own
  * with its own online softmax, merged once at the end; for decode at long contexts) and 'grouped'
  * (attention_grouped.wgsl: LANES for a kv head's 2 to 4 q heads in one workgroup, so a key's rows are fetched once
- * for the group; heads of at most 64, no step fold).
+ * for the group; heads of at most 64, no step fold) and 'grouped-keys' (attention_decode.wgsl in rounds with QG: a
+ * kv head's q heads in one workgroup, so a key's rows are loaded once for them; any head 'keys' takes, groups of 2
+ * to 8, with the step fold and its q/k norm).
  */
-export type AttentionVariant = 'rows' | 'tiled' | 'keys' | 'lanes' | 'grouped';
+export type AttentionVariant = 'rows' | 'tiled' | 'keys' | 'lanes' | 'grouped' | 'grouped-keys';
 export interface ScoresArgs extends Omit<AttentionArgs, 'v' | 'out' | 'T' | 'bounds'> {
   rows: GPUBuffer; R: number; head: number; out: GPUBuffer;
 }

@@ -10,14 +10,14 @@ import type { KernelLibrary } from './gpu/kernels';
 import { Scratch } from './model/scratch';
 import { checkQuantShape, isQuant, QUANT, scaleBase, vec4Blocks, type QuantType } from './quant';
 import { gemvOwnBytes, gemvSgColumns, matmulBindings, matmulParams, stagedVec4s, tiledVariant, wDefines, yRange } from './matmul-launch';
-import { attendsDecodeRow, attentionSplits, cpuAttentionSplits, decodeAttentionKernels, foldsStep, GROUPED_MAX, groupedFits, keysSplits, KEYS_MAX_HEAD, LANES_MAX_HEAD, lanesSplits, longFor, TILED_MIN_ROWS, tiledSplits } from './attention-plan';
+import { attendsDecodeRow, attentionSplits, cpuAttentionSplits, decodeAttentionKernels, foldsStep, GROUPED_KEYS_MAX, GROUPED_MAX, groupedFits, groupedKeysFits, keysSplits, KEYS_MAX_HEAD, LANES_MAX_HEAD, lanesSplits, longFor, TILED_MIN_ROWS, tiledSplits } from './attention-plan';
 
 import type {
   AttentionArgs, AttentionVariant, EmbedArgs, GatherArgs, GemvVariant, GluArgs, MatmulArgs, MatmulProfile, MatmulVariant, RmsNormArgs, RopeScatterArgs,
   KeysPerThread, AttentionSlices, AttentionStep, LongAttention, ScatterArgs, ScoresArgs, StoreDType, WeightDType, WeightMatrix, XPrologue,
 } from './ops-args';
 
-export { attentionSplits, decodeAttentionKernels, foldsStep, GROUPED_MAX, keyBounds, keysSplits, LANES_MAX_HEAD, MASKED_SCORE, tiledSplits, unmaskScores } from './attention-plan';
+export { attentionSplits, decodeAttentionKernels, foldsStep, GROUPED_KEYS_MAX, GROUPED_MAX, groupedKeysFits, takesKeysPerThread, keyBounds, keysSplits, LANES_MAX_HEAD, MASKED_SCORE, tiledSplits, unmaskScores } from './attention-plan';
 export { gemvSgColumns } from './matmul-launch';
 export type {
   AttentionArgs, AttentionVariant, EmbedArgs, GatherArgs, GemvVariant, GluArgs, MatmulArgs, MatmulProfile, MatmulVariant, RmsNormArgs, RopeScatterArgs,
@@ -247,7 +247,7 @@ export class Ops {
    * compatibility level's 128 invocations).
    */
   decodeKernels(HD: number, group: number): AttentionVariant[] {
-    return decodeAttentionKernels(HD, group).filter((v) => v !== 'grouped' || groupedFits(HD, group, this.wgInvocations, this.wgStorage));
+    return decodeAttentionKernels(HD, group).filter((v) => (v !== 'grouped' || groupedFits(HD, group, this.wgInvocations, this.wgStorage)) && (v !== 'grouped-keys' || groupedKeysFits(HD, group, 1, this.wgStorage)));
   }
 
   /**
@@ -279,16 +279,22 @@ export class Ops {
     // The long spans' kernel where it applies (looked up once: decode calls this every layer).
     const long = longFor(this.longAttention, a.T, a.HD, keys);
     const variant = a.variant ?? this.attentionVariant ?? long?.attention ?? this.pickAttention(a.T, a.HD);
-    const decode = variant === 'keys' || variant === 'lanes';
+    const decode = variant === 'keys' || variant === 'lanes' || variant === 'grouped-keys';
     if (s && (!foldsStep(variant, !!s.qkNorm) || a.T !== 1 || a.HD % 8 !== 0)) throw new Error(`attention: a step folds RoPE into attention_decode, or attention_grouped without a q/k norm, for one row and heads of a multiple of 8, not ${variant}${s.qkNorm ? ' with a q/k norm' : ''} for ${a.T} rows of ${a.HD}`);
     if (decode) {
       const lanes = variant === 'lanes';
-      if (!attendsDecodeRow(variant, a.HD)) throw new Error(`attention_decode${lanes ? "'s lanes" : ''}: a head of ${a.HD} (at most ${lanes ? LANES_MAX_HEAD : KEYS_MAX_HEAD})`);
-      const rows = a.T * a.H;
-      const KPT = lanes ? 1 : (a.keysPerThread ?? (long?.attention === variant ? long.keysPerThread : this.decodeKeysPerThread) ?? 1);
+      // 'grouped-keys': a workgroup for each kv head's group of q heads.
+      const QG = variant === 'grouped-keys' ? a.H / a.NKV : 1;
+      const grouped = variant === 'grouped-keys';
+      if (!attendsDecodeRow(variant, a.HD, QG)) throw new Error(`attention_decode${lanes ? "'s lanes" : grouped ? ' for a kv head\'s q heads' : ''}: a head of ${a.HD}${grouped ? ` in groups of ${QG}` : ''} (at most ${lanes ? LANES_MAX_HEAD : KEYS_MAX_HEAD}${grouped ? `, in groups of 2 to ${GROUPED_KEYS_MAX}` : ''})`);
+      const rows = (a.T * a.H) / QG;
+      let KPT = lanes ? 1 : (a.keysPerThread ?? (long?.attention === variant ? long.keysPerThread : this.decodeKeysPerThread) ?? 1);
       if (![1, 2, 4, 8].includes(KPT)) throw new Error(`attention_decode: ${KPT} keys an invocation (1, 2, 4 or 8)`);
+      // A group's weights for a round grow with the keys a thread: a tuned setting halves until they fit (an asked one must).
+      while (QG > 1 && a.keysPerThread === undefined && KPT > 1 && !groupedKeysFits(a.HD, QG, KPT, this.wgStorage)) KPT /= 2;
+      if (QG > 1 && !groupedKeysFits(a.HD, QG, KPT, this.wgStorage)) throw new Error(`attention_decode: ${QG} q heads of ${a.HD} at ${KPT} keys a thread need more than the device's ${this.wgStorage} B of workgroup memory`);
       const splits = Math.min(fit, a.splits ?? (lanes ? lanesSplits(rows, keys) : keysSplits(rows, keys, KPT)));
-      const pipe = this.lib.pipeline('attention_decode', { HD4: kv.HD4, KPT, LANES: lanes, KV_F16: a.kvDtype === 'f16', SPLIT: splits > 1, STEP: !!s, INTERLEAVED: !!s?.interleaved, QKNORM: !!s?.qkNorm });
+      const pipe = this.lib.pipeline('attention_decode', { HD4: kv.HD4, KPT, QG, LANES: lanes, KV_F16: a.kvDtype === 'f16', SPLIT: splits > 1, STEP: !!s, INTERLEAVED: !!s?.interleaved, QKNORM: !!s?.qkNorm });
       return this.attentionRun(a, pipe, params(splits), b, splits, rows * splits * 64);
     }
     if (variant === 'grouped') {

@@ -13,56 +13,28 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as ref from '../../src/engine/reference';
 import { keyBounds } from '../../src/engine/ops';
-import { floatsToHalves, roundToHalf } from '../../src/engine/f16';
 import { preprocess } from '../../src/engine/gpu/kernels';
 import { loadKernelSources } from '../../src/node/gpu';
 import { assertClose, harness, rand } from '../helpers/gpu';
+import { groupedParity } from '../helpers/grouped-attention';
 
 const GROUPED_RT = 9e-6;
 
 for (const [QG, NKV, HD] of [[2, 2, 64], [3, 3, 40], [4, 2, 8], [4, 1, 64]] as const) {
   test(`attention_grouped: groups of ${QG}, ${NKV} kv heads of ${HD}, f32 and f16, in slices and with a window`, async (t) => {
-    const h = await harness();
-    const H = QG * NKV, n = 333, qStride = (H + 2 * NKV) * HD;
-    const kpos = Int32Array.from({ length: n }, (_, j) => j + Math.floor(j / 5));
-    let worst = 0;
-    for (const T of [1, 3]) {
-      // Rows late, none seen, early.
-      const qpos = Int32Array.from([kpos[n - 1], -1, kpos[90]].slice(0, T));
-      for (const window of [0, 70]) {
-        for (const kvDtype of ['f32', 'f16'] as const) {
-          const a = { T, n, H, NKV, HD, qStride, qOffset: 0, kpos, qpos, window, scale: 3 / Math.sqrt(HD), q: rand(T * qStride, 61 + QG), k: rand(n * NKV * HD, 62), v: rand(n * NKV * HD, 63) };
-          // One key scores far above the rest for head 1 of the last kv group: past 2^128 in base 2 unless that head's own max is taken.
-          const hot = 200, kv = NKV - 1, head = kv * QG + 1;
-          for (let d = 0; d < HD; d++) a.k[(hot * NKV + kv) * HD + d] = 40 * a.q[head * HD + d];
-          if (kvDtype === 'f16') { a.k = roundToHalf(a.k); a.v = roundToHalf(a.v); }
-          const up = (x: Float32Array) => h.upload(kvDtype === 'f16' ? floatsToHalves(x) : x);
-          const want = ref.attention(a);
-          const out = h.empty(want.length * 4);
-          const args = { q: h.upload(a.q), qStride, qOffset: 0, k: up(a.k), v: up(a.v), kvDtype, qpos: h.upload(qpos), kpos: h.upload(kpos),
-            out, T, n, H, NKV, HD, window, scale: a.scale, bounds: h.upload(keyBounds(kpos, n, qpos, window)), variant: 'grouped' as const };
-          // One slice; two and seven; 300, more than the early row's keys, and past the key count a slice of 64 would give.
-          for (const splits of [undefined, 1, 2, 7, 300]) {
-            h.ops.attention({ ...args, splits });
-            const got = await h.readF32(out, want.length);
-            const scale = want.reduce((m, x) => Math.max(m, Math.abs(x)), 0);
-            for (let i = 0; i < want.length; i++) worst = Math.max(worst, Math.abs(got[i] - want[i]) / scale);
-            assertClose(got, want, 0, GROUPED_RT, `T=${T} window=${window} ${kvDtype}, ${splits ?? 'auto'} slices`);
-          }
-        }
-      }
-    }
+    // One slice; two and seven; 300, more than the early row's keys, and past the key count a slice of 64 would give.
+    const worst = await groupedParity({ QG, NKV, HD, variant: 'grouped', splits: [undefined, 1, 2, 7, 300], bound: GROUPED_RT, seeds: [61 + QG, 62, 63] });
     t.diagnostic(`largest difference ${worst.toExponential(2)} of the largest output`);
   });
 }
 
 test('attention_grouped is offered and refused by head width and group size', async () => {
   const { ops } = await harness();
-  assert.deepEqual(ops.decodeKernels(64, 4), ['keys', 'lanes', 'grouped', 'rows']);
-  assert.deepEqual(ops.decodeKernels(64, 3), ['keys', 'lanes', 'grouped', 'rows']);
+  assert.deepEqual(ops.decodeKernels(64, 4), ['keys', 'lanes', 'grouped', 'grouped-keys', 'rows']);
+  assert.deepEqual(ops.decodeKernels(64, 3), ['keys', 'lanes', 'grouped', 'grouped-keys', 'rows']);
   assert.deepEqual(ops.decodeKernels(64, 1), ['keys', 'lanes', 'rows'], 'no group: lanes is the same');
-  assert.deepEqual(ops.decodeKernels(64, 7), ['keys', 'lanes', 'rows'], 'seven heads would take 448 invocations');
-  assert.deepEqual(ops.decodeKernels(128, 4), ['keys', 'rows'], 'a head of 128 does not fit the registers');
+  assert.deepEqual(ops.decodeKernels(64, 7), ['keys', 'lanes', 'grouped-keys', 'rows'], 'seven heads would take 448 invocations');
+  assert.deepEqual(ops.decodeKernels(128, 4), ['keys', 'grouped-keys', 'rows'], 'a head of 128 does not fit the registers');
   const h = await harness();
   const args = (H: number, NKV: number, HD: number) => ({ q: h.empty(4 * H * HD), qStride: H * HD, qOffset: 0, k: h.empty(64 * NKV * HD), v: h.empty(64 * NKV * HD), kvDtype: 'f32' as const,
     qpos: h.empty(4), kpos: h.empty(64), out: h.empty(4 * H * HD), T: 1, n: 16, H, NKV, HD, window: 0, scale: 1, bounds: h.empty(8), variant: 'grouped' as const });
@@ -76,8 +48,8 @@ test('attention_lanes.wgsl: attention_decode\'s LANES and attention_grouped walk
   const base = { HD4: 16, KV_F16: false, SPLIT: true, STEP: false, INTERLEAVED: false };
   const has = (wgsl: string) => wgsl.includes('fn lanes_walk(') && wgsl.includes('fn lanes_merge(');
   assert.ok(has(preprocess('attention_grouped', sources, { ...base, QG: 3, WGS: 192 })));
-  assert.ok(has(preprocess('attention_decode', sources, { ...base, KPT: 1, LANES: true, QKNORM: false })));
-  assert.ok(!has(preprocess('attention_decode', sources, { ...base, KPT: 1, LANES: false, QKNORM: false })), 'attention_decode in rounds does not walk in lanes');
+  assert.ok(has(preprocess('attention_decode', sources, { ...base, KPT: 1, QG: 1, LANES: true, QKNORM: false })));
+  assert.ok(!has(preprocess('attention_decode', sources, { ...base, KPT: 1, QG: 1, LANES: false, QKNORM: false })), 'attention_decode in rounds does not walk in lanes');
   // Both over the same rows: one head a workgroup (LANES, 8 vec4s merged at a time) or three (grouped, 2 at a time).
   const h = await harness();
   const T = 2, n = 257, H = 6, NKV = 2, HD = 64, qStride = (H + 2 * NKV) * HD;

@@ -4,7 +4,8 @@
  * the TypeScript reference in rope-scatter.test.ts and kernels.test.ts). Same output, same cache afterwards, for
  * GQA, both RoPE styles, f32 and f16 caches, heads of 8 to 256, key slices, keys a thread, a window, and the
  * step's row at the end of the cache or amid rows out of order, in rounds ('keys') or each invocation walking keys of
- * its own ('lanes'; 'grouped', a kv head's q heads a workgroup). The step's cache row holds garbage beforehand:
+ * its own ('lanes'; 'grouped', a kv head's q heads a workgroup), and in rounds for a kv head's q heads at once
+ * ('grouped-keys', with the q/k norm too). The step's cache row holds garbage beforehand:
  * the fused launch must take that row's key and value from the step, not from the cache. With Gemma 3's q/k norm
  * (AttentionStep.qkNorm), the same against two rmsnorm launches in place before the two.
  */
@@ -44,10 +45,15 @@ const cases = [
   { HD: 64, interleaved: false, kv: 'f16', splits: 3, kpt: 1, window: 0, where: 'last', grouped: true },
   { HD: 64, interleaved: true, kv: 'f32', splits: 1, kpt: 1, window: 9, where: 'amid', grouped: true },
   { HD: 8, interleaved: false, kv: 'f32', splits: 2, kpt: 1, window: 0, where: 'amid', grouped: true },
-] as { HD: number; interleaved: boolean; kv: 'f32' | 'f16'; splits: number; kpt: number; window: number; where: 'last' | 'amid'; qkNorm?: 'plain' | 'plus one'; lanes?: boolean; grouped?: boolean }[];
+  // The step in attention_decode's rounds for a kv head's two q heads at once ('grouped-keys'), with and without the q/k norm.
+  { HD: 256, interleaved: false, kv: 'f16', splits: 4, kpt: 1, window: 0, where: 'last', qkNorm: 'plus one', groupedKeys: true },
+  { HD: 128, interleaved: true, kv: 'f16', splits: 3, kpt: 8, window: 0, where: 'last', groupedKeys: true },
+  { HD: 64, interleaved: true, kv: 'f32', splits: 1, kpt: 2, window: 9, where: 'amid', groupedKeys: true },
+  { HD: 8, interleaved: false, kv: 'f32', splits: 2, kpt: 4, window: 0, where: 'amid', qkNorm: 'plain', groupedKeys: true },
+] as { HD: number; interleaved: boolean; kv: 'f32' | 'f16'; splits: number; kpt: number; window: number; where: 'last' | 'amid'; qkNorm?: 'plain' | 'plus one'; lanes?: boolean; grouped?: boolean; groupedKeys?: boolean }[];
 
 for (const c of cases) {
-  test(`a step's ${c.qkNorm ? `q/k norm (${c.qkNorm}), ` : ''}RoPE and cache write inside ${c.grouped ? 'attention_grouped' : `attention_decode${c.lanes ? ' (lanes)' : ''}`}: head ${c.HD}, ${c.interleaved ? 'interleaved' : 'half-split'}, ${c.kv} cache, ${c.splits} slice(s), ${c.kpt} key(s) a thread, window ${c.window}, its row ${c.where}`, async (t) => {
+  test(`a step's ${c.qkNorm ? `q/k norm (${c.qkNorm}), ` : ''}RoPE and cache write inside ${c.grouped ? 'attention_grouped' : `attention_decode${c.lanes ? ' (lanes)' : c.groupedKeys ? ' (a kv head\'s q heads)' : ''}`}: head ${c.HD}, ${c.interleaved ? 'interleaved' : 'half-split'}, ${c.kv} cache, ${c.splits} slice(s), ${c.kpt} key(s) a thread, window ${c.window}, its row ${c.where}`, async (t) => {
     const h = await harness();
     const { HD } = c;
     const qDim = H * HD, kvDim = NKV * HD, W = qDim + 2 * kvDim;
@@ -86,7 +92,7 @@ for (const c of cases) {
 
     // One launch: the step.
     const x2 = h.upload(qkv), k2 = kvBuf(keys), v2 = kvBuf(values), out2 = h.empty(qDim * 4);
-    h.ops.attention({ ...common, ...(c.lanes ? { variant: 'lanes' } : c.grouped ? { variant: 'grouped' } : {}), q: x2, k: k2, v: v2, qpos: qposB, bounds, out: out2, step: { cs, qp, row, first, last, interleaved: c.interleaved, qkNorm } });
+    h.ops.attention({ ...common, ...(c.lanes ? { variant: 'lanes' } : c.grouped ? { variant: 'grouped' } : c.groupedKeys ? { variant: 'grouped-keys' } : {}), q: x2, k: k2, v: v2, qpos: qposB, bounds, out: out2, step: { cs, qp, row, first, last, interleaved: c.interleaved, qkNorm } });
 
     const [o1, o2] = [await h.readF32(out1, qDim), await h.readF32(out2, qDim)];
     let worst = 0;

@@ -8,7 +8,8 @@
  * left out). Also counts the launches of a decode step: fusing saves three a layer (two
  * norms and the GLU) and the final norm's. A third way attends with attention_decode, which a fused step then
  * gives rope_scatter's work too (AttentionArgs.step): one launch fewer a layer again (three on Gemma 3, whose q/k
- * norms it also takes), the same logits. A fourth
+ * norms it also takes), the same logits; and again with a kv head's q heads in one workgroup (attention_decode's
+ * 'grouped-keys': all three models group their heads, Gemma 3 four to its one kv head). A fifth
  * works out the GEMVs' normed and GLU x once a workgroup in workgroup memory (Ops.stageX; Qwen2 and Gemma 3): the
  * same logits, and on Gemma 3 two launches fewer a layer (its sandwich norms folded into the next norm's GEMV).
  */
@@ -39,11 +40,11 @@ for (const name of ['llama3-smollm', 'qwen2', 'gemma3']) {
     const launches: Record<string, number> = {};
     try {
       // Staged on Qwen2 (bias) and Gemma 3 ((1 + w) norms, GeGLU): Llama's plain norms and SiLU are fused-kernels.test's.
-      const ways = name === 'llama3-smollm' ? (['fused', 'unfused', 'fused step'] as const) : (['fused', 'unfused', 'fused step', 'fused, x staged'] as const);
+      const ways = name === 'llama3-smollm' ? (['fused', 'unfused', 'fused step', 'fused step, grouped'] as const) : (['fused', 'unfused', 'fused step', 'fused step, grouped', 'fused, x staged'] as const);
       for (const way of ways) {
         const fuse = way !== 'unfused';
         engine.ops.fuse = fuse;
-        engine.ops.attentionVariant = way === 'fused step' ? 'keys' : undefined;
+        engine.ops.attentionVariant = way === 'fused step' ? 'keys' : way === 'fused step, grouped' ? 'grouped-keys' : undefined;
         engine.ops.stageX = way === 'fused, x staged';
         let worst = 0;
         for (const c of ref.cases) {
@@ -72,6 +73,7 @@ for (const name of ['llama3-smollm', 'qwen2', 'gemma3']) {
     // Gemma 3's step also takes its q and k norms: two launches more a layer.
     const stepSaves = m.config.qkNorm ? 3 : 1;
     assert.equal(launches.fused - launches['fused step'], stepSaves * m.config.nLayers, `rope_scatter${m.config.qkNorm ? ' and the q/k norms' : ''} folded into every layer's attention`);
+    assert.equal(launches['fused step, grouped'], launches['fused step'], 'a kv head\'s q heads a workgroup fold the same step');
     // Staged, Gemma 3's sandwich norms fold into the GEMV of the norm after each (PostNorm): two launches a layer.
     if (name !== 'llama3-smollm') assert.equal(launches.fused - launches['fused, x staged'], m.config.postNorms ? 2 * m.config.nLayers : 0, 'staging x saves the sandwich norms\' launches alone');
   });

@@ -11,7 +11,7 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { openModel } from '../../src/node/session';
-import { decodeAttentionWays, type AttentionWay, type AttentionWayTiming, type Engine } from '../../src/engine';
+import { decodeAttentionWays, groupedKeysFits, type AttentionWay, type AttentionWayTiming, type Engine } from '../../src/engine';
 import { crossing, tuneLongAttention } from '../../src/engine/model/tune-attention';
 
 const s = await openModel(join(import.meta.dirname, '../../public/models/stories260K/stories260K.bin'));
@@ -19,7 +19,7 @@ const e = s.engine;
 after(() => s.close());
 const HD = e.config.headDim;
 
-const name = (w: AttentionWay) => (w.attention === 'keys' ? `keys/${w.keysPerThread}` : w.attention);
+const name = (w: AttentionWay) => (w.attention === 'keys' || w.attention === 'grouped-keys' ? `${w.attention}/${w.keysPerThread}` : w.attention);
 
 /** Runs `fn` with the engine on the 'gpu' profile and no tuned or forced decode settings, restored after. */
 async function onGpuProfile<T>(fn: (e: Engine) => Promise<T>): Promise<T> {
@@ -34,10 +34,14 @@ async function onGpuProfile<T>(fn: (e: Engine) => Promise<T>): Promise<T> {
   }
 }
 
-test('the ways: attention_decode at each keys a thread, its lanes, attention_grouped, attention.wgsl, as the device offers them', () => {
-  assert.deepEqual(decodeAttentionWays(e.ops.decodeKernels(64, 3)).map(name), ['keys/1', 'keys/2', 'keys/4', 'keys/8', 'lanes', 'grouped', 'rows']);
+const GK = ['grouped-keys/1', 'grouped-keys/2', 'grouped-keys/4', 'grouped-keys/8'];
+
+test('the ways: attention_decode at each keys a thread, its lanes, attention_grouped, attention_decode for a group at each keys a thread, attention.wgsl, as the device offers them', () => {
+  assert.deepEqual(decodeAttentionWays(e.ops.decodeKernels(64, 3)).map(name), ['keys/1', 'keys/2', 'keys/4', 'keys/8', 'lanes', 'grouped', ...GK, 'rows']);
   assert.deepEqual(decodeAttentionWays(e.ops.decodeKernels(64, 1)).map(name), ['keys/1', 'keys/2', 'keys/4', 'keys/8', 'lanes', 'rows']);
-  assert.deepEqual(decodeAttentionWays(e.ops.decodeKernels(128, 4)).map(name), ['keys/1', 'keys/2', 'keys/4', 'keys/8', 'rows']);
+  assert.deepEqual(decodeAttentionWays(e.ops.decodeKernels(128, 4)).map(name), ['keys/1', 'keys/2', 'keys/4', 'keys/8', ...GK, 'rows']);
+  // Only the keys a thread a group's workgroup holds: Gemma 3's group of 4 in 16 KiB stops at 4.
+  assert.deepEqual(decodeAttentionWays(['grouped-keys'], (w) => groupedKeysFits(256, 4, w.keysPerThread, 16384)).map(name), GK.slice(0, 3));
   assert.deepEqual(decodeAttentionWays(e.ops.decodeKernels(512, 4)).map(name), ['rows']);
 });
 
@@ -61,8 +65,8 @@ test('every way over both spans in turns, the short choice first; the long faste
     };
     const seen: string[] = [];
     const r = (await tuneLongAttention(e, { attention: 'keys', keysPerThread: 1 }, { short: 512, long: 8192, reps: 2, margin: 0.03, measure: async (w, k) => (seen.push(`${name(w)}@${k}`), us(w, k)) }))!;
-    // stories260K: 8 heads in groups of 2, so attention_grouped is among them.
-    const order = ['keys/1', 'keys/2', 'keys/4', 'keys/8', 'lanes', 'grouped', 'rows'];
+    // stories260K: 8 heads in groups of 2, so attention_grouped and attention_decode for a group are among them.
+    const order = ['keys/1', 'keys/2', 'keys/4', 'keys/8', 'lanes', 'grouped', ...GK, 'rows'];
     assert.deepEqual(seen, [...order, ...order].flatMap((w) => [`${w}@512`, `${w}@8192`]));
     assert.deepEqual(r.ways.map(name), order);
     assert.deepEqual({ short: r.short, long: r.long }, { short: 512, long: 8192 });

@@ -78,7 +78,7 @@ test('npm run gpu:kit builds a kit under 60 MiB whose smoke run passes on this a
     assert.equal(unfused.dispatches_per_step - fused.dispatches_per_step, 7, JSON.stringify(p.fuse));
     // And with each single-row attention kernel: this CPU adapter's own (rows), then attention_decode in rounds and
     // in lanes (tiny-llama's heads are narrower than 64), and attention_grouped (its 4 heads share 2 kv heads).
-    assert.deepEqual(p.attention!.map((w) => [w.attention, w.chosen]), [['rows', true], ['keys', false], ['lanes', false], ['grouped', false]], JSON.stringify(p.attention));
+    assert.deepEqual(p.attention!.map((w) => [w.attention, w.chosen]), [['rows', true], ['keys', false], ['lanes', false], ['grouped', false], ['grouped-keys', false]], JSON.stringify(p.attention));
     assert.ok(p.attention!.every((w) => w.decode_tokens_per_s > 0 && w.dispatches_per_step === p.attention![0].dispatches_per_step), JSON.stringify(p.attention));
     // And with each GEMV kernel, SwiftShader having subgroups: gemv_sg (the default there), then gemv.
     assert.deepEqual(p.gemv!.map((w) => [w.gemv, w.chosen]), [['gemv_sg', true], ['gemv', false]], JSON.stringify(p.gemv));
@@ -123,7 +123,7 @@ test('npm run gpu:kit builds a kit under 60 MiB whose smoke run passes on this a
   type After = { algorithm: string; context: number; ways: { attention: string; chosen: boolean; decode_tokens_per_s: number; dispatches_per_step: number }[] };
   const after = (r.link as { tier: string; decode_after_link?: After }[]).find((x) => x.tier === 'gpu')?.decode_after_link;
   assert.equal(after?.context, link.results[2].tokens, JSON.stringify(after));
-  assert.deepEqual(after!.ways.map((w) => w.attention), ['rows', 'keys', 'lanes', 'grouped'], 'the CPU profile attends with rows');
+  assert.deepEqual(after!.ways.map((w) => w.attention), ['rows', 'keys', 'lanes', 'grouped', 'grouped-keys'], 'the CPU profile attends with rows');
   assert.ok(after!.ways[0].chosen && after!.ways.every((w) => w.decode_tokens_per_s > 0 && w.dispatches_per_step > 0), JSON.stringify(after));
   assert.match(readFileSync(join(out, 'gpu-check.log'), 'utf8'), /parity: \{"pass":\d+,"fail":0\}/);
 });

@@ -17,6 +17,7 @@
  */
 import type { AttentionVariant, KeysPerThread, LongAttention, StoreDType } from '../ops-args';
 import type { Ops } from '../ops';
+import { groupedKeysFits, takesKeysPerThread } from '../attention-plan';
 import type { ModelConfig } from './config';
 
 /** One kernel way for a decode row's attention. */
@@ -68,18 +69,26 @@ const BATCH_MS = 5;
 /** Bytes of key and value buffers the dispatches of a batch cycle through (at most a layer each per model layer). */
 const SPREAD_BYTES = 128 << 20;
 
-/** Every way a decode row can attend with these kernels (Ops.decodeKernels), in the order they are tried. */
-export function attentionWays(kernels: AttentionVariant[]): AttentionWay[] {
-  return kernels.flatMap((attention): AttentionWay[] => (attention === 'keys' ? ([1, 2, 4, 8] as const).map((k) => ({ attention, keysPerThread: k })) : [{ attention, keysPerThread: 1 }]));
+/**
+ * Every way a decode row can attend with these kernels (Ops.decodeKernels), in the order they are tried; `fits` says
+ * which keys a thread a kernel's workgroup holds (attention_decode's rounds for a group of q heads: groupedKeysFits).
+ */
+export function attentionWays(kernels: AttentionVariant[], fits: (w: AttentionWay) => boolean = () => true): AttentionWay[] {
+  return kernels.flatMap((attention): AttentionWay[] => (takesKeysPerThread(attention) ? ([1, 2, 4, 8] as const).map((k) => ({ attention, keysPerThread: k })) : [{ attention, keysPerThread: 1 }])).filter(fits);
 }
 
-/** A way in words, by its kernel's name: "attention_decode", "attention_decode, 4 keys a thread", "attention_decode (lanes)", "attention". */
+/**
+ * A way in words, by its kernel's name: "attention_decode", "attention_decode, 4 keys a thread", "attention_decode
+ * (lanes)", "attention_decode for a kv head's q heads", "attention".
+ */
 export function describeAttentionWay(w: AttentionWay): string {
-  if (w.attention === 'keys') return `attention_decode${w.keysPerThread > 1 ? `, ${w.keysPerThread} keys a thread` : ''}`;
+  const keys = w.keysPerThread > 1 ? `, ${w.keysPerThread} keys a thread` : '';
+  if (w.attention === 'keys') return `attention_decode${keys}`;
+  if (w.attention === 'grouped-keys') return `attention_decode for a kv head's q heads${keys}`;
   return w.attention === 'lanes' ? 'attention_decode (lanes)' : w.attention === 'grouped' ? 'attention_grouped' : w.attention === 'tiled' ? 'attention_tiled' : 'attention';
 }
 
-const sameWay = (a: AttentionWay, b: AttentionWay) => a.attention === b.attention && (a.attention !== 'keys' || a.keysPerThread === b.keysPerThread);
+const sameWay = (a: AttentionWay, b: AttentionWay) => a.attention === b.attention && (!takesKeysPerThread(a.attention) || a.keysPerThread === b.keysPerThread);
 
 /**
  * Times every way over both spans and keeps the long span's fastest where it beats `shortWay` there (see the
@@ -92,8 +101,12 @@ export async function tuneLongAttention(e: AttentionTunable, shortWay: Attention
   const short = o.short, long = o.long ?? Math.min(LONG_SPAN, e.config.maxPositions);
   if (long < 4 * short) return null;
   const reps = o.reps ?? 3;
-  const ways = attentionWays(e.ops.decodeKernels(e.config.headDim, e.config.nHeads / e.config.nKvHeads));
-  const first = ways.findIndex((w) => sameWay(w, shortWay));
+  const c = e.config, group = c.nHeads / c.nKvHeads;
+  const storage = e.ops.lib.device.limits.maxComputeWorkgroupStorageSize;
+  const ways = attentionWays(e.ops.decodeKernels(c.headDim, group), (w) => w.attention !== 'grouped-keys' || groupedKeysFits(c.headDim, group, w.keysPerThread, storage));
+  // The step's way as it runs: a group's rounds take fewer keys a thread than tuned where more would not fit (Ops.attention).
+  let first = ways.findIndex((w) => sameWay(w, shortWay));
+  if (first < 0) first = ways.findLastIndex((w) => w.attention === shortWay.attention && w.keysPerThread <= shortWay.keysPerThread);
   if (first < 0) throw new Error(`tuneLongAttention: ${shortWay.attention} cannot attend for heads of ${e.config.headDim}`);
   ways.unshift(...ways.splice(first, 1));
   const bench = o.measure ? null : new AttentionBench(e, long);
@@ -193,7 +206,7 @@ class AttentionBench {
         ops.attention({
           q: this.q, qStride: c.nHeads * c.headDim, qOffset: 0, k: this.k[l], v: this.v[l], kvDtype: this.e.kvDtype, qpos: this.qpos, kpos: this.kpos, out: this.out,
           T: 1, n: keys, H: c.nHeads, NKV: c.nKvHeads, HD: c.headDim, window: 0, scale: 1 / Math.sqrt(c.headDim), bounds,
-          variant: w.attention, keysPerThread: w.attention === 'keys' ? w.keysPerThread : undefined,
+          variant: w.attention, keysPerThread: takesKeysPerThread(w.attention) ? w.keysPerThread : undefined,
         });
       }
       await this.e.sync();

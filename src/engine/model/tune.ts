@@ -37,6 +37,7 @@
  * one way (register kernels, unfused; see Ops.fuse).
  */
 import { type AttentionVariant, type GemvVariant, type KeysPerThread, type Ops } from '../ops';
+import { takesKeysPerThread } from '../attention-plan';
 import type { ModelConfig } from './config';
 import type { KVCache } from './kv-cache';
 import { greedySteps, type Stepper } from './greedy-steps';
@@ -163,7 +164,7 @@ function choices(ops: Ops, c: ModelConfig): { [K in keyof DecodeSettings]-?: Non
 }
 
 /** Whether a choice changes anything with the others as in `s`: keys a thread only with attention_decode, the fold only fused. */
-const matters = (key: keyof DecodeSettings, s: DecodeSettings) => (key !== 'keysPerThread' || s.attention === 'keys') && (key !== 'foldCombine' || s.fuse);
+const matters = (key: keyof DecodeSettings, s: DecodeSettings) => (key !== 'keysPerThread' || takesKeysPerThread(s.attention)) && (key !== 'foldCombine' || s.fuse);
 
 /** Times decode each way and keeps the fastest (see the header); null, and nothing changed, off the 'gpu' profile. */
 export async function tuneDecode(e: Tunable, o: TuneOptions = {}): Promise<DecodeTuning | null> {
@@ -211,7 +212,7 @@ export async function tuneDecode(e: Tunable, o: TuneOptions = {}): Promise<Decod
     }
     applySettings(e.ops, best.settings);
     const s = best.settings;
-    const shortWay = { attention: s.attention, keysPerThread: s.attention === 'keys' ? (s.keysPerThread ?? 1) : 1 };
+    const shortWay = { attention: s.attention, keysPerThread: takesKeysPerThread(s.attention) ? (s.keysPerThread ?? 1) : 1 };
     // The step's choices stand if timing attention alone fails (its buffers may not fit a small GPU): no long spans' kernel then.
     let long: LongAttentionTuning | null = null, longError: string | undefined;
     try {
