@@ -4,7 +4,8 @@
  * The whole-step tuning (tune.ts) times steps after 512 cached rows, where attention is a small share of a step:
  * a kernel that is 3× faster over 32K keys can lose there, or win by less than the margin. Yet the app decodes
  * where it answers, after a link, over up to the whole linked prompt. So this stage times each kernel that can
- * attend for a decode row ('keys' at each keys-a-thread, 'lanes', 'grouped', 'rows'), alone, over the step tuning's short
+ * attend for a decode row ('keys' at each keys-a-thread, 'lanes', 'grouped', 'grouped-keys' at each keys-a-thread its
+ * workgroup memory holds, 'rows'), alone, over the step tuning's short
  * span and over a long one (8192 keys, or the model's positions where fewer), with the model's heads and cache
  * precision. Where the long span's fastest is not the short choice and beats it there by more than the margin,
  * it is kept as Ops.longAttention from the span where the two kernels' times, taken as linear in the keys between

@@ -8,7 +8,8 @@
  * are folded into the GEMVs after them and RoPE with the cache write into
  * attention_decode (Ops.fuse), the kernel that attends
  * for the step's one row (attention_decode's 'keys', its 'lanes' for heads of
- * at most 64, or attention.wgsl's 'rows'), and, for 'keys', how many keys each of its invocations scores a
+ * at most 64, attention_grouped's 'grouped' and attention_decode's 'grouped-keys' for a kv head's q heads at
+ * once, or attention.wgsl's 'rows'), and, for 'keys' and 'grouped-keys', how many keys each of its invocations scores a
  * round (more make fewer rounds and key slices, down to none to combine, but
  * fewer workgroups in flight); and, where decode fuses, whether the output
  * projection merges attention's few key slices as it reads them or an
