@@ -138,20 +138,15 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     kn[o.y] = as_cached(kr[1]);
   }
   if (lid < HD4) { vn[lid] = as_cached(q[qbase + (p.H + p.NKV + kvh) * HD4 + lid]); }
-  var first = p.first;
-  var last = min(p.last, p.n);
 #else
   let qp = qpos[t];
   if (lid < HD4) {
     for (var g = 0u; g < QG; g++) { qs[g * HD4 + lid] = q[qbase + (h0 + g) * HD4 + lid] * (p.scale * LOG2E); }
   }
-  let b = bounds[t];
-  var first = b.x;
-  var last = min(b.y, p.n);
 #endif
-  let span = key_slice(first, last, split);
-  first = span.x;
-  last = span.y;
+  let span = row_slice(t, split);
+  let first = span.x;
+  let last = span.y;
   let kstride = p.NKV * HD4;
   let g = lid / HD4;
   let i = lid % HD4;

@@ -66,18 +66,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     }
   }
   if (hq == 0u && lane < HD4) { vn[lane] = as_cached(q[qbase + (p.H + p.NKV + kvh) * HD4 + lane]); }
-  var first = p.first;
-  var last = min(p.last, p.n);
 #else
   if (lane < HD4) { qs[qo + lane] = q[qbase + h * HD4 + lane] * (p.scale * LOG2E); }
   let qp = qpos[t];
-  let b = bounds[t];
-  var first = b.x;
-  var last = min(b.y, p.n);
 #endif
-  let span = key_slice(first, last, split);
-  first = span.x;
-  last = span.y;
+  let span = row_slice(t, split);
+  let first = span.x;
+  let last = span.y;
   workgroupBarrier();
 #if STEP
   // The kv head's slice-0 workgroup writes the step's key and value into its cache row; no workgroup reads that

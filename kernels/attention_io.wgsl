@@ -75,6 +75,16 @@ fn key_slice(first: u32, last: u32, split: u32) -> vec2<u32> {
   let f = min(last, first + split * len);
   return vec2<u32>(f, min(last, f + len));
 }
+// The slice `split` of its keys that a decode kernel's row t scans: the step's span (STEP) or the row's bounds,
+// cut to the cache's p.n rows.
+fn row_slice(t: u32, split: u32) -> vec2<u32> {
+#if STEP
+  return key_slice(p.first, min(p.last, p.n), split);
+#else
+  let b = bounds[t];
+  return key_slice(b.x, min(b.y, p.n), split);
+#endif
+}
 #if QKNORM
 // The q norm's weights then the k norm's, HD4 vec4s each (added to wadd: 1 for Gemma's 1 + w).
 @group(0) @binding(9) var<storage, read> qkn: array<vec4<f32>>;
