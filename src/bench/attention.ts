@@ -7,7 +7,7 @@
  * of every chunk after the first, and the 8 question rows at the end), each seeing the keys up to its own position,
  * as a link's pass bounds them: 4·H·HD FLOPs a visible key.
  */
-import { decodeAttentionKernels, groupedKeysFits, type AttentionVariant, type Engine, type KeysPerThread } from '../engine';
+import { decodeAttentionKernels, type AttentionVariant, type Engine, type KeysPerThread } from '../engine';
 import { kernelPerRep, type KernelClock } from './matmul';
 import { parseAlgorithm, staticRecomputeRows } from '../kvlink/algorithms';
 import { textOnlyChunk, type LinkLayout } from '../kvlink/layout';
@@ -109,7 +109,7 @@ export async function timeAttention(e: Engine, c: AttentionCase, targetMs = 60):
       // Rounds with a kv head's q heads in one workgroup (attention_decode with QG), at each keys a thread its memory holds.
       if (e.ops.decodeKernels(c.HD, c.H / c.NKV).includes('grouped-keys')) {
         for (const keysPerThread of [1, 2, 4, 8] as const) {
-          if (!groupedKeysFits(c.HD, c.H / c.NKV, keysPerThread, dev.limits.maxComputeWorkgroupStorageSize)) continue;
+          if (e.ops.keysPerThreadRun('grouped-keys', c.HD, c.H / c.NKV, keysPerThread) !== keysPerThread) continue;
           for (const splits of ['auto', ...KEYS_SPLITS.filter((s) => s <= c.n / (64 * keysPerThread) && fits(s))] as const) shapes.push({ variant: 'grouped-keys', rowsPerThread: 1, splits, keysPerThread });
         }
       }

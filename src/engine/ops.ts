@@ -250,6 +250,13 @@ export class Ops {
     return decodeAttentionKernels(HD, group).filter((v) => (v !== 'grouped' || groupedFits(HD, group, this.wgInvocations, this.wgStorage)) && (v !== 'grouped-keys' || groupedKeysFits(HD, group, 1, this.wgStorage)));
   }
 
+  /** The keys a thread `variant` runs when `keysPerThread` is tuned, not asked: a group's rounds halve it until their weights fit. */
+  keysPerThreadRun(variant: AttentionVariant, HD: number, group: number, keysPerThread: KeysPerThread): KeysPerThread {
+    let k = keysPerThread;
+    while (variant === 'grouped-keys' && k > 1 && !groupedKeysFits(HD, group, k, this.wgStorage)) k = (k / 2) as KeysPerThread;
+    return k;
+  }
+
   /**
    * Keys per tile of attention_tiled: its key and value tiles (f32) and positions must fit the adapter's workgroup
    * memory (16 KiB guaranteed: 28 keys of a 64-wide head; 32 KiB: 32). 16 by default: on the H100 it was never slower
@@ -288,10 +295,9 @@ export class Ops {
       const grouped = variant === 'grouped-keys';
       if (!attendsDecodeRow(variant, a.HD, QG)) throw new Error(`attention_decode${lanes ? "'s lanes" : grouped ? ' for a kv head\'s q heads' : ''}: a head of ${a.HD}${grouped ? ` in groups of ${QG}` : ''} (at most ${lanes ? LANES_MAX_HEAD : KEYS_MAX_HEAD}${grouped ? `, in groups of 2 to ${GROUPED_KEYS_MAX}` : ''})`);
       const rows = (a.T * a.H) / QG;
-      let KPT = lanes ? 1 : (a.keysPerThread ?? (long?.attention === variant ? long.keysPerThread : this.decodeKeysPerThread) ?? 1);
+      const tuned = lanes ? 1 : (long?.attention === variant ? long.keysPerThread : this.decodeKeysPerThread) ?? 1;
+      const KPT = a.keysPerThread ?? this.keysPerThreadRun(variant, a.HD, QG, tuned);
       if (![1, 2, 4, 8].includes(KPT)) throw new Error(`attention_decode: ${KPT} keys an invocation (1, 2, 4 or 8)`);
-      // A group's weights for a round grow with the keys a thread: a tuned setting halves until they fit (an asked one must).
-      while (QG > 1 && a.keysPerThread === undefined && KPT > 1 && !groupedKeysFits(a.HD, QG, KPT, this.wgStorage)) KPT /= 2;
       if (QG > 1 && !groupedKeysFits(a.HD, QG, KPT, this.wgStorage)) throw new Error(`attention_decode: ${QG} q heads of ${a.HD} at ${KPT} keys a thread need more than the device's ${this.wgStorage} B of workgroup memory`);
       const splits = Math.min(fit, a.splits ?? (lanes ? lanesSplits(rows, keys) : keysSplits(rows, keys, KPT)));
       const pipe = this.lib.pipeline('attention_decode', { HD4: kv.HD4, KPT, QG, LANES: lanes, KV_F16: a.kvDtype === 'f16', SPLIT: splits > 1, STEP: !!s, INTERLEAVED: !!s?.interleaved, QKNORM: !!s?.qkNorm });

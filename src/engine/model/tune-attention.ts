@@ -18,7 +18,7 @@
  */
 import type { AttentionVariant, KeysPerThread, LongAttention, StoreDType } from '../ops-args';
 import type { Ops } from '../ops';
-import { groupedKeysFits, takesKeysPerThread } from '../attention-plan';
+import { takesKeysPerThread } from '../attention-plan';
 import type { ModelConfig } from './config';
 
 /** One kernel way for a decode row's attention. */
@@ -72,7 +72,7 @@ const SPREAD_BYTES = 128 << 20;
 
 /**
  * Every way a decode row can attend with these kernels (Ops.decodeKernels), in the order they are tried; `fits` says
- * which keys a thread a kernel's workgroup holds (attention_decode's rounds for a group of q heads: groupedKeysFits).
+ * which keys a thread a kernel runs as asked (attention_decode's rounds for a group of q heads: Ops.keysPerThreadRun).
  */
 export function attentionWays(kernels: AttentionVariant[], fits: (w: AttentionWay) => boolean = () => true): AttentionWay[] {
   return kernels.flatMap((attention): AttentionWay[] => (takesKeysPerThread(attention) ? ([1, 2, 4, 8] as const).map((k) => ({ attention, keysPerThread: k })) : [{ attention, keysPerThread: 1 }])).filter(fits);
@@ -103,11 +103,10 @@ export async function tuneLongAttention(e: AttentionTunable, shortWay: Attention
   if (long < 4 * short) return null;
   const reps = o.reps ?? 3;
   const c = e.config, group = c.nHeads / c.nKvHeads;
-  const storage = e.ops.lib.device.limits.maxComputeWorkgroupStorageSize;
-  const ways = attentionWays(e.ops.decodeKernels(c.headDim, group), (w) => w.attention !== 'grouped-keys' || groupedKeysFits(c.headDim, group, w.keysPerThread, storage));
-  // The step's way as it runs: a group's rounds take fewer keys a thread than tuned where more would not fit (Ops.attention).
-  let first = ways.findIndex((w) => sameWay(w, shortWay));
-  if (first < 0) first = ways.findLastIndex((w) => w.attention === shortWay.attention && w.keysPerThread <= shortWay.keysPerThread);
+  const runs = (w: AttentionWay) => e.ops.keysPerThreadRun(w.attention, c.headDim, group, w.keysPerThread);
+  const ways = attentionWays(e.ops.decodeKernels(c.headDim, group), (w) => runs(w) === w.keysPerThread);
+  // The step's way as it runs (Ops.keysPerThreadRun).
+  const first = ways.findIndex((w) => sameWay(w, { ...shortWay, keysPerThread: runs(shortWay) }));
   if (first < 0) throw new Error(`tuneLongAttention: ${shortWay.attention} cannot attend for heads of ${e.config.headDim}`);
   ways.unshift(...ways.splice(first, 1));
   const bench = o.measure ? null : new AttentionBench(e, long);

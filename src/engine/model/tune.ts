@@ -201,6 +201,8 @@ export async function tuneDecode(e: Tunable, o: TuneOptions = {}): Promise<Decod
       if (!matters(key, best.settings)) continue;
       for (const value of all[key]) {
         if (best.settings[key] === value) continue;
+        // Keys a thread the kernel would not run as asked (a group's rounds that the workgroup memory cannot hold).
+        if (key === 'keysPerThread' && e.ops.keysPerThreadRun(best.settings.attention, e.config.headDim, e.config.nHeads / e.config.nKvHeads, value as KeysPerThread) !== value) continue;
         const trial: DecodeTrial = { settings: { ...best.settings, [key]: value }, msPerStep: Infinity };
         trials.push(trial);
         // In turns with the best so far, so drift slows both alike.
