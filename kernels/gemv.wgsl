@@ -18,7 +18,8 @@
 //    runs them one after another between barriers, so its first subgroup claims them
 //    all (100x slower than the register kernel there: CPU adapters never pick it).
 // Packed quantized weights (W_Q): a lane takes 32-weight sub-blocks instead of
-// vec4s (quant.wgsl's dq32), so scales are decoded once per 32 weights.
+// vec4s (quant.wgsl's dq32), so scales are decoded once per 32 weights. Packed f16
+// weights with W8: a lane takes pairs of vec4s, 16 bytes a load instead of 8.
 // NORM, GLU and COMBINE read x through a prologue (gemv_x.wgsl): decode's RMSNorm, GLU
 // and attention_combine launches folded into the GEMV that consumes their output; with
 // STAGE, x (normed, or GLU's) is worked out once a workgroup into workgroup memory; POST also
@@ -52,6 +53,32 @@ fn partials(wrow: u32, first: u32, step: u32, acc: ptr<function, array<f32, TX>>
     }
   }
 #else
+#if W8
+  // f16 weights 16 bytes a load (W8, K a multiple of 8): the lane takes pairs of vec4s first, first + step, ... (vec4s
+  // 2o and 2o + 1), four loads in flight as below, so twice the bytes in flight for the same lanes and loads.
+  let row8 = wrow / 2u;
+  let K8 = p.K4 / 2u;
+  var o = first;
+  for (; o + 3u * step < K8; o += 4u * step) {
+    let w0 = load_w8(row8 + o);
+    let w1 = load_w8(row8 + o + step);
+    let w2 = load_w8(row8 + o + 2u * step);
+    let w3 = load_w8(row8 + o + 3u * step);
+    add_vec4(2u * o, w0[0], acc, ss);
+    add_vec4(2u * o + 1u, w0[1], acc, ss);
+    add_vec4(2u * (o + step), w1[0], acc, ss);
+    add_vec4(2u * (o + step) + 1u, w1[1], acc, ss);
+    add_vec4(2u * (o + 2u * step), w2[0], acc, ss);
+    add_vec4(2u * (o + 2u * step) + 1u, w2[1], acc, ss);
+    add_vec4(2u * (o + 3u * step), w3[0], acc, ss);
+    add_vec4(2u * (o + 3u * step) + 1u, w3[1], acc, ss);
+  }
+  for (; o < K8; o += step) {
+    let wv = load_w8(row8 + o);
+    add_vec4(2u * o, wv[0], acc, ss);
+    add_vec4(2u * o + 1u, wv[1], acc, ss);
+  }
+#else
   // Four of the lane's weight vec4s a pass, their loads issued before any is used: a GPU stalls where a load's
   // value is first used, so a loop that uses each as it comes keeps one load a lane in flight, and a GEMV of few
   // columns (Llama-1B's attention output: 256 workgroups) has too few lanes for that to fill the memory pipe.
@@ -67,6 +94,7 @@ fn partials(wrow: u32, first: u32, step: u32, acc: ptr<function, array<f32, TX>>
     add_vec4(k + 3u * step, w3, acc, ss);
   }
   for (; k < p.K4; k += step) { add_vec4(k, load_w(wrow + k), acc, ss); }
+#endif
 #endif
 }
 

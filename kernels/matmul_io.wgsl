@@ -1,6 +1,6 @@
 // Shared declarations of matmul.wgsl, matmul_tiled.wgsl, matmul_tiled128.wgsl and gemv.wgsl, pasted by
 // `#include "matmul_io"`: y[t, n] = sum_k x[t, k] * w[n, k] (+ b[n]) (+ r[t, n]),
-// x: [T, K] f32 read as vec4, w: [N, K] f32, packed f16 (W_F16), or packed ggml
+// x: [T, K] f32 read as vec4, w: [N, K] f32, packed f16 (W_F16; gemv's W8 reads it 16 bytes a load), or packed ggml
 // blocks (W_Q with a type flag, dequantized in registers by quant.wgsl; sbase is
 // where the buffer's scale region starts).
 // With Y_RANGE, y is [T, ldy] and this launch fills its columns [y0, y0 + N):
@@ -27,8 +27,17 @@ struct Params { T: u32, N: u32, K4: u32, ldy: u32, y0: u32, sbase: u32, eps: f32
 fn load_w(i: u32) -> vec4<f32> { return dq4(i, p.sbase); }
 #else
 #if W_F16
+#if W8
+// gemv's wide loads: 16 bytes (8 halves) a load, vec4s 2i and 2i + 1 of the weights.
+@group(0) @binding(2) var<storage, read> w: array<vec4<u32>>;
+fn load_w8(i: u32) -> array<vec4<f32>, 2> {
+  let v = w[i];
+  return array<vec4<f32>, 2>(unpack4h(v.xy), unpack4h(v.zw));
+}
+#else
 @group(0) @binding(2) var<storage, read> w: array<vec2<u32>>;
 fn load_w(i: u32) -> vec4<f32> { return unpack4h(w[i]); }
+#endif
 #else
 @group(0) @binding(2) var<storage, read> w: array<vec4<f32>>;
 fn load_w(i: u32) -> vec4<f32> { return w[i]; }

@@ -63,6 +63,12 @@ export class Ops {
   /** The GEMV kernel every product of at most 4 rows gets on the 'gpu' profile, instead of pickGemv's (the GPU kit times decode with each). */
   gemvVariant?: GemvVariant;
   /**
+   * Whether gemv reads packed f16 weights 16 bytes a load (W8: twice the bytes in flight for the same lanes, where a
+   * GEMV of few columns has too few lanes to fill the memory pipe) rather than 8, where K is a multiple of 8; default
+   * off. Engine.tuneDecode measures it.
+   */
+  gemvWide?: boolean;
+  /**
    * The device's smallest subgroup size where it has the `subgroups` feature (createGpuContext enables it where
    * the adapter offers it), else null: gemv_sg needs it.
    */
@@ -198,7 +204,7 @@ export class Ops {
     const xk4 = !comb && this.stageX === true ? stagedVec4s(a.T, a.K, sg, !!a.pre && 'norm' in a.pre, this.wgStorage) : 0;
     if (post && !xk4) throw new Error('gemv: a post-norm folds in only where x is staged (Ops.stageX, workgroup memory for it)');
     const pipe = this.lib.pipeline('gemv', {
-      TX: a.T, SG: sg, ...(sg ? { COLS: cols } : { PARTS: 256 * a.T }), ...wDefines(a.wDtype), BIAS: !!a.bias, RESIDUAL: !!a.residual, Y_RANGE: yRange(a),
+      TX: a.T, SG: sg, ...(sg ? { COLS: cols } : { PARTS: 256 * a.T }), ...wDefines(a.wDtype), W8: this.gemvWide === true && a.wDtype === 'f16' && a.K % 8 === 0, BIAS: !!a.bias, RESIDUAL: !!a.residual, Y_RANGE: yRange(a),
       NORM: !!a.pre && 'norm' in a.pre, GLU: !!glu, GELU_TANH: glu === 'gelu_tanh',
       COMBINE: !!comb, ...(comb ? { XS: (a.T * a.K) / 4, WTS: a.T * comb.heads * COMBINE_MAX } : {}), QW4: qw4,
       STAGE: xk4 > 0, ...(xk4 ? { XK4: xk4 } : {}), POST: !!post,
