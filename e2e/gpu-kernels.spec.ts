@@ -60,7 +60,7 @@ test('the GPU profile\'s kernels in Chromium compile chunks and answer as the CP
   // staged in workgroup memory), three more (2, 4 and 8 keys a thread) where attention_decode stayed, alone or for a
   // kv head's q heads, and one more (attention_combine launched instead of folded) where decode stayed fused.
   // (stories260K's 512 positions never reach a long span: no long spans' kernel is timed for it.)
-  const way = String.raw`gemv(_sg)?, (un)?fused, attention(_decode( for a kv head's q heads)?(, [248] keys a thread| \(lanes\))?|_grouped)?(, attention_combine launched)?(, x staged)?`;
+  const way = String.raw`gemv(_sg)?(, 16-byte loads)?, (un)?fused, attention(_decode( for a kv head's q heads)?(, [248] keys a thread| \(lanes\))?|_grouped)?(, attention_combine launched)?(, x staged)?`;
   await expect(page.getByTestId('decode-tuning')).toHaveText(
     new RegExp(String.raw`^Decode kernels, timed on this GPU \((7|8|10|11) ways in \d+\.\d s\): ${way}, \d+\.\d\d ms a token( \(the defaults\)|; the defaults \(gemv_sg, fused, attention_decode\) took \d+\.\d\d ms)$`),
   );

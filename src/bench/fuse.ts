@@ -5,7 +5,8 @@
  * walking keys of their own) and in attention.wgsl ('rows'); on devices with subgroups, with its GEMVs in gemv_sg (the default there) and in gemv; and, fused,
  * with attention's few key slices merged in the output projection (Ops.foldCombine) and by attention_combine's
  * launch; and, fused, with the GEMVs reading x (RMSNorm's and GLU's) from workgroup memory, worked out there once a
- * workgroup (Ops.stageX), and from x's buffer in every column's lanes. Each way reports its wall and GPU time a step and its dispatches a step.
+ * workgroup (Ops.stageX), and from x's buffer in every column's lanes; and, fused, with f16 weights read 16 bytes a
+ * load (Ops.gemvWide) and 8. Each way reports its wall and GPU time a step and its dispatches a step.
  */
 import { describeAttentionWay, describeSettings, type AttentionVariant, type KVCache, type DecodeTuning, type Engine, type GemvVariant, type UploadTuning } from '../engine';
 import { benchTokens } from './prefill';
@@ -23,6 +24,8 @@ export interface DecodeWay {
   foldCombine?: boolean;
   /** Whether the step's GEMVs stage x in workgroup memory (Ops.stageX), where the way sets it. */
   stageX?: boolean;
+  /** Whether gemv reads f16 weights 16 bytes a load (Ops.gemvWide), where the way sets it. */
+  gemvWide?: boolean;
   /** Whether this is the way the engine decodes on this adapter by default. */
   chosen: boolean;
   steps: number;
@@ -35,7 +38,7 @@ export interface DecodeWay {
 /** The fused/unfused comparison's rows (their attention is the default). */
 export type FuseTiming = DecodeWay;
 
-type Way = { fused: boolean; attention?: AttentionVariant; gemv?: GemvVariant; foldCombine?: boolean; stageX?: boolean; chosen: boolean; steps: number };
+type Way = { fused: boolean; attention?: AttentionVariant; gemv?: GemvVariant; foldCombine?: boolean; stageX?: boolean; gemvWide?: boolean; chosen: boolean; steps: number };
 
 /** Rows a cache needs past its context for timeWaysOn's steps: one warm step and the timed and probed steps of each way. */
 function stepRows(ways: Way[]): number {
@@ -60,13 +63,14 @@ async function timeWays(e: Engine, context: number, ways: Way[]): Promise<Decode
  * restored after.
  */
 async function timeWaysOn(e: Engine, cache: KVCache, tokens: number[], ways: Way[]): Promise<DecodeWay[]> {
-  const saved = { fuse: e.ops.fuse, attention: e.ops.attentionVariant, gemv: e.ops.gemvVariant, foldCombine: e.ops.foldCombine, stageX: e.ops.stageX };
+  const saved = { fuse: e.ops.fuse, attention: e.ops.attentionVariant, gemv: e.ops.gemvVariant, foldCombine: e.ops.foldCombine, stageX: e.ops.stageX, gemvWide: e.ops.gemvWide };
   const set = (w: Way) => {
     e.ops.fuse = w.fused;
     e.ops.attentionVariant = w.attention;
     e.ops.gemvVariant = w.gemv;
     e.ops.foldCombine = w.foldCombine ?? saved.foldCombine;
     e.ops.stageX = w.stageX ?? saved.stageX;
+    e.ops.gemvWide = w.gemvWide ?? saved.gemvWide;
   };
   let at = 0;
   const d = e.ops.d;
@@ -89,7 +93,7 @@ async function timeWaysOn(e: Engine, cache: KVCache, tokens: number[], ways: Way
         for (let i = 0; i < probe; i++) await e.decode(cache, tokens[at++]);
         gpu = ((await d.stopGpuTimer()) ?? NaN) / probe;
       }
-      out.push({ fused: w.fused, attention: w.attention ?? 'default', gemv: w.gemv ?? 'default', ...(w.foldCombine === undefined ? {} : { foldCombine: w.foldCombine }), ...(w.stageX === undefined ? {} : { stageX: w.stageX }), chosen: w.chosen, steps: w.steps, decode_tokens_per_s: 1000 / wall, decode_wall_ms: wall, decode_gpu_ms: gpu, dispatches_per_step: dispatches });
+      out.push({ fused: w.fused, attention: w.attention ?? 'default', gemv: w.gemv ?? 'default', ...(w.foldCombine === undefined ? {} : { foldCombine: w.foldCombine }), ...(w.stageX === undefined ? {} : { stageX: w.stageX }), ...(w.gemvWide === undefined ? {} : { gemvWide: w.gemvWide }), chosen: w.chosen, steps: w.steps, decode_tokens_per_s: 1000 / wall, decode_wall_ms: wall, decode_gpu_ms: gpu, dispatches_per_step: dispatches });
     }
     return out;
   } finally {
@@ -98,6 +102,7 @@ async function timeWaysOn(e: Engine, cache: KVCache, tokens: number[], ways: Way
     e.ops.gemvVariant = saved.gemv;
     e.ops.foldCombine = saved.foldCombine;
     e.ops.stageX = saved.stageX;
+    e.ops.gemvWide = saved.gemvWide;
   }
 }
 
@@ -163,21 +168,21 @@ export function decodeGemvWays(e: Engine, context: number, steps: number): Promi
  * fuse, neither way is its own): 'foldCombine', attention's key slices merged in the output projection (gemv's
  * COMBINE; only where a step has 2 to 8 slices, Ops.combineFold, elsewhere both ways are the same) or by
  * attention_combine's launch; 'stageX', the GEMVs' x staged once a workgroup in workgroup memory (gemv's STAGE) or
- * read from its buffer in every column's lanes.
+ * read from its buffer in every column's lanes; 'gemvWide', f16 weights read 16 bytes a load or 8 (gemv's W8).
  */
-export function decodeSwitchWays(e: Engine, context: number, steps: number, choice: 'foldCombine' | 'stageX'): Promise<DecodeWay[]> {
-  const picked = choice === 'foldCombine' ? e.ops.foldCombine !== false : e.ops.stageX === true, fused = e.ops.fuses(1);
+export function decodeSwitchWays(e: Engine, context: number, steps: number, choice: 'foldCombine' | 'stageX' | 'gemvWide'): Promise<DecodeWay[]> {
+  const picked = choice === 'foldCombine' ? e.ops.foldCombine !== false : e.ops[choice] === true, fused = e.ops.fuses(1);
   return timeWays(e, context, [picked, !picked].map((on) => ({ fused: true, [choice]: on, chosen: fused && on === picked, steps })));
 }
 
 /**
  * What a way sets, in words: "fused, attention keys", "unfused, gemv_sg", "fused, attention keys (4 keys a thread)",
  * "fused, attention_combine launched" (a fused way that does not fold it: Ops.foldCombine), "fused, x staged"
- * (Ops.stageX).
+ * (Ops.stageX), "fused, 16-byte loads" (Ops.gemvWide).
  */
-export function wayLabel(r: Pick<DecodeWay, 'fused' | 'attention' | 'gemv'> & { keysPerThread?: number; foldCombine?: boolean; stageX?: boolean }): string {
+export function wayLabel(r: Pick<DecodeWay, 'fused' | 'attention' | 'gemv'> & { keysPerThread?: number; foldCombine?: boolean; stageX?: boolean; gemvWide?: boolean }): string {
   const keys = (r.attention === 'keys' || r.attention === 'grouped-keys') && (r.keysPerThread ?? 1) > 1 ? ` (${r.keysPerThread} keys a thread)` : '';
-  const combine = (r.fused && r.foldCombine === false ? ', attention_combine launched' : '') + (r.stageX === true ? ', x staged' : '');
+  const combine = (r.fused && r.foldCombine === false ? ', attention_combine launched' : '') + (r.stageX === true ? ', x staged' : '') + (r.gemvWide === true ? ', 16-byte loads' : '');
   return `${r.fused ? 'fused' : 'unfused'}${combine}${r.attention && r.attention !== 'default' ? `, attention ${r.attention}${keys}` : ''}${r.gemv && r.gemv !== 'default' ? `, ${r.gemv}` : ''}`;
 }
 

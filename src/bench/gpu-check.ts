@@ -201,9 +201,9 @@ async function main() {
     try {
       for (const [T, K, N] of shapes) {
         for (const m of await timeMatmuls(e, T, K, N, 'f16')) {
-          const chosen = e.ops.pickMatmul(T, N, K) === m.variant && (m.half === undefined || m.half === e.ops.halfByDefault());
+          const chosen = e.ops.pickMatmul(T, N, K) === m.variant && (m.half === undefined || m.half === e.ops.halfByDefault()) && (m.wide === undefined || m.wide === (e.ops.gemvWide === true));
           rows.push({ adapter, ...m, chosen });
-          log(`[${adapter}] matmul ${m.variant}${m.half ? ' (f16 math)' : ''}${chosen ? ' (chosen)' : ''} [${T}x${K}]·[${K}x${N}] f16: ${m.ms.toFixed(3)} ms, ${m.gflops.toFixed(0)} GFLOP/s, ${m.weightGBps.toFixed(0)} GB/s of weights`);
+          log(`[${adapter}] matmul ${m.variant}${m.half ? ' (f16 math)' : ''}${m.wide ? ' (16-byte loads)' : ''}${chosen ? ' (chosen)' : ''} [${T}x${K}]·[${K}x${N}] f16: ${m.ms.toFixed(3)} ms, ${m.gflops.toFixed(0)} GFLOP/s, ${m.weightGBps.toFixed(0)} GB/s of weights`);
         }
         save();
       }
@@ -397,8 +397,9 @@ async function profileInto(rows: Record<string, unknown>[], e: Engine, context: 
   log(`${tag} ${formatFuse(attention)}`);
   const gemv = await decodeGemvWays(e, ctx, cpu ? 1 : steps);
   if (gemv.length) log(`${tag} ${formatFuse(gemv)}`);
-  // The fused choices' rows: the key slices' fold, then the prologues' x staged.
-  const combine = [...await decodeSwitchWays(e, ctx, cpu ? 1 : steps, 'foldCombine'), ...await decodeSwitchWays(e, ctx, cpu ? 1 : steps, 'stageX')];
+  // The fused choices' rows: the key slices' fold, the prologues' x staged, the weights' wide loads.
+  const combine = [];
+  for (const choice of ['foldCombine', 'stageX', 'gemvWide'] as const) combine.push(...await decodeSwitchWays(e, ctx, cpu ? 1 : steps, choice));
   log(`${tag} ${formatFuse(combine)}`);
   const p = await profileDecode(e, context);
   rows.push({ ...row, profile: p ?? 'no timestamp queries', fuse, attention, gemv, combine });

@@ -5,6 +5,8 @@ export interface MatmulTiming {
   variant: MatmulVariant;
   /** The tiled kernels' f16 slices (kernels/matmul_half.wgsl), timed both ways where the device has `shader-f16`. */
   half?: boolean;
+  /** gemv's 16-byte loads of f16 weights (Ops.gemvWide), timed both ways where K is a multiple of 8. */
+  wide?: boolean;
   T: number; K: number; N: number;
   ms: number;
   gflops: number;
@@ -48,27 +50,37 @@ export async function timeMatmuls(e: Engine, T: number, K: number, N: number, wD
   const out: MatmulTiming[] = [];
   try {
     const tiled = (v: MatmulVariant) => v === 'tiled' || v === 'tiled128';
-    const ways = (only ?? e.ops.matmulVariants(T)).flatMap((variant): { variant: MatmulVariant; half?: boolean }[] =>
-      tiled(variant) && e.ops.shaderF16 && wDtype === 'f16' ? [{ variant, half: false }, { variant, half: true }] : [{ variant, half: undefined }]);
-    const runner = (variant: MatmulVariant, half?: boolean) => async (reps: number) => {
+    const gemv = (v: MatmulVariant) => v === 'gemv' || v === 'gemv_sg';
+    type Way = { variant: MatmulVariant; half?: boolean; wide?: boolean };
+    const ways = (only ?? e.ops.matmulVariants(T)).flatMap((variant): Way[] =>
+      tiled(variant) && e.ops.shaderF16 && wDtype === 'f16' ? [{ variant, half: false }, { variant, half: true }]
+        : gemv(variant) && wDtype === 'f16' && K % 8 === 0 ? [{ variant, wide: false }, { variant, wide: true }] : [{ variant }]);
+    const runner = ({ variant, half, wide }: Way) => async (reps: number) => {
+      const was = e.ops.gemvWide;
+      e.ops.gemvWide = wide ?? was;
       const t0 = performance.now();
-      for (let i = 0; i < reps; i++) e.ops.matmul({ x, w, wDtype, y, T, N, K, variant, half });
+      try {
+        for (let i = 0; i < reps; i++) e.ops.matmul({ x, w, wDtype, y, T, N, K, variant, half });
+      } finally {
+        e.ops.gemvWide = was;
+      }
       await e.ops.d.read(y, 0, 16);
       return performance.now() - t0;
     };
     // A real GPU idle until now clocks up under load (as decode tuning warms it): the first way timed cold ran 4x
     // slow (gpu-h100-11.json).
     if (e.gpu.profile === 'gpu') {
-      const warm = runner(ways[ways.length - 1].variant, ways[ways.length - 1].half);
+      const warm = runner(ways[ways.length - 1]);
       for (const until = performance.now() + WARM_MS; performance.now() < until; ) await warm(4);
     }
-    for (const { variant, half } of ways) {
-      const run = runner(variant, half);
+    for (const way of ways) {
+      const { variant, half, wide } = way;
+      const run = runner(way);
       await run(1);
       const once = await run(1);
       const reps = Math.max(3, Math.min(500, Math.ceil(targetMs / Math.max(once, 0.01))));
       const { ms, clock } = await kernelPerRep(e, run, reps);
-      out.push({ variant, ...(half === undefined ? {} : { half }), T, K, N, ms, clock, gflops: (2 * T * N * K) / ms / 1e6, weightGBps: wBytes / ms / 1e6 });
+      out.push({ variant, ...(half === undefined ? {} : { half }), ...(wide === undefined ? {} : { wide }), T, K, N, ms, clock, gflops: (2 * T * N * K) / ms / 1e6, weightGBps: wBytes / ms / 1e6 });
     }
   } finally {
     for (const b of [x, w, y]) b.destroy();

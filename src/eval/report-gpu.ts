@@ -11,7 +11,7 @@ import { wayLabel, type DecodeAfterLink, type DecodeWay } from '../bench/fuse';
 import { mdTable } from './markdown';
 import { describeAttentionWay, type DecodeSettings, type DecodeTuning, type UploadTuning } from '../engine';
 
-type KernelRow = { rows?: string; variant?: string; half?: boolean; rowsPerThread?: number; keysPerTile?: number; keysPerThread?: number; splits?: number | string; T: number; K?: number; N?: number; n?: number; H?: number; HD?: number; ms: number; gflops: number; weightGBps?: number; chosen: boolean; clock?: string };
+type KernelRow = { rows?: string; variant?: string; half?: boolean; wide?: boolean; rowsPerThread?: number; keysPerTile?: number; keysPerThread?: number; splits?: number | string; T: number; K?: number; N?: number; n?: number; H?: number; HD?: number; ms: number; gflops: number; weightGBps?: number; chosen: boolean; clock?: string };
 type EngineRow = PrefillRow & { adapter: string; model: string; weight_bytes: number; weight_dtype: string; weights?: string; profile?: DecodeProfile | string; fuse?: DecodeWay[]; attention?: DecodeWay[]; gemv?: DecodeWay[]; combine?: DecodeWay[]; skipped?: string; error?: string };
 type TorchRow = { model: string; tokens: number; tokens_per_s: number; gflops: number; decode_tokens_per_s?: number; skipped?: string; error?: string };
 type LinkRow = { model: string; context: number; chunks: number; chunk_tokens: number; tier?: 'host' | 'host-f16' | 'gpu'; kv_dtype?: 'f32' | 'f16'; gpu_rows?: 'f32' | 'f16'; submit_each_layer?: boolean; results?: TtftRow[]; ratios?: Record<string, number>; profiles?: LinkProfile[]; decode_after_link?: DecodeAfterLink; skipped?: string; error?: string };
@@ -114,7 +114,7 @@ export function gpuSection(runs: { file: string; r: GpuRun }[]): string {
     const mm = (k.matmul ?? []).filter(plausible);
     if (mm.length) {
       lines.push('Each matmul kernel alone on the products of a Llama-3.2-1B layer (f16 weights; *chosen* is what the engine picks for that shape):', '');
-      lines.push(table(['variant', '[T×K]·[K×N]', 'ms', 'GFLOP/s', 'weights GB/s', 'chosen'], mm.map((x) => [`${x.variant!}${x.half ? ' (f16 math)' : ''}`, `[${x.T}×${x.K}]·[${x.K}×${x.N}]`, x.ms.toFixed(3), n0(x.gflops), n0(x.weightGBps), x.chosen ? 'yes' : ''])), '');
+      lines.push(table(['variant', '[T×K]·[K×N]', 'ms', 'GFLOP/s', 'weights GB/s', 'chosen'], mm.map((x) => [`${x.variant!}${x.half ? ' (f16 math)' : ''}${x.wide ? ' (16-byte loads)' : ''}`, `[${x.T}×${x.K}]·[${x.K}×${x.N}]`, x.ms.toFixed(3), n0(x.gflops), n0(x.weightGBps), x.chosen ? 'yes' : ''])), '');
     }
     const at = (k.attention ?? []).filter(plausible);
     if (at.length) {
@@ -194,7 +194,7 @@ export function gpuSection(runs: { file: string; r: GpuRun }[]): string {
 /** What tuning decode's kernels at load measured and kept, per model (runs before tuning have none). */
 function tuning(rows: NonNullable<GpuRun['kit']['tune']>): string[] {
   if (!rows.length) return [];
-  const way = (x: DecodeSettings) => wayLabel({ fused: x.fuse, attention: x.attention, gemv: x.gemv, keysPerThread: x.keysPerThread, foldCombine: x.foldCombine, stageX: x.stageX });
+  const way = (x: DecodeSettings) => wayLabel({ fused: x.fuse, attention: x.attention, gemv: x.gemv, keysPerThread: x.keysPerThread, foldCombine: x.foldCombine, stageX: x.stageX, gemvWide: x.wide });
   const t0 = rows[0];
   return [
     `Decode's kernels tuned as the app tunes them when it loads a model (Engine.tuneDecode: greedy steps recorded ahead after ${t0.context} cached rows, the fastest of ${t0.reps} or more runs of ${t0.steps} steps a way; the defaults first, an alternative kept only when over 3% faster; from gpu-h100-8 on, after the defaults ran untimed for 300 ms, each alternative timed in turns with the best so far; the kit's decode figures above and below use the way kept):`, '',
@@ -282,7 +282,8 @@ function quantAndProfiles(quant: EngineRow[], eng: EngineRow[], bw: number): str
   const ways = [...eng, ...quant].flatMap((x) => [...(x.fuse ?? []), ...(x.attention ?? []), ...(x.gemv ?? []), ...(x.combine ?? [])].map((w) => ({ x, w })));
   if (ways.length) {
     const combine = (ways.some(({ w }) => w.foldCombine !== undefined) ? '*attention_combine launched*: key slices merged by that launch instead of in the output projection; ' : '') +
-      (ways.some(({ w }) => w.stageX !== undefined) ? '*x staged*: the GEMVs\' input (normed, or the GLU\'s) worked out once a workgroup in workgroup memory; ' : '');
+      (ways.some(({ w }) => w.stageX !== undefined) ? '*x staged*: the GEMVs\' input (normed, or the GLU\'s) worked out once a workgroup in workgroup memory; ' : '') +
+      (ways.some(({ w }) => w.gemvWide !== undefined) ? '*16-byte loads*: gemv reading f16 weights 16 bytes a load instead of 8; ' : '');
     lines.push(`Decode each way, side by side on one model and cache (*fused*: RMSNorm and GLU folded into the GEMVs; *attention*: attention_decode.wgsl, \`keys\` (in rounds) or \`lanes\` (each invocation its own keys), attention_grouped.wgsl, \`grouped\` (lanes for a kv head's q heads in one workgroup), attention_decode.wgsl for them in rounds, \`grouped-keys\`, or attention.wgsl, \`rows\`; *gemv_sg* or *gemv*: gemv.wgsl summing with subgroup operations or in workgroup memory; ${combine}*chosen* is the way the engine decodes here, after tuning where the run tuned):`, '');
     lines.push(table(['model', 'weights', 'way', 'tok/s', 'wall ms', 'GPU ms', 'dispatches', 'chosen'], ways.map(({ x, w }) => [
       x.model, x.weights ?? x.weight_dtype, wayLabel(w),

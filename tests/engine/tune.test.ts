@@ -10,23 +10,24 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { openModel } from '../../src/node/session';
 import { describeSettings, TUNE_MARGIN, type DecodeSettings, type Engine } from '../../src/engine';
+import { tuneDecode, type Tunable } from '../../src/engine/model/tune';
 
 const s = await openModel(join(import.meta.dirname, '../../public/models/stories260K/stories260K.bin'));
 const e = s.engine;
 after(() => s.close());
 
-const key = (x: DecodeSettings) => `${x.gemv}/${x.fuse ? 'fused' : 'unfused'}/${x.attention}/k${x.keysPerThread ?? 1}${x.foldCombine === false ? '/launched' : ''}${x.stageX ? '/staged' : ''}`;
+const key = (x: DecodeSettings) => `${x.gemv}/${x.fuse ? 'fused' : 'unfused'}/${x.attention}/k${x.keysPerThread ?? 1}${x.foldCombine === false ? '/launched' : ''}${x.stageX ? '/staged' : ''}${x.wide ? '/wide' : ''}`;
 const gemvs = () => (e.ops.subgroupMin ? ['gemv_sg', 'gemv'] : ['gemv']);
 
 /** Runs `fn` with the engine on the 'gpu' profile and no tuned or forced decode settings, restored after. */
 async function onGpuProfile<T>(fn: (e: Engine) => Promise<T>): Promise<T> {
-  const saved = { profile: e.ops.matmulProfile, fuse: e.ops.fuse, gemv: e.ops.gemvVariant, attention: e.ops.decodeAttention, keys: e.ops.decodeKeysPerThread, fold: e.ops.foldCombine, stage: e.ops.stageX };
+  const saved = { profile: e.ops.matmulProfile, fuse: e.ops.fuse, gemv: e.ops.gemvVariant, attention: e.ops.decodeAttention, keys: e.ops.decodeKeysPerThread, fold: e.ops.foldCombine, stage: e.ops.stageX, wide: e.ops.gemvWide };
   e.ops.matmulProfile = 'gpu';
-  e.ops.fuse = e.ops.gemvVariant = e.ops.decodeAttention = e.ops.decodeKeysPerThread = e.ops.foldCombine = e.ops.stageX = undefined;
+  e.ops.fuse = e.ops.gemvVariant = e.ops.decodeAttention = e.ops.decodeKeysPerThread = e.ops.foldCombine = e.ops.stageX = e.ops.gemvWide = undefined;
   try {
     return await fn(e);
   } finally {
-    Object.assign(e.ops, { matmulProfile: saved.profile, fuse: saved.fuse, gemvVariant: saved.gemv, decodeAttention: saved.attention, decodeKeysPerThread: saved.keys, foldCombine: saved.fold, stageX: saved.stage });
+    Object.assign(e.ops, { matmulProfile: saved.profile, fuse: saved.fuse, gemvVariant: saved.gemv, decodeAttention: saved.attention, decodeKeysPerThread: saved.keys, foldCombine: saved.fold, stageX: saved.stage, gemvWide: saved.wide });
   }
 }
 
@@ -48,8 +49,8 @@ test('the cpu profile is not tuned: null, and the engine unchanged', async () =>
 
 test('the defaults first, then each choice from the best so far; the fastest past the margin is kept', async () => {
   await onGpuProfile(async () => {
-    const defaults: DecodeSettings = { gemv: e.ops.pickGemv(), fuse: e.ops.fuses(1), attention: e.ops.pickAttention(1, e.config.headDim), keysPerThread: 1, foldCombine: true, stageX: false };
-    assert.deepEqual(defaults, { gemv: gemvs()[0], fuse: true, attention: 'keys', keysPerThread: 1, foldCombine: true, stageX: false });
+    const defaults: DecodeSettings = { gemv: e.ops.pickGemv(), fuse: e.ops.fuses(1), attention: e.ops.pickAttention(1, e.config.headDim), keysPerThread: 1, foldCombine: true, stageX: false, wide: false };
+    assert.deepEqual(defaults, { gemv: gemvs()[0], fuse: true, attention: 'keys', keysPerThread: 1, foldCombine: true, stageX: false, wide: false });
     // Unfused is 10% faster, plain gemv 1% faster (inside the margin: not taken), 'lanes', 'grouped' and 'grouped-keys'
     // (stories260K's heads group in twos) the same, 'rows' slower, 4 keys a thread 10%
     // faster. Unfused, the fold of attention_combine is not tried: it matters only fused. Staging x is tried last.
@@ -70,7 +71,7 @@ test('the defaults first, then each choice from the best so far; the fastest pas
     const bests = alts.map((a) => (a === `${g}/unfused/keys/k8` || a === `${k4}/staged` ? k4 : a.includes('/unfused/') && a !== unfused ? unfused : key(defaults)));
     assert.deepEqual(seen, [key(defaults), key(defaults), key(defaults), ...alts.flatMap((a, i) => turns(a, bests[i]))]);
     assert.deepEqual(r.trials.map((t) => key(t.settings)), expected);
-    assert.deepEqual(r.chosen, { gemv: g, fuse: false, attention: 'keys', keysPerThread: 4, foldCombine: true, stageX: false });
+    assert.deepEqual(r.chosen, { gemv: g, fuse: false, attention: 'keys', keysPerThread: 4, foldCombine: true, stageX: false, wide: false });
     assert.deepEqual(r.defaults, defaults);
     assert.equal(describeSettings(r.chosen), `${g}, unfused, attention_decode, 4 keys a thread`);
     assert.equal(describeSettings({ ...r.chosen, keysPerThread: 1 }), `${g}, unfused, attention_decode`);
@@ -141,6 +142,29 @@ test('x staged in workgroup memory, where that is faster, is kept for decode', a
   });
 });
 
+test('f16 weights: gemv\'s 16-byte loads are the last choice tried, and kept where faster; other weights never try them', async () => {
+  await onGpuProfile(async () => {
+    // stories260K is stored in f32: the engine as it would be with f16 weights (its LM head alone, as a Q4_K_M
+    // GGUF's packed layers beside an f16 head would be).
+    const m = e.model!;
+    assert.equal(m.dtype, 'f32');
+    const lmHead = { ...m.lmHead, dtype: 'f16' as const, parts: m.lmHead.parts.map((p) => ({ ...p, dtype: 'f16' as const })) };
+    const f16: Tunable = {
+      ops: e.ops, config: e.config, kvDtype: e.kvDtype, submitEachLayer: e.submitEachLayer, model: { lmHead, layers: m.layers },
+      pass: (c) => e.pass(c), newCache: (n) => e.newCache(n), sync: () => e.sync(),
+    };
+    const r = (await tuneDecode(f16, { measure: async (x) => (x.wide ? 9 : 10), warmMs: 0 }))!;
+    assert.equal(r.trials.at(-1)!.settings.wide, true, 'the wide loads are the last choice tried');
+    assert.deepEqual(r.chosen, { ...r.defaults, wide: true });
+    assert.equal(e.ops.gemvWide, true);
+    assert.equal(describeSettings(r.chosen), `${r.chosen.gemv}, 16-byte loads, fused, attention_decode`);
+    e.ops.gemvWide = undefined;
+    const plain = (await e.tuneDecode({ measure: async (x) => (x.wide ? 9 : 10), warmMs: 0 }))!;
+    assert.ok(plain.trials.every((t) => !t.settings.wide), 'f32 weights: not tried');
+    assert.equal(e.ops.gemvWide, false);
+  });
+});
+
 /** Greedy tokens from a prompt, by the engine's current settings. */
 async function tokens(count: number): Promise<number[]> {
   const prompt = s.model.tokenizer.encode('Lily had a red ball', { addBos: true });
@@ -165,7 +189,7 @@ test('timed for real: every way runs, is timed, and decodes the same tokens as t
     assert.equal(r.trials.length, gemvs().length + 6 + (r.chosen.attention === 'keys' || r.chosen.attention === 'grouped-keys' ? 3 : 0) + (r.chosen.fuse ? 1 : 0));
     for (const t of r.trials) assert.ok(Number.isFinite(t.msPerStep) && t.msPerStep > 0, `${key(t.settings)}: ${t.msPerStep} ms`);
     assert.ok(r.trials.some((t) => key(t.settings) === key(r.chosen)));
-    const now = { fuse: e.ops.fuses(1), gemv: e.ops.pickGemv(), attention: e.ops.pickAttention(1, e.config.headDim), keysPerThread: e.ops.decodeKeysPerThread, foldCombine: e.ops.foldCombine, stageX: e.ops.stageX };
+    const now = { fuse: e.ops.fuses(1), gemv: e.ops.pickGemv(), attention: e.ops.pickAttention(1, e.config.headDim), keysPerThread: e.ops.decodeKeysPerThread, foldCombine: e.ops.foldCombine, stageX: e.ops.stageX, wide: e.ops.gemvWide };
     assert.deepEqual(now, r.chosen);
     // Every way decodes the same tokens, each of attention_decode's keys a thread among them (this prompt's few rows
     // make no key slices: combine-fold.test.ts decodes with the fold where they do).

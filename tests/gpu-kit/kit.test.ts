@@ -62,7 +62,7 @@ test('npm run gpu:kit builds a kit under 60 MiB whose smoke run passes on this a
   }
   // Packed quantized weights beside f16: fewer bytes, and throughput measured for each.
   type Profile = { step_gpu_ms: number; kernels: { kernel: string; dispatches: number; us: number }[]; launches: { kernel: string; dispatches: number; us: number }[] };
-  type Fuse = { fused: boolean; attention: string; gemv?: string; foldCombine?: boolean; stageX?: boolean; chosen: boolean; decode_tokens_per_s: number; dispatches_per_step: number }[];
+  type Fuse = { fused: boolean; attention: string; gemv?: string; foldCombine?: boolean; stageX?: boolean; gemvWide?: boolean; chosen: boolean; decode_tokens_per_s: number; dispatches_per_step: number }[];
   const all = r.quant as { weights: string; adapter: string; weight_bytes: number; tokens_per_s: number; decode_tokens_per_s?: number; profile?: Profile; fuse?: Fuse; attention?: Fuse; gemv?: Fuse; combine?: Fuse }[];
   const quant = all.filter((x) => !x.profile);
   // Each type's decode step, kernel by kernel (the smoke run profiles tiny-llama): the matrix products are there.
@@ -83,9 +83,13 @@ test('npm run gpu:kit builds a kit under 60 MiB whose smoke run passes on this a
     // And with each GEMV kernel, SwiftShader having subgroups: gemv_sg (the default there), then gemv.
     assert.deepEqual(p.gemv!.map((w) => [w.gemv, w.chosen]), [['gemv_sg', true], ['gemv', false]], JSON.stringify(p.gemv));
     assert.ok(p.gemv!.every((w) => w.decode_tokens_per_s > 0), JSON.stringify(p.gemv));
-    // And fused with attention_combine folded and launched, then with x staged and not: none is this CPU adapter's
-    // way, its attention ('rows', unsliced here) leaves nothing to fold, and staging adds no launch, so all launch alike.
-    assert.deepEqual(p.combine!.map((w) => [w.foldCombine, w.stageX, w.chosen]), [[true, undefined, false], [false, undefined, false], [undefined, false, false], [undefined, true, false]], JSON.stringify(p.combine));
+    // And fused with attention_combine folded and launched, with x staged and not, and with f16 weights read 8 and 16
+    // bytes a load: none is this CPU adapter's way, its attention ('rows', unsliced here) leaves nothing to fold, and
+    // neither staging nor the wide loads adds a launch, so all launch alike.
+    assert.deepEqual(p.combine!.map((w) => [w.foldCombine, w.stageX, w.gemvWide, w.chosen]), [
+      [true, undefined, undefined, false], [false, undefined, undefined, false], [undefined, false, undefined, false], [undefined, true, undefined, false],
+      [undefined, undefined, false, false], [undefined, undefined, true, false],
+    ], JSON.stringify(p.combine));
     assert.ok(p.combine!.every((w) => w.decode_tokens_per_s > 0 && w.dispatches_per_step === p.combine![0].dispatches_per_step), JSON.stringify(p.combine));
   }
   assert.deepEqual(quant.map((x) => x.weights), ['f16', 'q4_0', 'q8_0'], JSON.stringify(quant).slice(0, 2000));

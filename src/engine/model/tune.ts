@@ -2,7 +2,7 @@
  * Decode's kernels chosen by measurement on the adapter at hand (Engine.tuneDecode); and, at the end of this
  * file, how a link's host rows go up (Engine.tuneUpload).
  *
- * On the 'gpu' profile six choices shape a decode step, and which way pays
+ * On the 'gpu' profile seven choices shape a decode step, and which way pays
  * depends on the GPU, its driver and the model's widths: the GEMV kernel
  * (gemv, or gemv_sg where the device has subgroups), whether RMSNorm and GLU
  * are folded into the GEMVs after them and RoPE with the cache write into
@@ -16,7 +16,8 @@
  * attention_combine launch does (Ops.foldCombine: every one of its workgroups
  * reads every slice); and whether the GEMVs read x (a fused RMSNorm's or
  * GLU's, or as stored) from workgroup memory, worked out there once a
- * workgroup, or from its buffer in every column's lanes (Ops.stageX). Ops'
+ * workgroup, or from its buffer in every column's lanes (Ops.stageX); and,
+ * for f16 weights, whether gemv reads them 16 bytes a load or 8 (Ops.gemvWide). Ops'
  * defaults are reasoned guesses; users' GPUs (integrated, Apple, AMD,
  * NVIDIA) differ more than any guess. So the engine
  * times whole greedy decode steps, recorded ahead as the app decodes, each
@@ -37,7 +38,7 @@
  * tuning changes speed only. CPU adapters are not tuned: their profile has
  * one way (register kernels, unfused; see Ops.fuse).
  */
-import { type AttentionVariant, type GemvVariant, type KeysPerThread, type Ops } from '../ops';
+import { type AttentionVariant, type GemvVariant, type KeysPerThread, type Ops, type WeightMatrix } from '../ops';
 import { takesKeysPerThread } from '../attention-plan';
 import type { ModelConfig } from './config';
 import type { KVCache } from './kv-cache';
@@ -64,6 +65,11 @@ export interface DecodeSettings {
    * set by tuning, absent in results written before it was a choice (read as off).
    */
   stageX?: boolean;
+  /**
+   * Whether gemv reads packed f16 weights 16 bytes a load (Ops.gemvWide): set by tuning, absent in results written
+   * before it was a choice (read as off).
+   */
+  wide?: boolean;
 }
 
 /** One way timed: its settings and its best wall milliseconds a step. */
@@ -125,11 +131,26 @@ export const WARM_MS = 300;
 /** What tuning needs of the engine: a stepper, a scratch cache, and what timing attention alone needs. */
 export interface Tunable extends Stepper, AttentionTunable {
   newCache(capacity: number): KVCache;
+  /** The loaded model's matrices: gemv's wide loads are a choice only where some of decode's are packed f16. */
+  readonly model?: TunedMatrices | null;
+}
+
+/** The matrices a decode step reads (GpuModel's). */
+export interface TunedMatrices {
+  readonly lmHead: WeightMatrix;
+  readonly layers: readonly { readonly wqkv: WeightMatrix; readonly wo: WeightMatrix; readonly wGateUp: WeightMatrix; readonly wDown: WeightMatrix }[];
+}
+
+/** Whether any of decode's products reads packed f16 weights (what gemv's wide loads read): not packed quantized ones. */
+function readsF16(m: TunedMatrices | null | undefined): boolean {
+  if (!m) return false;
+  const all = [m.lmHead, ...m.layers.flatMap((l) => [l.wqkv, l.wo, l.wGateUp, l.wDown])];
+  return all.some((w) => w.parts.some((p) => (p.dtype ?? w.dtype) === 'f16'));
 }
 
 /** The settings Ops would use now for a one-row step. */
 export function currentSettings(ops: Ops, c: ModelConfig): DecodeSettings {
-  return { gemv: ops.pickGemv(), fuse: ops.fuses(1), attention: ops.pickAttention(1, c.headDim), keysPerThread: ops.decodeKeysPerThread ?? 1, foldCombine: ops.foldCombine !== false, stageX: ops.stageX === true };
+  return { gemv: ops.pickGemv(), fuse: ops.fuses(1), attention: ops.pickAttention(1, c.headDim), keysPerThread: ops.decodeKeysPerThread ?? 1, foldCombine: ops.foldCombine !== false, stageX: ops.stageX === true, wide: ops.gemvWide === true };
 }
 
 /**
@@ -139,7 +160,8 @@ export function currentSettings(ops: Ops, c: ModelConfig): DecodeSettings {
 export function describeSettings(s: DecodeSettings): string {
   const combine = s.fuse && s.foldCombine === false ? ', attention_combine launched' : '';
   const staged = s.stageX === true ? ', x staged' : '';
-  return `${s.gemv}, ${s.fuse ? 'fused' : 'unfused'}, ${describeAttentionWay({ attention: s.attention, keysPerThread: s.keysPerThread ?? 1 })}${combine}${staged}`;
+  const wide = s.wide === true ? ', 16-byte loads' : '';
+  return `${s.gemv}${wide}, ${s.fuse ? 'fused' : 'unfused'}, ${describeAttentionWay({ attention: s.attention, keysPerThread: s.keysPerThread ?? 1 })}${combine}${staged}`;
 }
 
 /** Makes `s` the engine's settings for decode. */
@@ -150,10 +172,11 @@ export function applySettings(ops: Ops, s: DecodeSettings) {
   ops.decodeKeysPerThread = s.keysPerThread;
   ops.foldCombine = s.foldCombine;
   ops.stageX = s.stageX;
+  ops.gemvWide = s.wide;
 }
 
 /** Each choice's possible values on this device and model, in the order they are tried. */
-function choices(ops: Ops, c: ModelConfig): { [K in keyof DecodeSettings]-?: NonNullable<DecodeSettings[K]>[] } {
+function choices(ops: Ops, c: ModelConfig, f16: boolean): { [K in keyof DecodeSettings]-?: NonNullable<DecodeSettings[K]>[] } {
   return {
     gemv: ops.subgroupMin ? ['gemv_sg', 'gemv'] : ['gemv'],
     fuse: [true, false],
@@ -161,6 +184,7 @@ function choices(ops: Ops, c: ModelConfig): { [K in keyof DecodeSettings]-?: Non
     keysPerThread: [1, 2, 4, 8],
     foldCombine: [true, false],
     stageX: [false, true],
+    wide: f16 ? [false, true] : [false],
   };
 }
 
@@ -173,7 +197,7 @@ export async function tuneDecode(e: Tunable, o: TuneOptions = {}): Promise<Decod
   o.onStart?.();
   const t0 = performance.now();
   const context = o.context ?? 512, steps = o.steps ?? 8, reps = o.reps ?? 3;
-  const { gemvVariant, fuse, decodeAttention, decodeKeysPerThread, foldCombine, stageX, longAttention } = e.ops;
+  const { gemvVariant, fuse, decodeAttention, decodeKeysPerThread, foldCombine, stageX, gemvWide, longAttention } = e.ops;
   // Steps are timed over the short span: the long spans' kernel, if an earlier tuning kept one, stays out of them.
   e.ops.longAttention = undefined;
   const defaults = currentSettings(e.ops, e.config);
@@ -196,7 +220,7 @@ export async function tuneDecode(e: Tunable, o: TuneOptions = {}): Promise<Decod
     const time = async (t: DecodeTrial) => (t.msPerStep = Math.min(t.msPerStep, await measure(t.settings)));
     for (let r = 0; r < reps; r++) await time(trials[0]);
     let best = trials[0];
-    const all = choices(e.ops, e.config);
+    const all = choices(e.ops, e.config, readsF16(e.model));
     for (const key of Object.keys(all) as (keyof DecodeSettings)[]) {
       if (!matters(key, best.settings)) continue;
       for (const value of all[key]) {
@@ -226,7 +250,7 @@ export async function tuneDecode(e: Tunable, o: TuneOptions = {}): Promise<Decod
     }
     return { chosen: best.settings, defaults, trials, context, steps, reps, long, ...(longError === undefined ? {} : { longError }), ms: performance.now() - t0 };
   } catch (err) {
-    Object.assign(e.ops, { gemvVariant, fuse, decodeAttention, decodeKeysPerThread, foldCombine, stageX, longAttention });
+    Object.assign(e.ops, { gemvVariant, fuse, decodeAttention, decodeKeysPerThread, foldCombine, stageX, gemvWide, longAttention });
     throw err;
   } finally {
     (cache as KVCache | null)?.destroy();
