@@ -3,7 +3,10 @@
  * its bindings, its uniform parameters, and the defines of its weights' storage type.
  */
 import type { MatmulArgs, WeightDType } from './ops-args';
-import { checkQuantShape, isQuant, QUANT, scaleBase } from './quant';
+import { checkQuantShape, isQuant, QUANT, scaleBase, vec4Blocks } from './quant';
+
+/** The most key slices gemv's COMBINE merges (Ops.combineFold). */
+export const COMBINE_MAX = 8;
 
 const u = (v: number) => ({ u32: v });
 const f = (v: number) => ({ f32: v });
@@ -41,6 +44,23 @@ export function matmulParams(a: MatmulArgs) {
 /** The matmul kernels' defines for a weight dtype: W_F16, or W_Q and the type's flag (quant.wgsl). */
 export function wDefines(d: WeightDType): Record<string, boolean> {
   return isQuant(d) ? { W_F16: false, W_Q: true, [d.toUpperCase()]: true } : { W_F16: d === 'f16' };
+}
+
+/**
+ * gemv.wgsl's defines for a launch of `a` (Ops.gemv): with subgroups (`sg`) `cols` columns a workgroup, `xk4` vec4s
+ * of each row of x staged (STAGE; 0: none), and `wide` asking for 16-byte loads, which f16 weights with K a
+ * multiple of 8 take (W8).
+ */
+export function gemvDefines(a: MatmulArgs, o: { sg: boolean; cols: number; xk4: number; wide: boolean }): Record<string, boolean | number> {
+  const glu = a.pre && 'glu' in a.pre ? a.pre.glu : null;
+  const comb = a.pre && 'combine' in a.pre ? a.pre.combine : null;
+  const norm = !!a.pre && 'norm' in a.pre;
+  return {
+    TX: a.T, SG: o.sg, ...(o.sg ? { COLS: o.cols } : { PARTS: 256 * a.T }), ...wDefines(a.wDtype), W8: o.wide && a.wDtype === 'f16' && a.K % 8 === 0,
+    BIAS: !!a.bias, RESIDUAL: !!a.residual, Y_RANGE: yRange(a), NORM: norm, GLU: !!glu, GELU_TANH: glu === 'gelu_tanh',
+    COMBINE: !!comb, ...(comb ? { XS: (a.T * a.K) / 4, WTS: a.T * comb.heads * COMBINE_MAX } : {}), QW4: isQuant(a.wDtype) && vec4Blocks(a.wDtype),
+    STAGE: o.xk4 > 0, ...(o.xk4 ? { XK4: o.xk4 } : {}), POST: norm && !!(a.pre as { post?: unknown }).post,
+  };
 }
 
 /** gemv_sg's columns a workgroup: one per subgroup of the device's smallest size (256 invocations), 8 to 64. */

@@ -8,8 +8,8 @@
 import type { Dispatcher, Param } from './gpu/dispatcher';
 import type { KernelLibrary } from './gpu/kernels';
 import { Scratch } from './model/scratch';
-import { checkQuantShape, isQuant, QUANT, scaleBase, vec4Blocks, type QuantType } from './quant';
-import { gemvOwnBytes, gemvSgColumns, matmulBindings, matmulParams, stagedVec4s, tiledVariant, wDefines, yRange } from './matmul-launch';
+import { checkQuantShape, isQuant, QUANT, scaleBase, type QuantType } from './quant';
+import { COMBINE_MAX, gemvDefines, gemvOwnBytes, gemvSgColumns, matmulBindings, matmulParams, stagedVec4s, tiledVariant, wDefines, yRange } from './matmul-launch';
 import { attendsDecodeRow, attentionSplits, cpuAttentionSplits, decodeAttentionKernels, foldsStep, GROUPED_KEYS_MAX, GROUPED_MAX, groupedFits, groupedKeysFits, keysSplits, KEYS_MAX_HEAD, LANES_MAX_HEAD, lanesSplits, longFor, TILED_MIN_ROWS, tiledSplits } from './attention-plan';
 
 import type {
@@ -18,7 +18,7 @@ import type {
 } from './ops-args';
 
 export { attentionSplits, decodeAttentionKernels, foldsStep, GROUPED_KEYS_MAX, GROUPED_MAX, groupedKeysFits, takesKeysPerThread, keyBounds, keysSplits, LANES_MAX_HEAD, MASKED_SCORE, tiledSplits, unmaskScores } from './attention-plan';
-export { gemvSgColumns } from './matmul-launch';
+export { COMBINE_MAX, gemvSgColumns } from './matmul-launch';
 export type {
   AttentionArgs, AttentionVariant, EmbedArgs, GatherArgs, GemvVariant, GluArgs, MatmulArgs, MatmulProfile, MatmulVariant, RmsNormArgs, RopeScatterArgs,
   KeysPerThread, AttentionSlices, AttentionStep, LongAttention, ScatterArgs, ScoresArgs, StoreDType, WeightDType, WeightMatrix, XPrologue,
@@ -28,8 +28,6 @@ const u = (v: number) => ({ u32: v });
 const f = (v: number) => ({ f32: v });
 
 const isGemv = (v: MatmulVariant | undefined): v is GemvVariant => v === 'gemv' || v === 'gemv_sg';
-/** The most key slices gemv's COMBINE merges (Ops.combineFold). */
-export const COMBINE_MAX = 8;
 
 export class Ops {
   /** The matmul family used when a call names no variant; chosen per adapter (see Engine). */
@@ -195,20 +193,12 @@ export class Ops {
   private gemv(a: MatmulArgs, sg: boolean) {
     if (a.T > 4) throw new Error(`gemv takes at most 4 rows of x, got T=${a.T}`);
     if (sg && !this.subgroupMin) throw new Error('gemv_sg needs a device with the subgroups feature');
-    const glu = a.pre && 'glu' in a.pre ? a.pre.glu : null;
     const comb = a.pre && 'combine' in a.pre ? a.pre.combine : null;
     if (comb && (comb.splits < 1 || comb.splits > COMBINE_MAX || a.K % (4 * comb.heads) !== 0)) throw new Error(`gemv: merges 1 to ${COMBINE_MAX} key slices of heads a multiple of 4 wide, not ${comb.splits} of ${a.K} / ${comb.heads}`);
     const cols = sg ? gemvSgColumns(this.subgroupMin!) : 8;
-    const qw4 = isQuant(a.wDtype) && vec4Blocks(a.wDtype);
-    const post = a.pre && 'norm' in a.pre ? a.pre.post : undefined;
     const xk4 = !comb && this.stageX === true ? stagedVec4s(a.T, a.K, sg, !!a.pre && 'norm' in a.pre, this.wgStorage) : 0;
-    if (post && !xk4) throw new Error('gemv: a post-norm folds in only where x is staged (Ops.stageX, workgroup memory for it)');
-    const pipe = this.lib.pipeline('gemv', {
-      TX: a.T, SG: sg, ...(sg ? { COLS: cols } : { PARTS: 256 * a.T }), ...wDefines(a.wDtype), W8: this.gemvWide === true && a.wDtype === 'f16' && a.K % 8 === 0, BIAS: !!a.bias, RESIDUAL: !!a.residual, Y_RANGE: yRange(a),
-      NORM: !!a.pre && 'norm' in a.pre, GLU: !!glu, GELU_TANH: glu === 'gelu_tanh',
-      COMBINE: !!comb, ...(comb ? { XS: (a.T * a.K) / 4, WTS: a.T * comb.heads * COMBINE_MAX } : {}), QW4: qw4,
-      STAGE: xk4 > 0, ...(xk4 ? { XK4: xk4 } : {}), POST: !!post,
-    });
+    if (a.pre && 'norm' in a.pre && a.pre.post && !xk4) throw new Error('gemv: a post-norm folds in only where x is staged (Ops.stageX, workgroup memory for it)');
+    const pipe = this.lib.pipeline('gemv', gemvDefines(a, { sg, cols, xk4, wide: this.gemvWide === true }));
     // One workgroup (of 256) per `cols` output columns.
     this.d.run1d(pipe, matmulParams(a), matmulBindings(a), Math.ceil(a.N / cols) * 64);
   }
