@@ -9,7 +9,7 @@ export type { HostTensor, HostWeights } from './model/weights';
 export type { KVCache } from './model/kv-cache';
 export type { LayerRows, GpuLayerRows } from './model/kv-io';
 export type { ScoresRequest, ScoresResult } from './model/forward';
-export { MARGIN as TUNE_MARGIN, WARM_MS, describeSettings, type DecodeSettings, type DecodeTrial, type DecodeTuning, type TuneOptions, type UploadTuning } from './model/tune';
+export { MARGIN as TUNE_MARGIN, WARM_MS, describeSettings, readsF16, type DecodeSettings, type DecodeTrial, type DecodeTuning, type TuneOptions, type UploadTuning } from './model/tune';
 export { LONG_SPAN, attentionWays as decodeAttentionWays, describeAttentionWay, type AttentionWay, type AttentionWayTiming, type LongAttentionTuning } from './model/tune-attention';
 export { OutOfGpuMemoryError } from './model/gpu-model';
 export { DeviceLostError, GpuValidationError } from './gpu/dispatcher';

@@ -142,7 +142,7 @@ export interface TunedMatrices {
 }
 
 /** Whether any of decode's products reads packed f16 weights (what gemv's wide loads read): not packed quantized ones. */
-function readsF16(m: TunedMatrices | null | undefined): boolean {
+export function readsF16(m: TunedMatrices | null | undefined): boolean {
   if (!m) return false;
   const all = [m.lmHead, ...m.layers.flatMap((l) => [l.wqkv, l.wo, l.wGateUp, l.wDown])];
   return all.some((w) => w.parts.some((p) => (p.dtype ?? w.dtype) === 'f16'));
