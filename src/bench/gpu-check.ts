@@ -39,7 +39,7 @@ import { parseArgs } from 'node:util';
 import { createNodeGpu, loadKernelSources, type NodeGpu } from '../node/gpu';
 import { Engine } from '../engine';
 import { SHAPE_NAMES, shapeConfig, syntheticWeights } from './shapes';
-import { isQuant, readsF16, type QuantType } from '../engine';
+import { isQuant, takesWideLoadsAny, type QuantType } from '../engine';
 import { appDecodeTokS, benchPrefillDecode, prefillFlops, withRoofline } from './prefill';
 import { asF32, asHalves, benchParts, benchTtft, compileBenchChunks, ttftRatios } from './ttft';
 import { timeMatmuls } from './matmul';
@@ -400,7 +400,7 @@ async function profileInto(rows: Record<string, unknown>[], e: Engine, context: 
   // The fused choices' rows: the key slices' fold, the prologues' x staged, and where decode reads f16 weights (not
   // the packed quantized profiles) their wide loads.
   const combine = [];
-  for (const choice of ['foldCombine', 'stageX', ...(readsF16(e.model) ? ['gemvWide' as const] : [])] as const) combine.push(...await decodeSwitchWays(e, ctx, cpu ? 1 : steps, choice));
+  for (const choice of ['foldCombine', 'stageX', ...(takesWideLoadsAny(e.model) ? ['gemvWide' as const] : [])] as const) combine.push(...await decodeSwitchWays(e, ctx, cpu ? 1 : steps, choice));
   log(`${tag} ${formatFuse(combine)}`);
   const p = await profileDecode(e, context);
   rows.push({ ...row, profile: p ?? 'no timestamp queries', fuse, attention, gemv, combine });

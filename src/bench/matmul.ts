@@ -1,5 +1,5 @@
 /** Standalone matmul throughput of each of our kernel variants, for bench:engine's reference line and the GPU kit. */
-import { WARM_MS, type Engine, type MatmulVariant, type StoreDType } from '../engine';
+import { takesWideLoads, WARM_MS, type Engine, type MatmulVariant, type StoreDType } from '../engine';
 
 export interface MatmulTiming {
   variant: MatmulVariant;
@@ -54,7 +54,7 @@ export async function timeMatmuls(e: Engine, T: number, K: number, N: number, wD
     type Way = { variant: MatmulVariant; half?: boolean; wide?: boolean };
     const ways = (only ?? e.ops.matmulVariants(T)).flatMap((variant): Way[] =>
       tiled(variant) && e.ops.shaderF16 && wDtype === 'f16' ? [{ variant, half: false }, { variant, half: true }]
-        : gemv(variant) && wDtype === 'f16' && K % 8 === 0 ? [{ variant, wide: false }, { variant, wide: true }] : [{ variant }]);
+        : gemv(variant) && takesWideLoads(wDtype, K) ? [{ variant, wide: false }, { variant, wide: true }] : [{ variant }]);
     const runner = ({ variant, half, wide }: Way) => async (reps: number) => {
       const was = e.ops.gemvWide;
       e.ops.gemvWide = wide ?? was;

@@ -46,6 +46,9 @@ export function wDefines(d: WeightDType): Record<string, boolean> {
   return isQuant(d) ? { W_F16: false, W_Q: true, [d.toUpperCase()]: true } : { W_F16: d === 'f16' };
 }
 
+/** Whether gemv reads a matrix of `d` weights, K wide, 16 bytes a load where asked (W8): packed f16, K a multiple of 8. */
+export const takesWideLoads = (d: WeightDType, K: number) => d === 'f16' && K % 8 === 0;
+
 /**
  * gemv.wgsl's defines for a launch of `a` (Ops.gemv): with subgroups (`sg`) `cols` columns a workgroup, `xk4` vec4s
  * of each row of x staged (STAGE; 0: none), and `wide` asking for 16-byte loads, which f16 weights with K a
@@ -56,7 +59,7 @@ export function gemvDefines(a: MatmulArgs, o: { sg: boolean; cols: number; xk4: 
   const comb = a.pre && 'combine' in a.pre ? a.pre.combine : null;
   const norm = !!a.pre && 'norm' in a.pre;
   return {
-    TX: a.T, SG: o.sg, ...(o.sg ? { COLS: o.cols } : { PARTS: 256 * a.T }), ...wDefines(a.wDtype), W8: o.wide && a.wDtype === 'f16' && a.K % 8 === 0,
+    TX: a.T, SG: o.sg, ...(o.sg ? { COLS: o.cols } : { PARTS: 256 * a.T }), ...wDefines(a.wDtype), W8: o.wide && takesWideLoads(a.wDtype, a.K),
     BIAS: !!a.bias, RESIDUAL: !!a.residual, Y_RANGE: yRange(a), NORM: norm, GLU: !!glu, GELU_TANH: glu === 'gelu_tanh',
     COMBINE: !!comb, ...(comb ? { XS: (a.T * a.K) / 4, WTS: a.T * comb.heads * COMBINE_MAX } : {}), QW4: isQuant(a.wDtype) && vec4Blocks(a.wDtype),
     STAGE: o.xk4 > 0, ...(o.xk4 ? { XK4: o.xk4 } : {}), POST: norm && !!(a.pre as { post?: unknown }).post,

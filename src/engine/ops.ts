@@ -18,7 +18,7 @@ import type {
 } from './ops-args';
 
 export { attentionSplits, decodeAttentionKernels, foldsStep, GROUPED_KEYS_MAX, GROUPED_MAX, groupedKeysFits, takesKeysPerThread, keyBounds, keysSplits, LANES_MAX_HEAD, MASKED_SCORE, tiledSplits, unmaskScores } from './attention-plan';
-export { COMBINE_MAX, gemvSgColumns } from './matmul-launch';
+export { COMBINE_MAX, gemvSgColumns, takesWideLoads } from './matmul-launch';
 export type {
   AttentionArgs, AttentionVariant, EmbedArgs, GatherArgs, GemvVariant, GluArgs, MatmulArgs, MatmulProfile, MatmulVariant, RmsNormArgs, RopeScatterArgs,
   KeysPerThread, AttentionSlices, AttentionStep, LongAttention, ScatterArgs, ScoresArgs, StoreDType, WeightDType, WeightMatrix, XPrologue,

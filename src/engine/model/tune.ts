@@ -38,7 +38,8 @@
  * tuning changes speed only. CPU adapters are not tuned: their profile has
  * one way (register kernels, unfused; see Ops.fuse).
  */
-import { type AttentionVariant, type GemvVariant, type KeysPerThread, type Ops, type WeightMatrix } from '../ops';
+import { takesWideLoads, type AttentionVariant, type GemvVariant, type KeysPerThread, type Ops } from '../ops';
+import type { GpuModel } from './gpu-model';
 import { takesKeysPerThread } from '../attention-plan';
 import type { ModelConfig } from './config';
 import type { KVCache } from './kv-cache';
@@ -131,21 +132,15 @@ export const WARM_MS = 300;
 /** What tuning needs of the engine: a stepper, a scratch cache, and what timing attention alone needs. */
 export interface Tunable extends Stepper, AttentionTunable {
   newCache(capacity: number): KVCache;
-  /** The loaded model's matrices: gemv's wide loads are a choice only where some of decode's are packed f16. */
-  readonly model?: TunedMatrices | null;
+  /** The loaded model's matrices: gemv's wide loads are a choice only where some of decode's take them. */
+  readonly model?: Pick<GpuModel, 'lmHead' | 'layers'> | null;
 }
 
-/** The matrices a decode step reads (GpuModel's). */
-export interface TunedMatrices {
-  readonly lmHead: WeightMatrix;
-  readonly layers: readonly { readonly wqkv: WeightMatrix; readonly wo: WeightMatrix; readonly wGateUp: WeightMatrix; readonly wDown: WeightMatrix }[];
-}
-
-/** Whether any of decode's products reads packed f16 weights (what gemv's wide loads read): not packed quantized ones. */
-export function readsF16(m: TunedMatrices | null | undefined): boolean {
+/** Whether any of decode's products would read its weights 16 bytes a load where asked (takesWideLoads). */
+export function takesWideLoadsAny(m: Pick<GpuModel, 'lmHead' | 'layers'> | null | undefined): boolean {
   if (!m) return false;
   const all = [m.lmHead, ...m.layers.flatMap((l) => [l.wqkv, l.wo, l.wGateUp, l.wDown])];
-  return all.some((w) => w.parts.some((p) => (p.dtype ?? w.dtype) === 'f16'));
+  return all.some((w) => w.parts.some((p) => takesWideLoads(p.dtype ?? w.dtype, w.cols)));
 }
 
 /** The settings Ops would use now for a one-row step. */
@@ -220,7 +215,7 @@ export async function tuneDecode(e: Tunable, o: TuneOptions = {}): Promise<Decod
     const time = async (t: DecodeTrial) => (t.msPerStep = Math.min(t.msPerStep, await measure(t.settings)));
     for (let r = 0; r < reps; r++) await time(trials[0]);
     let best = trials[0];
-    const all = choices(e.ops, e.config, readsF16(e.model));
+    const all = choices(e.ops, e.config, takesWideLoadsAny(e.model));
     for (const key of Object.keys(all) as (keyof DecodeSettings)[]) {
       if (!matters(key, best.settings)) continue;
       for (const value of all[key]) {
