@@ -156,7 +156,7 @@ export function gpuSection(runs: { file: string; r: GpuRun }[]): string {
       // Kits since the host's recording times were kept say how much of the recompute the host spent recording it.
       const host = l.results.some((x) => x.recordMs !== undefined);
       lines.push(`TTFT at ${l.context} tokens in ${l.chunks} chunks of ${l.chunk_tokens}, ${l.model} (ms; chunks compiled ahead and ${where}` +
-        (host ? '; *host*: of the recompute, the host\'s time making the working cache, recording the launches layer by layer and submitting them, and waiting for room to upload host rows; then the whole link\'s time in WebGPU\'s finish and submit, and its submissions' : '') + '):', '');
+        (host ? '; *host*: of the recompute, the host\'s time laying the parts out and making the working cache, recording the launches layer by layer and submitting them, and waiting for room to upload host rows; then the whole link\'s time in WebGPU\'s finish and submit, and its submissions' : '') + '):', '');
       lines.push(table(['algorithm', 'TTFT', 'load', 'recompute', 'first token', 'GPU busy', ...(host ? ['host: cache / recording / waiting; finish + submit (submissions)'] : []), 'recomputed rows', '× legolink:16'], l.results.map((x) => [
         x.algorithm, n0(x.totalMs), n0(x.loadMs), n0(x.recomputeMs), n0(x.firstTokenMs), n0(x.gpuMs ?? undefined),
         ...(host ? [x.recordMs === undefined ? '–' : `${n0(x.cacheMs)} / ${n0(x.recordMs)} / ${n0(x.waitMs)}; ${n0(x.submitMs)} (${x.submits})`] : []),
