@@ -88,107 +88,150 @@ export function gpuTargets(r: GpuRun) {
   };
 }
 
-export function gpuSection(runs: { file: string; r: GpuRun }[]): string {
+type GpuRunFile = { file: string; r: GpuRun };
+
+const ABOUT_KIT = '`npm run gpu:kit` builds a bundle (Node, Dawn, the engine and tests as plain JS) that runs on a lent GPU machine with `bash scripts/gpu-check.sh` (scripts/gpu/README.md). The models are of real shape with random f16 weights (`src/bench/shapes.json`); PyTorch runs the same shapes in float32 with TF32 off and SDPA attention, on the same GPU in the same call. LegoKV stores weights as packed f16 and computes in f32.';
+
+/** The page every GPU run is written out on in full (RESULTS.md keeps the targets of each and the newest in full). */
+export const GPU_RUNS_PAGE = 'GPU-RUNS.md';
+
+/** The runs in the order they started (file names need not sort so: gpu-h100-10 after gpu-h100-9). */
+const byStart = (runs: GpuRunFile[]) => [...runs].sort((a, b) => a.r.kit.started.localeCompare(b.r.kit.started));
+
+/**
+ * RESULTS.md's section: the issue's targets as each run measured them, oldest first, then the newest run in full,
+ * and where the others are in full (GPU_RUNS_PAGE, gpuRunsPage).
+ */
+export function gpuSection(runs: GpuRunFile[]): string {
   if (!runs.length) return '';
-  const lines: string[] = ['## On a real GPU (the GPU kit)', ''];
-  lines.push('`npm run gpu:kit` builds a bundle (Node, Dawn, the engine and tests as plain JS) that runs on a lent GPU machine with `bash scripts/gpu-check.sh` (scripts/gpu/README.md). The models are of real shape with random f16 weights (`src/bench/shapes.json`); PyTorch runs the same shapes in float32 with TF32 off and SDPA attention, on the same GPU in the same call. LegoKV stores weights as packed f16 and computes in f32.', '');
-  for (const { file, r } of runs) {
-    const k = r.kit, t = r.torch;
-    lines.push(`### ${k.adapter.description} · ${k.started.slice(0, 10)} · \`${file}\``, '');
-    lines.push(`\`${r.command}\` · adapter **${k.adapter.description}** (vendor ${k.adapter.vendor || '?'}; ${k.adapter.adapter_features ? `adapter features ${k.adapter.adapter_features.join(', ')}; shader-f16 ${k.adapter.adapter_features.includes('shader-f16') ? 'offered' : 'not offered'}` : `features ${k.adapter.features.join(', ') || 'none'}`}; max storage binding ${n0(k.adapter.limits.maxStorageBufferBindingSize / 2 ** 20)} MiB) · Node ${k.node}` +
-      (t ? ` · PyTorch ${t.torch} with transformers ${t.transformers} on **${t.device}**` : ' · no PyTorch reference in this run'), '');
-    if (k.parity) {
-      lines.push(`Parity tests on this adapter (${k.parity.files.join(', ')}): **${k.parity.pass} passed, ${k.parity.fail} failed**` +
-        (k.parity.failed.length ? ` (${k.parity.failed.join('; ')})` : '') + '.', '');
-    }
-    if (k.copy) lines.push(`Copy bandwidth (bytes read + written): WebGPU \`copyBufferToBuffer\` ${n0(k.copy.gbytes_per_s)} GB/s` + (t ? `; PyTorch \`copy_\` ${n0(t.copy_gbytes_per_s)} GB/s.` : '.') +
-      (k.copy.upload?.length ? ` Host to GPU through \`writeBuffer\` (what a link's host-tier load does): ${k.copy.upload.map((u) => `${n0(u.block / 1024)} KiB blocks ${u.gbytes_per_s.toFixed(1)} GB/s`).join(', ')}.` : '') +
-      (k.copy.upload_mapped ? ` Through two mapped staging buffers taking turns, ${n0(k.copy.upload_mapped.block / 1024)} KiB each: ${k.copy.upload_mapped.gbytes_per_s.toFixed(1)} GB/s.` : ''), '');
-    if (k.real) lines.push(...realModel(k.real, k.copy?.gbytes_per_s));
-    const clocked = [...(k.matmul ?? []), ...(k.attention ?? [])].filter((x) => x.ms);
-    if (clocked.length && !clocked.some((x) => x.clock)) {
-      lines.push('These kernel timings are wall-clock slopes between two repetition counts. Submission and read-back jitter was as large as the work, so single figures can be off by several times (rows faster than the GPU can compute are left out); later runs time kernels with GPU timestamps.', '');
-    }
-    // A kernel cannot beat the adapter's peak: such a row timed refused work (a validation error) or jitter.
-    const plausible = (x: KernelRow) => x.ms && x.gflops < PEAK_GFLOPS;
-    const mm = (k.matmul ?? []).filter(plausible);
-    if (mm.length) {
-      lines.push('Each matmul kernel alone on the products of a Llama-3.2-1B layer (f16 weights; *chosen* is what the engine picks for that shape):', '');
-      lines.push(table(['variant', '[T×K]·[K×N]', 'ms', 'GFLOP/s', 'weights GB/s', 'chosen'], mm.map((x) => [`${x.variant!}${x.half ? ' (f16 math)' : ''}${x.wide ? ' (16-byte loads)' : ''}`, `[${x.T}×${x.K}]·[${x.K}×${x.N}]`, x.ms.toFixed(3), n0(x.gflops), n0(x.weightGBps), x.chosen ? 'yes' : ''])), '');
-    }
-    const at = (k.attention ?? []).filter(plausible);
-    if (at.length) {
-      lines.push('The attention kernels alone, every query row seeing every key except in rows marked *linked* (the rows legolink:16 recomputes over those keys in 512-token chunks, each seeing the keys up to its own position; GFLOP/s counts the keys seen) (*rows*: attention.wgsl, rows per invocation; *tiled*: attention_tiled.wgsl; *keys*: attention_decode.wgsl, a workgroup per row; *lanes*: the same with each invocation walking keys of its own; *grouped*: attention_grouped.wgsl, lanes for all the q heads of a kv head in one workgroup; *grouped-keys*: attention_decode.wgsl in rounds for all the q heads of a kv head in one workgroup; key slices; *chosen* is what this run\'s engine picked):', '');
-      // Runs before attention_tiled have no variant: theirs is attention.wgsl ('rows').
-      const kernel = (x: KernelRow) => (x.variant === 'tiled' ? `tiled${x.keysPerTile ? ` (${x.keysPerTile} keys a tile)` : ''}` : x.variant === 'keys' || x.variant === 'grouped-keys' ? `${x.variant}${x.keysPerThread ? ` (${x.keysPerThread} a thread)` : ''}` : x.variant === 'lanes' ? 'lanes' : x.variant === 'grouped' ? 'grouped' : 'rows');
-      lines.push(table(['T × keys', 'heads × dim', 'kernel', 'rows a thread', 'slices', 'ms', 'GFLOP/s', 'chosen'], at.map((x) => [`${x.T} × ${x.n}${x.rows === 'linked' ? ' linked' : ''}`, `${x.H} × ${x.HD}`, kernel(x), x.rowsPerThread!, String(x.splits), x.ms.toFixed(3), n0(x.gflops), x.chosen ? 'yes' : ''])), '');
-    }
-    const eng = k.engine ?? [];
-    const torchRow = (m: string, n: number) => t?.rows.find((x) => x.model === m && x.tokens === n && !x.skipped && !x.error);
-    if (eng.some((x) => x.tokens)) lines.push('Prefill (tokens/s; GFLOP/s counts matmuls and attention):', '', table(['model', 'tokens', 'LegoKV tok/s', 'LegoKV GFLOP/s', 'PyTorch tok/s', 'PyTorch GFLOP/s', 'LegoKV / PyTorch'], eng.filter((x) => x.tokens).map((x) => {
-      const p = torchRow(x.model, x.tokens);
-      return [x.model, x.tokens, n0(x.tokens_per_s), n0(x.gflops), n0(p?.tokens_per_s), n0(p?.gflops), pc(p ? x.tokens_per_s / p.tokens_per_s : undefined)];
-    })), '');
-    const bw = Math.max(t?.copy_gbytes_per_s ?? 0, k.copy?.gbytes_per_s ?? 0);
-    const rate = t ? `the GPU's best measured copy rate, ${n0(bw)} GB/s` : `WebGPU's own copy rate, ${n0(bw)} GB/s (this run had no PyTorch to measure what the memory can do)`;
-    if (eng.some((x) => x.decode_tokens_per_s)) lines.push(`Decode (tokens/s after a ${eng.find((x) => x.decode_context)?.decode_context ?? '?'}-token prefill; the roofline is ${rate}, over the weight bytes one step reads; greedy decode, the token picked on the GPU: *step by step* reads each step's token before recording the next, except in runs without a "reading logits" figure, which read every step's logits back as that column does; *recorded ahead* lets the GPU feed each token to the next step while the host records steps ahead of it, which the app's decode loop does on this adapter; LegoKV / roofline takes the app's way):`, '', table(['model', 'weights', 'step by step tok/s', 'recorded ahead tok/s', 'reading logits tok/s', 'GPU busy / wall per step (ms)', 'host records a step (ms)', 'roofline tok/s', 'LegoKV / roofline', 'PyTorch tok/s'], eng.filter((x) => x.decode_tokens_per_s).map((x) => {
-      const roof = bw ? (bw * 1e9) / x.weight_bytes : undefined;
-      const busy = x.decode_gpu_ms === undefined ? '–' : `${x.decode_gpu_ms.toFixed(1)} / ${(1000 / x.decode_tokens_per_s!).toFixed(1)}`;
-      return [x.model, `${n0(x.weight_bytes / 2 ** 20)} MiB ${x.weight_dtype}`, n1(x.decode_tokens_per_s), n1(x.decode_ahead_tokens_per_s), n1(x.decode_logits_tokens_per_s), busy, x.decode_record_ms === undefined ? '–' : `${x.decode_record_ms.toFixed(2)}${x.decode_submit_ms === undefined ? '' : ` (${x.decode_submit_ms.toFixed(2)} submitting)`}`, n0(roof), pc(roof ? appDecodeTokS(x)! / roof : undefined), n1(t?.rows.find((p) => p.model === x.model && p.decode_tokens_per_s)?.decode_tokens_per_s)];
-    })), '');
-    const real = k.real?.decode_tuning ? [{ ...k.real.decode_tuning, model: k.real.model, quant: `GGUF, ${k.real.weight_dtype ?? '?'}` }] : [];
-    lines.push(...tuning([...(k.tune ?? []), ...real]));
-    const ups = [...(k.upload_tune ?? []), ...(k.real?.upload_tuning ? [{ ...k.real.upload_tuning, model: k.real.model }] : [])];
-    if (ups.length) lines.push('Host-to-GPU uploads timed as the app times them when it loads a model (Engine.tuneUpload: 32 MiB in 256 KiB pieces each way, the fastest of 3 runs; mapped staging kept only when over 10% faster; the links below bring host rows the way kept):', '', table(['model', 'writeBuffer GB/s', 'mapped staging GB/s', 'kept'], ups.map((u) => [u.model, n1(u.gbPerS.write), n1(u.gbPerS.mapped), u.chosen === 'mapped' ? 'mapped staging' : 'writeBuffer'])), '');
-    lines.push(...quantAndProfiles(k.quant ?? [], eng, bw));
-    const notes = [...eng.filter((x) => x.skipped || x.error), ...(t?.rows ?? []).filter((x) => x.skipped || x.error)];
-    for (const x of notes) lines.push(`- ${x.model}: ${x.skipped ?? x.error}`);
-    if (notes.length) lines.push('');
-    for (const l of k.link ?? []) {
-      if (!l.results) {
-        lines.push(`- TTFT at ${l.context} tokens, ${l.model}: ${l.skipped ?? l.error}`, '');
-        continue;
-      }
-      const where = (l.tier === 'gpu' ? `resident on the GPU${l.gpu_rows === 'f16' ? ' as halves' : ''}, as KVStore\'s GPU tier keeps hot chunks; full recompute reads no cached row, so its time is the host run\'s`
-        : l.tier === 'host-f16' ? 'kept in host memory as halves, as KVStore\'s f16 blobs hold them, uploaded at link time and widened on the GPU; full recompute\'s time is the host run\'s'
-        : `kept in host memory${l.kv_dtype ? ' as f32' : ''}, uploaded at link time${l.kv_dtype ? `; the linked cache keeps ${l.kv_dtype} keys and values` : ''}`) +
-        (l.submit_each_layer === undefined ? '' : l.submit_each_layer ? '; work submitted after each layer' : '; each pass submitted whole');
-      // Kits since the host's recording times were kept say how much of the recompute the host spent recording it.
-      const host = l.results.some((x) => x.recordMs !== undefined);
-      lines.push(`TTFT at ${l.context} tokens in ${l.chunks} chunks of ${l.chunk_tokens}, ${l.model} (ms; chunks compiled ahead and ${where}` +
-        (host ? '; *host*: of the recompute, the host\'s time laying the parts out and making the working cache, recording the launches layer by layer and submitting them, and waiting for room to upload host rows; then the whole link\'s time in WebGPU\'s finish and submit, and its submissions' : '') + '):', '');
-      lines.push(table(['algorithm', 'TTFT', 'load', 'recompute', 'first token', 'GPU busy', ...(host ? ['host: cache / recording / waiting; finish + submit (submissions)'] : []), 'recomputed rows', '× legolink:16'], l.results.map((x) => [
-        x.algorithm, n0(x.totalMs), n0(x.loadMs), n0(x.recomputeMs), n0(x.firstTokenMs), n0(x.gpuMs ?? undefined),
-        ...(host ? [x.recordMs === undefined ? '–' : `${n0(x.cacheMs)} / ${n0(x.recordMs)} / ${n0(x.waitMs)}; ${n0(x.submitMs)} (${x.submits})`] : []),
-        `${x.recomputed} / ${x.tokens}`, n1(l.ratios?.[`${x.algorithm}/legolink:16`] ?? (x.algorithm === 'legolink:16' ? 1 : undefined)),
-      ])), '');
-      if (l.profiles?.length) {
-        lines.push(`Where those links' GPU time goes, kernel by kernel (${l.context} tokens; GPU timestamps, each dispatch in a pass of its own, so both times run above the plain links'; legolink:16 from the GPU tier):`, '');
-        lines.push(table(['algorithm', 'TTFT ms', 'kernels ms', 'dispatches', 'where the kernels\' time goes (ms)'], l.profiles.map((p) => [
-          p.algorithm, n0(p.ttft_ms), n1(p.kernels_gpu_ms), n0(p.kernels.reduce((s, k) => s + k.dispatches, 0)), p.kernels.slice(0, 5).map((k) => `${k.kernel} ${n1(k.us / 1000)}`).join(', '),
-        ])), '');
-      }
-      const dl = l.decode_after_link;
-      if (dl) {
-        lines.push(`Then the answer: decode on ${dl.algorithm}'s linked cache (${dl.context} rows, from the GPU tier), with each kernel that attends for a step's row (*keys*: attention_decode.wgsl in rounds; *lanes*: the same, each invocation walking keys of its own; *grouped*: attention_grouped.wgsl, lanes for a kv head's q heads in one workgroup; *grouped-keys*: attention_decode.wgsl in rounds for a kv head's q heads in one workgroup; *rows*: attention.wgsl; each step's logits read back; *chosen* is the way the engine decodes here):`, '');
-        lines.push(table(['attention', 'tok/s', 'wall ms', 'GPU ms', 'dispatches', 'chosen'], dl.ways.map((w) => [
-          String(w.attention), n1(w.decode_tokens_per_s), w.decode_wall_ms.toFixed(2), w.decode_gpu_ms === undefined ? '–' : w.decode_gpu_ms.toFixed(2), n0(w.dispatches_per_step), w.chosen ? 'yes' : '',
-        ])), '');
-      }
-    }
-    const g = gpuTargets(r);
-    lines.push('The GPU issue\'s targets, from this run (*ceiling*, for the TTFT ratios: TTFT(full) / TTFT(naive), since naive recomputes the question alone, no algorithm that reuses the same caches from the same place does better here; from host memory the upload bounds it):', '');
-    const ttftRow = (where: string, x: number | undefined, ceil: number | undefined) => [`TTFT(full) / TTFT(legolink:16) at 32K tokens, ${where}`, n1(x), '≥ 20', x === undefined ? '–' : x >= 20 ? 'yes' : 'no', n1(ceil)];
-    lines.push(table(['target', 'measured', 'goal', 'met', 'ceiling'], [
-      ['Prefill of llama-3.2-1b at 2048 tokens, against PyTorch fp32', pc(g.prefill), '≥ 40%', g.prefill === undefined ? '–' : g.prefill >= 0.4 ? 'yes' : 'no', ''],
-      ['Decode of llama-3.2-1b, against its roofline', `${pc(g.decode)} of ${n0(g.roofline)} tok/s`, '≥ 50%', g.decode === undefined ? '–' : g.decode >= 0.5 ? 'yes' : 'no', ''],
-      ['(the same, against the roofline of WebGPU\'s own copy rate, which is lower)', `${pc(g.decodeWebGpu)} of ${n0(g.rooflineWebGpu)} tok/s`, '', '', ''],
-      ttftRow('chunks in host memory', g.link32k, g.ceiling32k),
-      ...(g.link32kHalves === undefined ? [] : [ttftRow('chunks in host memory as f16', g.link32kHalves, g.ceiling32kHalves)]),
-      ttftRow('chunks on the GPU', g.link32kGpu, g.ceiling32kGpu),
-    ]), '');
+  const ordered = byStart(runs);
+  const last = ordered[ordered.length - 1];
+  const lines: string[] = ['## On a real GPU (the GPU kit)', '', ABOUT_KIT, ''];
+  if (runs.length > 1) {
+    lines.push(...history(ordered), '');
+    lines.push(`The newest run in full below; every run's tables, oldest first, are in [${GPU_RUNS_PAGE}](${GPU_RUNS_PAGE}).`, '');
   }
+  lines.push(...runDetails(last.file, last.r));
   return lines.join('\n');
+}
+
+/** GPU_RUNS_PAGE: every run in full, oldest first. */
+export function gpuRunsPage(runs: GpuRunFile[]): string {
+  const lines = ['# Every run of the GPU kit', '', '<!-- Generated by `npm run results` from docs/results/gpu-*.json; do not edit by hand. -->', '', ABOUT_KIT, ''];
+  lines.push('The issue\'s targets run by run are in [RESULTS.md](RESULTS.md#on-a-real-gpu-the-gpu-kit).', '');
+  for (const { file, r } of byStart(runs)) lines.push(...runDetails(file, r));
+  return lines.join('\n').replace(/\n{3,}/g, '\n\n');
+}
+
+/** The targets of each run, oldest first, with the kit's commit where its command names it. */
+function history(runs: GpuRunFile[]): string[] {
+  const ratio = (x: number | undefined) => n1(x);
+  return ['The GPU issue\'s targets, run by run (each run\'s own table says how it measured them; – where a run did not):', '',
+    table(['run', 'date', 'kit at', 'GPU', 'prefill llama-3.2-1b @2048 / PyTorch (≥ 40%)', 'decode llama-3.2-1b / roofline (≥ 50%)', 'TTFT(full) / TTFT(legolink:16) @32K: host f32 / host f16 / GPU tier (≥ 20)'], runs.map(({ file, r }) => {
+      const g = gpuTargets(r);
+      return [`\`${file}\``, r.kit.started.slice(0, 10), /\(kit at ([0-9a-f]{7,40})\)/.exec(r.command)?.[1] ?? '–', r.torch?.device ?? r.kit.adapter.description,
+        pc(g.prefill), g.decode === undefined ? '–' : `${pc(g.decode)} of ${n0(g.roofline)} tok/s`, `${ratio(g.link32k)} / ${ratio(g.link32kHalves)} / ${ratio(g.link32kGpu)}`];
+    }))];
+}
+
+/** One run's tables, under a heading of its own. */
+function runDetails(file: string, r: GpuRun): string[] {
+  const lines: string[] = [];
+  const k = r.kit, t = r.torch;
+  lines.push(`### ${k.adapter.description} · ${k.started.slice(0, 10)} · \`${file}\``, '');
+  lines.push(`\`${r.command}\` · adapter **${k.adapter.description}** (vendor ${k.adapter.vendor || '?'}; ${k.adapter.adapter_features ? `adapter features ${k.adapter.adapter_features.join(', ')}; shader-f16 ${k.adapter.adapter_features.includes('shader-f16') ? 'offered' : 'not offered'}` : `features ${k.adapter.features.join(', ') || 'none'}`}; max storage binding ${n0(k.adapter.limits.maxStorageBufferBindingSize / 2 ** 20)} MiB) · Node ${k.node}` +
+    (t ? ` · PyTorch ${t.torch} with transformers ${t.transformers} on **${t.device}**` : ' · no PyTorch reference in this run'), '');
+  if (k.parity) {
+    lines.push(`Parity tests on this adapter (${k.parity.files.join(', ')}): **${k.parity.pass} passed, ${k.parity.fail} failed**` +
+      (k.parity.failed.length ? ` (${k.parity.failed.join('; ')})` : '') + '.', '');
+  }
+  if (k.copy) lines.push(`Copy bandwidth (bytes read + written): WebGPU \`copyBufferToBuffer\` ${n0(k.copy.gbytes_per_s)} GB/s` + (t ? `; PyTorch \`copy_\` ${n0(t.copy_gbytes_per_s)} GB/s.` : '.') +
+    (k.copy.upload?.length ? ` Host to GPU through \`writeBuffer\` (what a link's host-tier load does): ${k.copy.upload.map((u) => `${n0(u.block / 1024)} KiB blocks ${u.gbytes_per_s.toFixed(1)} GB/s`).join(', ')}.` : '') +
+    (k.copy.upload_mapped ? ` Through two mapped staging buffers taking turns, ${n0(k.copy.upload_mapped.block / 1024)} KiB each: ${k.copy.upload_mapped.gbytes_per_s.toFixed(1)} GB/s.` : ''), '');
+  if (k.real) lines.push(...realModel(k.real, k.copy?.gbytes_per_s));
+  const clocked = [...(k.matmul ?? []), ...(k.attention ?? [])].filter((x) => x.ms);
+  if (clocked.length && !clocked.some((x) => x.clock)) {
+    lines.push('These kernel timings are wall-clock slopes between two repetition counts. Submission and read-back jitter was as large as the work, so single figures can be off by several times (rows faster than the GPU can compute are left out); later runs time kernels with GPU timestamps.', '');
+  }
+  // A kernel cannot beat the adapter's peak: such a row timed refused work (a validation error) or jitter.
+  const plausible = (x: KernelRow) => x.ms && x.gflops < PEAK_GFLOPS;
+  const mm = (k.matmul ?? []).filter(plausible);
+  if (mm.length) {
+    lines.push('Each matmul kernel alone on the products of a Llama-3.2-1B layer (f16 weights; *chosen* is what the engine picks for that shape):', '');
+    lines.push(table(['variant', '[T×K]·[K×N]', 'ms', 'GFLOP/s', 'weights GB/s', 'chosen'], mm.map((x) => [`${x.variant!}${x.half ? ' (f16 math)' : ''}${x.wide ? ' (16-byte loads)' : ''}`, `[${x.T}×${x.K}]·[${x.K}×${x.N}]`, x.ms.toFixed(3), n0(x.gflops), n0(x.weightGBps), x.chosen ? 'yes' : ''])), '');
+  }
+  const at = (k.attention ?? []).filter(plausible);
+  if (at.length) {
+    lines.push('The attention kernels alone, every query row seeing every key except in rows marked *linked* (the rows legolink:16 recomputes over those keys in 512-token chunks, each seeing the keys up to its own position; GFLOP/s counts the keys seen) (*rows*: attention.wgsl, rows per invocation; *tiled*: attention_tiled.wgsl; *keys*: attention_decode.wgsl, a workgroup per row; *lanes*: the same with each invocation walking keys of its own; *grouped*: attention_grouped.wgsl, lanes for all the q heads of a kv head in one workgroup; *grouped-keys*: attention_decode.wgsl in rounds for all the q heads of a kv head in one workgroup; key slices; *chosen* is what this run\'s engine picked):', '');
+    // Runs before attention_tiled have no variant: theirs is attention.wgsl ('rows').
+    const kernel = (x: KernelRow) => (x.variant === 'tiled' ? `tiled${x.keysPerTile ? ` (${x.keysPerTile} keys a tile)` : ''}` : x.variant === 'keys' || x.variant === 'grouped-keys' ? `${x.variant}${x.keysPerThread ? ` (${x.keysPerThread} a thread)` : ''}` : x.variant === 'lanes' ? 'lanes' : x.variant === 'grouped' ? 'grouped' : 'rows');
+    lines.push(table(['T × keys', 'heads × dim', 'kernel', 'rows a thread', 'slices', 'ms', 'GFLOP/s', 'chosen'], at.map((x) => [`${x.T} × ${x.n}${x.rows === 'linked' ? ' linked' : ''}`, `${x.H} × ${x.HD}`, kernel(x), x.rowsPerThread!, String(x.splits), x.ms.toFixed(3), n0(x.gflops), x.chosen ? 'yes' : ''])), '');
+  }
+  const eng = k.engine ?? [];
+  const torchRow = (m: string, n: number) => t?.rows.find((x) => x.model === m && x.tokens === n && !x.skipped && !x.error);
+  if (eng.some((x) => x.tokens)) lines.push('Prefill (tokens/s; GFLOP/s counts matmuls and attention):', '', table(['model', 'tokens', 'LegoKV tok/s', 'LegoKV GFLOP/s', 'PyTorch tok/s', 'PyTorch GFLOP/s', 'LegoKV / PyTorch'], eng.filter((x) => x.tokens).map((x) => {
+    const p = torchRow(x.model, x.tokens);
+    return [x.model, x.tokens, n0(x.tokens_per_s), n0(x.gflops), n0(p?.tokens_per_s), n0(p?.gflops), pc(p ? x.tokens_per_s / p.tokens_per_s : undefined)];
+  })), '');
+  const bw = Math.max(t?.copy_gbytes_per_s ?? 0, k.copy?.gbytes_per_s ?? 0);
+  const rate = t ? `the GPU's best measured copy rate, ${n0(bw)} GB/s` : `WebGPU's own copy rate, ${n0(bw)} GB/s (this run had no PyTorch to measure what the memory can do)`;
+  if (eng.some((x) => x.decode_tokens_per_s)) lines.push(`Decode (tokens/s after a ${eng.find((x) => x.decode_context)?.decode_context ?? '?'}-token prefill; the roofline is ${rate}, over the weight bytes one step reads; greedy decode, the token picked on the GPU: *step by step* reads each step's token before recording the next, except in runs without a "reading logits" figure, which read every step's logits back as that column does; *recorded ahead* lets the GPU feed each token to the next step while the host records steps ahead of it, which the app's decode loop does on this adapter; LegoKV / roofline takes the app's way):`, '', table(['model', 'weights', 'step by step tok/s', 'recorded ahead tok/s', 'reading logits tok/s', 'GPU busy / wall per step (ms)', 'host records a step (ms)', 'roofline tok/s', 'LegoKV / roofline', 'PyTorch tok/s'], eng.filter((x) => x.decode_tokens_per_s).map((x) => {
+    const roof = bw ? (bw * 1e9) / x.weight_bytes : undefined;
+    const busy = x.decode_gpu_ms === undefined ? '–' : `${x.decode_gpu_ms.toFixed(1)} / ${(1000 / x.decode_tokens_per_s!).toFixed(1)}`;
+    return [x.model, `${n0(x.weight_bytes / 2 ** 20)} MiB ${x.weight_dtype}`, n1(x.decode_tokens_per_s), n1(x.decode_ahead_tokens_per_s), n1(x.decode_logits_tokens_per_s), busy, x.decode_record_ms === undefined ? '–' : `${x.decode_record_ms.toFixed(2)}${x.decode_submit_ms === undefined ? '' : ` (${x.decode_submit_ms.toFixed(2)} submitting)`}`, n0(roof), pc(roof ? appDecodeTokS(x)! / roof : undefined), n1(t?.rows.find((p) => p.model === x.model && p.decode_tokens_per_s)?.decode_tokens_per_s)];
+  })), '');
+  const real = k.real?.decode_tuning ? [{ ...k.real.decode_tuning, model: k.real.model, quant: `GGUF, ${k.real.weight_dtype ?? '?'}` }] : [];
+  lines.push(...tuning([...(k.tune ?? []), ...real]));
+  const ups = [...(k.upload_tune ?? []), ...(k.real?.upload_tuning ? [{ ...k.real.upload_tuning, model: k.real.model }] : [])];
+  if (ups.length) lines.push('Host-to-GPU uploads timed as the app times them when it loads a model (Engine.tuneUpload: 32 MiB in 256 KiB pieces each way, the fastest of 3 runs; mapped staging kept only when over 10% faster; the links below bring host rows the way kept):', '', table(['model', 'writeBuffer GB/s', 'mapped staging GB/s', 'kept'], ups.map((u) => [u.model, n1(u.gbPerS.write), n1(u.gbPerS.mapped), u.chosen === 'mapped' ? 'mapped staging' : 'writeBuffer'])), '');
+  lines.push(...quantAndProfiles(k.quant ?? [], eng, bw));
+  const notes = [...eng.filter((x) => x.skipped || x.error), ...(t?.rows ?? []).filter((x) => x.skipped || x.error)];
+  for (const x of notes) lines.push(`- ${x.model}: ${x.skipped ?? x.error}`);
+  if (notes.length) lines.push('');
+  for (const l of k.link ?? []) {
+    if (!l.results) {
+      lines.push(`- TTFT at ${l.context} tokens, ${l.model}: ${l.skipped ?? l.error}`, '');
+      continue;
+    }
+    const where = (l.tier === 'gpu' ? `resident on the GPU${l.gpu_rows === 'f16' ? ' as halves' : ''}, as KVStore\'s GPU tier keeps hot chunks; full recompute reads no cached row, so its time is the host run\'s`
+      : l.tier === 'host-f16' ? 'kept in host memory as halves, as KVStore\'s f16 blobs hold them, uploaded at link time and widened on the GPU; full recompute\'s time is the host run\'s'
+      : `kept in host memory${l.kv_dtype ? ' as f32' : ''}, uploaded at link time${l.kv_dtype ? `; the linked cache keeps ${l.kv_dtype} keys and values` : ''}`) +
+      (l.submit_each_layer === undefined ? '' : l.submit_each_layer ? '; work submitted after each layer' : '; each pass submitted whole');
+    // Kits since the host's recording times were kept say how much of the recompute the host spent recording it.
+    const host = l.results.some((x) => x.recordMs !== undefined);
+    lines.push(`TTFT at ${l.context} tokens in ${l.chunks} chunks of ${l.chunk_tokens}, ${l.model} (ms; chunks compiled ahead and ${where}` +
+      (host ? '; *host*: of the recompute, the host\'s time laying the parts out and making the working cache, recording the launches layer by layer and submitting them, and waiting for room to upload host rows; then the whole link\'s time in WebGPU\'s finish and submit, and its submissions' : '') + '):', '');
+    lines.push(table(['algorithm', 'TTFT', 'load', 'recompute', 'first token', 'GPU busy', ...(host ? ['host: cache / recording / waiting; finish + submit (submissions)'] : []), 'recomputed rows', '× legolink:16'], l.results.map((x) => [
+      x.algorithm, n0(x.totalMs), n0(x.loadMs), n0(x.recomputeMs), n0(x.firstTokenMs), n0(x.gpuMs ?? undefined),
+      ...(host ? [x.recordMs === undefined ? '–' : `${n0(x.cacheMs)} / ${n0(x.recordMs)} / ${n0(x.waitMs)}; ${n0(x.submitMs)} (${x.submits})`] : []),
+      `${x.recomputed} / ${x.tokens}`, n1(l.ratios?.[`${x.algorithm}/legolink:16`] ?? (x.algorithm === 'legolink:16' ? 1 : undefined)),
+    ])), '');
+    if (l.profiles?.length) {
+      lines.push(`Where those links' GPU time goes, kernel by kernel (${l.context} tokens; GPU timestamps, each dispatch in a pass of its own, so both times run above the plain links'; legolink:16 from the GPU tier):`, '');
+      lines.push(table(['algorithm', 'TTFT ms', 'kernels ms', 'dispatches', 'where the kernels\' time goes (ms)'], l.profiles.map((p) => [
+        p.algorithm, n0(p.ttft_ms), n1(p.kernels_gpu_ms), n0(p.kernels.reduce((s, k) => s + k.dispatches, 0)), p.kernels.slice(0, 5).map((k) => `${k.kernel} ${n1(k.us / 1000)}`).join(', '),
+      ])), '');
+    }
+    const dl = l.decode_after_link;
+    if (dl) {
+      lines.push(`Then the answer: decode on ${dl.algorithm}'s linked cache (${dl.context} rows, from the GPU tier), with each kernel that attends for a step's row (*keys*: attention_decode.wgsl in rounds; *lanes*: the same, each invocation walking keys of its own; *grouped*: attention_grouped.wgsl, lanes for a kv head's q heads in one workgroup; *grouped-keys*: attention_decode.wgsl in rounds for a kv head's q heads in one workgroup; *rows*: attention.wgsl; each step's logits read back; *chosen* is the way the engine decodes here):`, '');
+      lines.push(table(['attention', 'tok/s', 'wall ms', 'GPU ms', 'dispatches', 'chosen'], dl.ways.map((w) => [
+        String(w.attention), n1(w.decode_tokens_per_s), w.decode_wall_ms.toFixed(2), w.decode_gpu_ms === undefined ? '–' : w.decode_gpu_ms.toFixed(2), n0(w.dispatches_per_step), w.chosen ? 'yes' : '',
+      ])), '');
+    }
+  }
+  const g = gpuTargets(r);
+  lines.push('The GPU issue\'s targets, from this run (*ceiling*, for the TTFT ratios: TTFT(full) / TTFT(naive), since naive recomputes the question alone, no algorithm that reuses the same caches from the same place does better here; from host memory the upload bounds it):', '');
+  const ttftRow = (where: string, x: number | undefined, ceil: number | undefined) => [`TTFT(full) / TTFT(legolink:16) at 32K tokens, ${where}`, n1(x), '≥ 20', x === undefined ? '–' : x >= 20 ? 'yes' : 'no', n1(ceil)];
+  lines.push(table(['target', 'measured', 'goal', 'met', 'ceiling'], [
+    ['Prefill of llama-3.2-1b at 2048 tokens, against PyTorch fp32', pc(g.prefill), '≥ 40%', g.prefill === undefined ? '–' : g.prefill >= 0.4 ? 'yes' : 'no', ''],
+    ['Decode of llama-3.2-1b, against its roofline', `${pc(g.decode)} of ${n0(g.roofline)} tok/s`, '≥ 50%', g.decode === undefined ? '–' : g.decode >= 0.5 ? 'yes' : 'no', ''],
+    ['(the same, against the roofline of WebGPU\'s own copy rate, which is lower)', `${pc(g.decodeWebGpu)} of ${n0(g.rooflineWebGpu)} tok/s`, '', '', ''],
+    ttftRow('chunks in host memory', g.link32k, g.ceiling32k),
+    ...(g.link32kHalves === undefined ? [] : [ttftRow('chunks in host memory as f16', g.link32kHalves, g.ceiling32kHalves)]),
+    ttftRow('chunks on the GPU', g.link32kGpu, g.ceiling32kGpu),
+  ]), '');
+  return lines;
 }
 
 /** What tuning decode's kernels at load measured and kept, per model (runs before tuning have none). */

@@ -15,7 +15,7 @@ import type { LoadResults, ScalingPoint, ScalingResults } from './result-files';
 import { aggregate, answeredByAll, BUSY_HOST_CORES, hasRecall, type EvalResults } from './runner';
 import { accuracyChart, loadChart, scalingChart } from './charts';
 import { REPO_ROOT } from './tokenizer';
-import { gpuSection, type GpuRun } from './report-gpu';
+import { GPU_RUNS_PAGE, gpuRunsPage, gpuSection, type GpuRun } from './report-gpu';
 import { peersSection } from './report-peers';
 import type { PeersResults } from '../bench/peers';
 import type { SinkReport } from './sinks';
@@ -205,7 +205,8 @@ function evalSection(runs: { r: EvalResults; file: string }[], rel: string): str
   return lines.join('\n');
 }
 
-export function buildResults(dir: string, outPath: string): { markdown: string; charts: Record<string, string> } {
+/** RESULTS.md's markdown, its charts (written into `dir`), and the pages written beside it (GPU_RUNS_PAGE). */
+export function buildResults(dir: string, outPath: string): { markdown: string; charts: Record<string, string>; pages: Record<string, string> } {
   const rel = relative(dirname(outPath), dir) || '.';
   const read = <T>(f: string) => JSON.parse(readFileSync(join(dir, f), 'utf8')) as T;
   const files = existsSync(dir) ? readdirSync(dir).filter((f) => f.endsWith('.json')).sort((a, b) => a.localeCompare(b, 'en', { numeric: true })) : [];
@@ -252,7 +253,11 @@ export function buildResults(dir: string, outPath: string): { markdown: string; 
   const engines = files.filter((f) => /^engine-.+\.json$/.test(f)).map((file) => ({ file, r: read<EngineRun>(file) }));
   if (engines.length) parts.push(engineSection(engines));
   const gpus = files.filter((f) => /^gpu-.+\.json$/.test(f)).map((file) => ({ file, r: read<GpuRun>(file) }));
-  if (gpus.length) parts.push(gpuSection(gpus));
+  const pages: Record<string, string> = {};
+  if (gpus.length) {
+    parts.push(gpuSection(gpus));
+    if (gpus.length > 1) pages[GPU_RUNS_PAGE] = gpuRunsPage(gpus);
+  }
   const peers = files.includes('peers.json') ? read<PeersResults>('peers.json') : null;
   if (peers) parts.push(peersSection(peers));
   parts.push('## Reproducing', '');
@@ -263,7 +268,7 @@ export function buildResults(dir: string, outPath: string): { markdown: string; 
   for (const { r } of engines) parts.push(`- engine throughput (not run by --rerun, a few minutes): \`${r.command}\``, '');
   if (peers) parts.push(`- LegoKV against wllama (not run by --rerun, about 5 minutes): \`${peers.command}\``, '');
   if (!scalings.length && !load && !evals.length) parts.push(`No results in ${dir} yet: run \`npm run results -- --rerun\`.`, '');
-  return { markdown: parts.join('\n').replace(/\n{3,}/g, '\n\n'), charts };
+  return { markdown: parts.join('\n').replace(/\n{3,}/g, '\n\n'), charts, pages };
 }
 
 function main() {
@@ -287,10 +292,11 @@ function main() {
     }
   }
   mkdirSync(a.dir, { recursive: true });
-  const { markdown, charts } = buildResults(a.dir, a.out);
+  const { markdown, charts, pages } = buildResults(a.dir, a.out);
   for (const [name, svg] of Object.entries(charts)) writeFileSync(join(a.dir, name), svg);
+  for (const [name, md] of Object.entries(pages)) writeFileSync(join(dirname(a.out), name), md);
   writeFileSync(a.out, markdown);
-  console.log(`${relative(process.cwd(), a.out)} and ${Object.keys(charts).length} charts written from ${relative(process.cwd(), a.dir) || '.'}/*.json`);
+  console.log(`${[a.out, ...Object.keys(pages).map((p) => join(dirname(a.out), p))].map((p) => relative(process.cwd(), p)).join(', ')} and ${Object.keys(charts).length} charts written from ${relative(process.cwd(), a.dir) || '.'}/*.json`);
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) main();

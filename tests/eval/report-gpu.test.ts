@@ -5,7 +5,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { gpuSection, gpuTargets, type GpuRun } from '../../src/eval/report-gpu';
+import { gpuRunsPage, gpuSection, gpuTargets, type GpuRun } from '../../src/eval/report-gpu';
 
 const ttft = (algorithm: string, totalMs: number, loadMs: number) => ({
   algorithm, tokens: 32776, recomputed: algorithm === 'full' ? 32776 : 1016, lookupMs: 0, loadMs, recomputeMs: totalMs - loadMs,
@@ -93,7 +93,7 @@ test('the GPU section shows writeBuffer beside the copy rate, and the link from 
   // The host's recording times where the kit kept them (the GPU tier's table), no columns for them where it did not.
   assert.match(md, /\| algorithm \| TTFT \| load \| recompute \| first token \| GPU busy \| host: cache \/ recording \/ waiting; finish \+ submit \(submissions\) \| recomputed rows \| × legolink:16 \|\n[^\n]*\n\| legolink:16 \| 400 \| 200 \| 200 \| 1 \| – \| 30 \/ 150 \/ 0; 21 \(34\) \| 1016 \/ 32776 \| 1\.0 \|/);
   assert.equal(md.match(/\| host: cache/g)?.length, 1);
-  assert.match(md, /\*host\*: of the recompute, the host's time making the working cache, recording the launches/);
+  assert.match(md, /\*host\*: of the recompute, the host's time laying the parts out and making the working cache, recording the launches/);
   // Decode each way (the profile itself missing: no timestamp queries).
   assert.match(md, /\| llama-3\.2-1b \| f16 \| fused, attention keys \| 250\.0 \| 4\.00 \| 3\.25 \| 130 \| yes \|/);
   assert.match(md, /\| llama-3\.2-1b \| f16 \| fused, attention rows \| 200\.0 \| 5\.00 \| – \| 130 \| {2}\|/);
@@ -195,4 +195,36 @@ test('a decode profile shows the step launch by launch where the kit kept its la
   } as GpuRun }]);
   assert.match(md, /One decode step kernel by kernel/);
   assert.match(md, /The same step of llama-3\.2-1b \(f16\) launch by launch[^\n]*\n\n\| launch \| a step \| µs a step \| µs a launch \|\n[^\n]*\n\| gemv TX=1 NORM · 2048 workgroups \| 16 \| 700 \| 43\.8 \|\n\| gemv TX=1 GLU · 256 workgroups \| 16 \| 500 \| 31\.3 \|\n\| attention_decode HD4=16 STEP · 256 workgroups \| 16 \| 400 \| 25\.0 \|/);
+});
+
+test('with several runs, RESULTS.md has each run\'s targets, oldest first, and the newest in full; the others are on a page of their own', () => {
+  const run = (started: string, decodeTokS: number, gpuTier: number, command: string): GpuRun => ({
+    command,
+    kit: {
+      started, budget_s: 300, node: 'v20',
+      adapter: { description: 'Test GPU', vendor: 'test', features: [], limits: { maxStorageBufferBindingSize: 2 ** 31 } },
+      copy: { gbytes_per_s: 800 },
+      engine: [{ adapter: 'Test GPU', model: 'llama-3.2-1b', weight_bytes: 2e9, weight_dtype: 'f16', tokens: 2048, prefill_ms: 100, tokens_per_s: 20480, gflops: 1, attention_share: 0, decode_tokens_per_s: decodeTokS, decode_context: 512 }],
+      link: [{ model: 'smollm2-135m', context: 32768, chunks: 64, chunk_tokens: 512, tier: 'gpu', results: [ttft('legolink:16', 8000 / gpuTier, 10)], ratios: { 'full/legolink:16': gpuTier } }],
+    },
+    torch: { device: 'Test H100', torch: '2', transformers: '5', copy_gbytes_per_s: 3000, rows: [{ model: 'llama-3.2-1b', tokens: 2048, tokens_per_s: 25600, gflops: 1 }] },
+  });
+  // Listed in some other order: the table and the page go by when each run started.
+  const runs = [
+    { file: 'gpu-test-2.json', r: run('2026-11-27T00:00:00Z', 300, 12.5, 'bash scripts/gpu-check.sh (kit at abc1234)') },
+    { file: 'gpu-test-10.json', r: run('2026-11-28T00:00:00Z', 600, 21, 'bash scripts/gpu-check.sh --budget-s 330') },
+    { file: 'gpu-test-3.json', r: run('2026-11-27T12:00:00Z', 450, 15, 'bash scripts/gpu-check.sh') },
+  ];
+  const md = gpuSection(runs);
+  // Roofline 1500 tok/s (3000 GB/s over 2 GB); prefill 20480 / 25600.
+  assert.match(md, /\| `gpu-test-2\.json` \| 2026-11-27 \| abc1234 \| Test H100 \| 80% \| 20% of 1500 tok\/s \| – \/ – \/ 12\.5 \|\n\| `gpu-test-3\.json` \| 2026-11-27 \| – \| Test H100 \| 80% \| 30% of 1500 tok\/s \| – \/ – \/ 15\.0 \|\n\| `gpu-test-10\.json` \| 2026-11-28 \| – \| Test H100 \| 80% \| 40% of 1500 tok\/s \| – \/ – \/ 21\.0 \|/);
+  assert.deepEqual(md.match(/^### .*$/gm), ['### Test GPU · 2026-11-28 · `gpu-test-10.json`']);
+  assert.match(md, /every run's tables, oldest first, are in \[GPU-RUNS\.md\]\(GPU-RUNS\.md\)/);
+  const page = gpuRunsPage(runs);
+  assert.deepEqual(page.match(/^### .*`$/gm), ['### Test GPU · 2026-11-27 · `gpu-test-2.json`', '### Test GPU · 2026-11-27 · `gpu-test-3.json`', '### Test GPU · 2026-11-28 · `gpu-test-10.json`']);
+  assert.equal(page.match(/Decode of llama-3\.2-1b, against its roofline/g)?.length, 3);
+  // One run alone: no history table, the run in full.
+  const one = gpuSection(runs.slice(0, 1));
+  assert.doesNotMatch(one, /run by run|GPU-RUNS/);
+  assert.match(one, /### Test GPU · 2026-11-27 · `gpu-test-2\.json`/);
 });
