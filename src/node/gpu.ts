@@ -23,6 +23,15 @@ export function loadKernelSources(dir = join(root, 'kernels')): KernelSources {
 
 const SWIFTSHADER = '/usr/lib/chromium/vk_swiftshader_icd.json';
 
+/**
+ * On SwiftShader, workgroup memory is zero-initialised (as WebGPU requires) by Tint's code in the shader instead of
+ * the Vulkan extension SwiftShader offers for it: SwiftShader compiles the extension's initialisation value by
+ * value, 3 s for a 32 KiB array against 7 ms (a staged gemv, attention_tiled's tiles), which was most of some
+ * kernel tests' time. Same result: gemv_sg's counter, for one, counts from the zero either way gives it.
+ */
+const SWIFTSHADER_ZERO_INIT = 'disable-dawn-features=use_vulkan_zero_initialize_workgroup_memory_extension';
+const onSwiftShader = () => (process.env.VK_ICD_FILENAMES ?? '').split(':').every((f) => /swiftshader/i.test(f)) && !!process.env.VK_ICD_FILENAMES;
+
 export interface NodeGpu extends GpuContext {
   release(): void;
 }
@@ -61,7 +70,7 @@ export async function createNodeGpu(): Promise<NodeGpu> {
   // LEGOKV_WEBGPU_MODULE: the `webgpu` package's index.js at another path (the GPU kit unpacks its own copy).
   const webgpu = (await import(process.env.LEGOKV_WEBGPU_MODULE ?? 'webgpu')) as typeof import('webgpu');
   Object.assign(globalThis, webgpu.globals);
-  let gpu: GPU | null = webgpu.create(backend === 'opengles' ? ['backend=opengles'] : []);
+  let gpu: GPU | null = webgpu.create(backend === 'opengles' ? ['backend=opengles'] : onSwiftShader() ? [SWIFTSHADER_ZERO_INIT] : []);
   let ctx: GpuContext;
   try {
     ctx = await createGpuContext(gpu, backend === 'opengles' ? { featureLevel: 'compatibility' } : {});
