@@ -43,9 +43,9 @@ test('npm run gpu:kit builds a kit under 60 MiB whose smoke run passes on this a
   const run = spawnSync('bash', ['scripts/gpu-check.sh', '--kit', kit, '--out', out, '--smoke', '--no-torch', '--budget-s', '600'], { cwd: ROOT, encoding: 'utf8', env: kitEnv() });
   assert.equal(run.status, 0, run.stdout.slice(-3000) + run.stderr.slice(-3000));
   const r = JSON.parse(readFileSync(join(out, 'gpu-check.json'), 'utf8'));
-  // The smoke's parity stage runs two of the bundled tests (argmax's 2 and llama2c's 12): what it rehearses is the kit
-  // running its bundled tests; the kernels' parity itself is the unit suite's (kernels.test.mjs took 77 s here).
-  assert.ok(r.parity.pass >= 14 && r.parity.fail === 0, `parity ${r.parity.pass} passed, ${r.parity.fail} failed`);
+  // The smoke's parity stage runs three of the bundled tests, as the GPU's run starts: kernels' 84, argmax's 2 and
+  // llama2c's 12 (kernels.test.mjs builds its pipelines in milliseconds on SwiftShader now: 28 s).
+  assert.ok(r.parity.pass >= 98 && r.parity.fail === 0, `parity ${r.parity.pass} passed, ${r.parity.fail} failed`);
   assert.match(r.adapter.description, /\S/);
   // Upload bandwidth in the blocks a link writes, beside the copy rate.
   const upload = r.copy.upload as { block: number; gbytes_per_s: number }[];
