@@ -30,7 +30,8 @@ const SWIFTSHADER = '/usr/lib/chromium/vk_swiftshader_icd.json';
  * kernel tests' time. Same result: gemv_sg's counter, for one, counts from the zero either way gives it.
  */
 const SWIFTSHADER_ZERO_INIT = 'disable-dawn-features=use_vulkan_zero_initialize_workgroup_memory_extension';
-const onSwiftShader = () => (process.env.VK_ICD_FILENAMES ?? '').split(':').every((f) => /swiftshader/i.test(f)) && !!process.env.VK_ICD_FILENAMES;
+/** Whether the Vulkan loader is pointed at SwiftShader (as createNodeGpu points it by default, and gpu-env.mjs does). */
+const onSwiftShader = () => /swiftshader/i.test(process.env.VK_ICD_FILENAMES ?? '');
 
 export interface NodeGpu extends GpuContext {
   release(): void;
