@@ -95,6 +95,9 @@ const ABOUT_KIT = '`npm run gpu:kit` builds a bundle (Node, Dawn, the engine and
 /** The page every GPU run is written out on in full (RESULTS.md keeps the targets of each and the newest in full). */
 export const GPU_RUNS_PAGE = 'GPU-RUNS.md';
 
+/** Whether RESULTS.md shows the runs' targets and the newest run, with every run in full on GPU_RUNS_PAGE (more than one run). */
+export const hasRunsPage = (runs: readonly unknown[]) => runs.length > 1;
+
 /** The runs in the order they started (file names need not sort so: gpu-h100-10 after gpu-h100-9). */
 const byStart = (runs: GpuRunFile[]) => [...runs].sort((a, b) => a.r.kit.started.localeCompare(b.r.kit.started));
 
@@ -107,7 +110,7 @@ export function gpuSection(runs: GpuRunFile[]): string {
   const ordered = byStart(runs);
   const last = ordered[ordered.length - 1];
   const lines: string[] = ['## On a real GPU (the GPU kit)', '', ABOUT_KIT, ''];
-  if (runs.length > 1) {
+  if (hasRunsPage(runs)) {
     lines.push(...history(ordered), '');
     lines.push(`The newest run in full below; every run's tables, oldest first, are in [${GPU_RUNS_PAGE}](${GPU_RUNS_PAGE}).`, '');
   }
@@ -125,12 +128,11 @@ export function gpuRunsPage(runs: GpuRunFile[]): string {
 
 /** The targets of each run, oldest first, with the kit's commit where its command names it. */
 function history(runs: GpuRunFile[]): string[] {
-  const ratio = (x: number | undefined) => n1(x);
   return ['The GPU issue\'s targets, run by run (each run\'s own table says how it measured them; – where a run did not):', '',
     table(['run', 'date', 'kit at', 'GPU', 'prefill llama-3.2-1b @2048 / PyTorch (≥ 40%)', 'decode llama-3.2-1b / roofline (≥ 50%)', 'TTFT(full) / TTFT(legolink:16) @32K: host f32 / host f16 / GPU tier (≥ 20)'], runs.map(({ file, r }) => {
       const g = gpuTargets(r);
       return [`\`${file}\``, r.kit.started.slice(0, 10), /\(kit at ([0-9a-f]{7,40})\)/.exec(r.command)?.[1] ?? '–', r.torch?.device ?? r.kit.adapter.description,
-        pc(g.prefill), g.decode === undefined ? '–' : `${pc(g.decode)} of ${n0(g.roofline)} tok/s`, `${ratio(g.link32k)} / ${ratio(g.link32kHalves)} / ${ratio(g.link32kGpu)}`];
+        pc(g.prefill), g.decode === undefined ? '–' : `${pc(g.decode)} of ${n0(g.roofline)} tok/s`, `${n1(g.link32k)} / ${n1(g.link32kHalves)} / ${n1(g.link32kGpu)}`];
     }))];
 }
 

@@ -15,7 +15,7 @@ import type { LoadResults, ScalingPoint, ScalingResults } from './result-files';
 import { aggregate, answeredByAll, BUSY_HOST_CORES, hasRecall, type EvalResults } from './runner';
 import { accuracyChart, loadChart, scalingChart } from './charts';
 import { REPO_ROOT } from './tokenizer';
-import { GPU_RUNS_PAGE, gpuRunsPage, gpuSection, type GpuRun } from './report-gpu';
+import { GPU_RUNS_PAGE, gpuRunsPage, gpuSection, hasRunsPage, type GpuRun } from './report-gpu';
 import { peersSection } from './report-peers';
 import type { PeersResults } from '../bench/peers';
 import type { SinkReport } from './sinks';
@@ -256,7 +256,7 @@ export function buildResults(dir: string, outPath: string): { markdown: string; 
   const pages: Record<string, string> = {};
   if (gpus.length) {
     parts.push(gpuSection(gpus));
-    if (gpus.length > 1) pages[GPU_RUNS_PAGE] = gpuRunsPage(gpus);
+    if (hasRunsPage(gpus)) pages[GPU_RUNS_PAGE] = gpuRunsPage(gpus);
   }
   const peers = files.includes('peers.json') ? read<PeersResults>('peers.json') : null;
   if (peers) parts.push(peersSection(peers));
