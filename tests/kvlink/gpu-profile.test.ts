@@ -25,11 +25,10 @@ import { Engine } from '../../src/engine/engine';
 import { loadModelFiles } from '../../src/engine/formats/load';
 import { nodeModelFiles } from '../../src/node/files';
 import { createNodeGpu, loadKernelSources } from '../../src/node/gpu';
-import { compileChunk, type CompileContext } from '../../src/kvcompile/compile';
 import { link } from '../../src/kvlink/link';
 import { parseAlgorithm } from '../../src/kvlink/algorithms';
 import { GpuTier } from '../../src/kvstore/gpu-tier';
-import type { CompiledChunk, LinkPart } from '../../src/types/kv';
+import { benchParts, compileBenchChunks } from '../../src/bench/ttft';
 import { LAVAPIPE_ICD } from '../../scripts/gpu-env.mjs';
 import { maxDiffOverRange } from '../helpers/compare';
 
@@ -46,8 +45,6 @@ test('on lavapipe, the GPU profile links SmolLM2\'s chunks from the GPU tier to 
   const gpu = await createNodeGpu();
   const files = await loadModelFiles(nodeModelFiles(SMOLLM2), 'SmolLM2-135M-Instruct.Q4_1.gguf');
   const c = files.config;
-  const tokens = (i: number) => Array.from({ length: CHUNK }, (_, j) => 3 + ((i * 977 + j * 31) % (c.vocabSize - 3)));
-  const question = [5, 6, 7, 8, 9, 10, 11, 12];
   try {
     for (const [kvDtype, tolerance] of KV) await linkBoth(kvDtype, tolerance);
   } finally {
@@ -63,22 +60,19 @@ test('on lavapipe, the GPU profile links SmolLM2\'s chunks from the GPU tier to 
         engines.push(e);
         await e.load(c, files.weights, { dequantize: true, kvDtype });
         e.ops.half = false;
-        const ctx: CompileContext = { engine: e, modelId: c.name, tokenizerId: c.name, bosId: c.bosId };
-        const chunks: CompiledChunk[] = [];
-        for (let i = 0; i < CHUNKS; i++) chunks.push(await compileChunk(ctx, tokens(i)));
-        return { e, chunks };
+        // The TTFT benches' chunks (each its BOS and CHUNK tokens) and question.
+        return { e, chunks: await compileBenchChunks(e, CHUNKS * (CHUNK + 1), CHUNKS) };
       };
       const cpu = await load('cpu');
       const onGpu = await load('gpu');
       assert.deepEqual([cpu.e.ops.pickAttention(40, c.headDim), onGpu.e.ops.pickAttention(40, c.headDim), onGpu.e.ops.pickAttention(8, c.headDim)], ['rows', 'tiled', 'keys'], 'the two profiles attend their own ways');
       const resident = await Promise.all(onGpu.chunks.map((x) => tier.put(x)));
-      const parts = (chunks: CompiledChunk[]): LinkPart[] => [...chunks.map((chunk) => ({ kind: 'cache' as const, chunk })), { kind: 'text', tokens: question }];
       for (const spec of ['full', 'legolink:16', 'naive']) {
-        const want = await link(cpu.e, parts(cpu.chunks), parseAlgorithm(spec), { bosId: c.bosId });
+        const want = await link(cpu.e, benchParts(cpu.chunks), parseAlgorithm(spec), { bosId: c.bosId });
         want.cache.destroy();
         // Full reads no cached row: from the host alone (the GPU profile's full recompute takes lavapipe seconds).
         for (const [where, chunks] of spec === 'full' ? [['host', onGpu.chunks] as const] : [['host', onGpu.chunks] as const, ['GPU tier', resident] as const]) {
-          const got = await link(onGpu.e, parts(chunks), parseAlgorithm(spec), { bosId: c.bosId });
+          const got = await link(onGpu.e, benchParts(chunks), parseAlgorithm(spec), { bosId: c.bosId });
           got.cache.destroy();
           assert.equal(got.recomputed, want.recomputed, `${spec} from the ${where}: the same rows recomputed`);
           const { d, range } = maxDiffOverRange(got.logits, want.logits);
