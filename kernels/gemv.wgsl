@@ -18,7 +18,7 @@
 //    runs them one after another between barriers, so its first subgroup claims them
 //    all (100x slower than the register kernel there: CPU adapters never pick it).
 // Packed quantized weights (W_Q): a lane takes 32-weight sub-blocks instead of
-// vec4s (quant.wgsl's dq32), so scales are decoded once per 32 weights. Packed f16
+// vec4s (quant.wgsl's dq32), two a pass, so scales are decoded once per 32 weights. Packed f16
 // weights with W8: a lane takes pairs of vec4s, 16 bytes a load instead of 8.
 // NORM, GLU and COMBINE read x through a prologue (gemv_x.wgsl): decode's RMSNorm, GLU
 // and attention_combine launches folded into the GEMV that consumes their output; with
@@ -39,18 +39,21 @@ const TX: u32 = {{TX}}u;
 // of the column whose weights start at vec4 wrow: acc[t] for row t of x, ss[t] its sum of squares (NORM).
 fn partials(wrow: u32, first: u32, step: u32, acc: ptr<function, array<f32, TX>>, ss: ptr<function, array<f32, TX>>) {
 #if W_Q
+  // Two of the lane's sub-blocks a pass (first, first + step, ...), both decoded before either is used, so both
+  // sub-blocks' loads can be in flight together, as the f16 path's four vec4s below; added in the same order.
+  let nsb = p.K4 / 8u;
   var wv: array<vec4<f32>, 8>;
-  for (var sb = first; sb < p.K4 / 8u; sb += step) {
+  var wv2: array<vec4<f32>, 8>;
+  var sb = first;
+  for (; sb + step < nsb; sb += 2u * step) {
     dq32(wrow / 8u + sb, p.sbase, &wv);
-    for (var t = 0u; t < TX; t++) {
-      var a = 0.0;
-      for (var j = 0u; j < 8u; j++) {
-        let xv = load_x(t, sb * 8u + j);
-        (*ss)[t] += sq(xv);
-        a += dot(xv * gain(sb * 8u + j), wv[j]);
-      }
-      (*acc)[t] += a;
-    }
+    dq32(wrow / 8u + sb + step, p.sbase, &wv2);
+    add_sub(sb, &wv, acc, ss);
+    add_sub(sb + step, &wv2, acc, ss);
+  }
+  if (sb < nsb) {
+    dq32(wrow / 8u + sb, p.sbase, &wv);
+    add_sub(sb, &wv, acc, ss);
   }
 #else
 #if W8
@@ -97,6 +100,21 @@ fn partials(wrow: u32, first: u32, step: u32, acc: ptr<function, array<f32, TX>>
 #endif
 #endif
 }
+
+#if W_Q
+// Sub-block sb of a column (decoded: wv) into every row's partial sums, a sub-block's sum at a time.
+fn add_sub(sb: u32, wv: ptr<function, array<vec4<f32>, 8>>, acc: ptr<function, array<f32, TX>>, ss: ptr<function, array<f32, TX>>) {
+  for (var t = 0u; t < TX; t++) {
+    var a = 0.0;
+    for (var j = 0u; j < 8u; j++) {
+      let xv = load_x(t, sb * 8u + j);
+      (*ss)[t] += sq(xv);
+      a += dot(xv * gain(sb * 8u + j), (*wv)[j]);
+    }
+    (*acc)[t] += a;
+  }
+}
+#endif
 
 // Weight vec4 k of a column (loaded) into every row's partial sums.
 fn add_vec4(k: u32, w: vec4<f32>, acc: ptr<function, array<f32, TX>>, ss: ptr<function, array<f32, TX>>) {

@@ -56,9 +56,11 @@ for (const q of QUANT_TYPES) {
 const SHAPES: [number, number, number, MatmulVariant][] = [
   [1, 9, 256, 'reg'], [5, 36, 512, 'reg'],
   [70, 40, 256, 'tiled'], [130, 140, 256, 'tiled128'],
-  [1, 37, 512, 'gemv'], [4, 9, 1280, 'gemv'],
+  // gemv's lanes take two sub-blocks a pass, then one: with 32 lanes a column, K of 512 (16 sub-blocks) has only
+  // the one, 1280 (40) the pair or the one, 2304 (72) the pair and then one more in a lane.
+  [1, 37, 512, 'gemv'], [4, 9, 1280, 'gemv'], [2, 7, 2304, 'gemv'],
   // gemv_sg (where the device has subgroups; kernels.test.ts checks the refusal where it has none).
-  [1, 37, 512, 'gemv_sg'], [4, 9, 1280, 'gemv_sg'], [2, 70, 256, 'gemv_sg'],
+  [1, 37, 512, 'gemv_sg'], [4, 9, 1280, 'gemv_sg'], [2, 70, 256, 'gemv_sg'], [2, 7, 2304, 'gemv_sg'],
 ];
 
 for (const q of QUANT_TYPES) {
