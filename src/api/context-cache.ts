@@ -141,7 +141,8 @@ export class ContextCache implements ContextCacheApi {
     readonly store: KVStore,
     opts: { gpuBudgetBytes?: number } = {},
   ) {
-    this.gpuTier = new GpuTier(engine.gpu.device, opts.gpuBudgetBytes);
+    // Rows go up the way the engine measured faster on this adapter (writeBuffer or mapped staging).
+    this.gpuTier = new GpuTier(engine.gpu.device, opts.gpuBudgetBytes, undefined, (writes) => engine.upload(writes));
     this.unfollow = this.gpuTier.follow(store);
   }
 

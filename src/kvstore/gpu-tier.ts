@@ -40,7 +40,23 @@ interface Entry {
   slab: Slab;
   row0: number;
   rows: number;
+  /** Deleted (or the tier cleared) while its rows were still going up: freed once they are. */
+  dropped?: boolean;
 }
+
+/** Host bytes for a slab at a byte offset. */
+export interface RowWrite {
+  dst: GPUBuffer;
+  offset: number;
+  data: ArrayBufferView;
+}
+
+/**
+ * How a put's rows go up: resolves once they are written or submitted ahead of any GPU work recorded after it
+ * resolves. The default is queue.writeBuffer; ContextCache passes the engine's upload (Engine.upload), which uses
+ * mapped staging buffers where the adapter's writeBuffer is slow (the H100's ran at 1 GB/s against 8).
+ */
+export type RowUpload = (writes: RowWrite[]) => Promise<void>;
 
 /** What every slab's rows are: layers, values a row, and whether they are halves. */
 interface Shape {
@@ -82,11 +98,17 @@ export class GpuTier {
   hits = 0;
   misses = 0;
 
+  /** Entries whose rows are going up: their rows are taken, and they join `entries` once written. */
+  private uploading = new Set<Entry>();
+
   constructor(
     private device: GPUDevice,
     public budget = 256 * 2 ** 20,
     /** Rows a slab holds at most (tests make slabs small to have several). */
     private maxSlabRows = SLAB_ROWS,
+    private upload: RowUpload = async (writes) => {
+      for (const w of writes) device.queue.writeBuffer(w.dst, w.offset, w.data.buffer, w.data.byteOffset, w.data.byteLength);
+    },
   ) {}
 
   /** Drops entries the store lets go of. */
@@ -140,17 +162,33 @@ export class GpuTier {
     if (!place) return host;
     const { slab, row0 } = place;
     const at = row0 * rowBytes(shape);
-    arrays.forEach((l, i) => {
-      if (l.k.length !== n * shape.kvDim || l.v.length !== n * shape.kvDim) throw new Error(`GpuTier: layer ${i} of chunk ${chunk.id} has the wrong size`);
-      this.device.queue.writeBuffer(slab.k[i], at, l.k.buffer, l.k.byteOffset, l.k.byteLength);
-      this.device.queue.writeBuffer(slab.v[i], at, l.v.buffer, l.v.byteOffset, l.v.byteLength);
-    });
     const gpu: GpuRows = arrays.map((_, i) => ({ k: slab.k[i], v: slab.v[i], row0, ...(half ? { f16: true } : {}) }));
-    const withGpu = { ...chunk, gpu };
-    const bytes = 2 * arrays.length * n * rowBytes(shape);
-    this.entries.set(chunk.id, { chunk: withGpu, bytes, lastUsed: ++this.clock, slab, row0, rows: n });
-    this.bytes += bytes;
-    return withGpu;
+    const e: Entry = { chunk: { ...chunk, gpu }, bytes: 2 * arrays.length * n * rowBytes(shape), lastUsed: 0, slab, row0, rows: n };
+    // Keys, then values, each layer's in its own slab buffer.
+    const writes = arrays.flatMap((l, i) => {
+      if (l.k.length !== n * shape.kvDim || l.v.length !== n * shape.kvDim) throw new Error(`GpuTier: layer ${i} of chunk ${chunk.id} has the wrong size`);
+      return [{ dst: slab.k[i], offset: at, data: l.k }, { dst: slab.v[i], offset: at, data: l.v }];
+    });
+    // An entry only once its rows are up: a link that finds it then reads them (the upload is ahead of its work).
+    this.uploading.add(e);
+    let failure: { error: unknown } | null = null;
+    try {
+      await this.upload(writes);
+    } catch (error) {
+      failure = { error };
+      e.dropped = true;
+    }
+    this.uploading.delete(e);
+    if (e.dropped) {
+      if (this.slabs.includes(slab)) this.free(e);
+      this.dropIfIdle();
+      if (failure) throw failure.error;
+      return host;
+    }
+    e.lastUsed = ++this.clock;
+    this.entries.set(chunk.id, e);
+    this.bytes += e.bytes;
+    return e.chunk;
   }
 
   /**
@@ -236,6 +274,7 @@ export class GpuTier {
   }
 
   delete(id: string) {
+    for (const u of this.uploading) if (u.chunk.id === id) u.dropped = true;
     const e = this.entries.get(id);
     if (!e) return;
     const gpu = e.chunk.gpu!;
@@ -276,12 +315,16 @@ export class GpuTier {
   /** Drops every entry, and the slabs' GPU memory once no link holds rows in them. */
   clear() {
     for (const id of [...this.entries.keys()]) this.delete(id);
+    for (const u of this.uploading) u.dropped = true;
     this.dropIfIdle();
   }
 
-  /** An empty tier keeps no GPU memory: its slabs go once no entry is left and no link holds rows in them. */
+  /**
+   * An empty tier keeps no GPU memory: its slabs go once no entry is left, no link holds rows in them and no put
+   * is writing into them.
+   */
   private dropIfIdle() {
-    if (!this.entries.size && !this.retired.size) this.dropSlabs();
+    if (!this.entries.size && !this.retired.size && !this.uploading.size) this.dropSlabs();
   }
 
   private dropSlabs() {

@@ -146,3 +146,81 @@ test('a put or get that holds keeps the chunk from the very next put, however th
   assert.equal((await tier.put(chunk('c', 10, 3))).gpu?.[0].row0, 0, 'released: evicted for c');
   tier.clear();
 });
+
+test('rows go up through the given upload: an entry only once they are up; a delete, a clear or a failure meanwhile frees them', async () => {
+  // An upload that waits to be let go, so the test can act while rows are going up.
+  const gates: (() => void)[] = [];
+  const calls: number[] = [];
+  let fail = false;
+  const upload = async (writes: { dst: GPUBuffer; offset: number; data: ArrayBufferView }[]) => {
+    calls.push(writes.length);
+    await new Promise<void>((go) => gates.push(go));
+    if (fail) throw new Error('device lost while uploading');
+    await s.engine.upload(writes);
+  };
+  const letGo = async () => {
+    while (!gates.length) await new Promise((r) => setTimeout(r, 1));
+    gates.shift()!();
+  };
+  const tier = new GpuTier(device, rowBytes(20), undefined, upload);
+  // A put's keys and values, every layer's, in one call; not found until they are up.
+  const putting = tier.put(chunk('a', 10, 1));
+  await new Promise((r) => setTimeout(r, 5));
+  assert.deepEqual([calls, tier.has('a'), tier.get('a')], [[2 * L], false, undefined]);
+  await letGo();
+  const a = await putting;
+  assert.equal(tier.has('a'), true);
+  assert.deepEqual(new Float32Array(await s.engine.ops.d.read(a.gpu![1].k, 0, 10 * kvDim * 4)), a.layers[1].k);
+  // Deleted while going up: never an entry, and its rows are free for the next chunk.
+  const b = tier.put(chunk('b', 10, 2));
+  await new Promise((r) => setTimeout(r, 5));
+  tier.delete('b');
+  await letGo();
+  assert.equal((await b).gpu, undefined);
+  assert.equal(tier.has('b'), false);
+  const cc = tier.put(chunk('c', 10, 3));
+  await letGo();
+  assert.equal((await cc).gpu?.[0].row0, 10, 'b\'s rows were freed');
+  // A failed upload: the put fails (it evicted a, the least recently used, for its rows), its rows are freed, and
+  // the tier goes on: the next chunk takes them, where it would otherwise have evicted c.
+  fail = true;
+  const d = tier.put(chunk('d', 10, 4));
+  const dFailed = assert.rejects(d, /device lost while uploading/);
+  await letGo();
+  await dFailed;
+  fail = false;
+  assert.deepEqual([tier.has('a'), tier.has('d')], [false, false]);
+  const e = tier.put(chunk('e', 10, 5));
+  await letGo();
+  assert.deepEqual([(await e).gpu?.[0].row0, tier.has('c')], [0, true]);
+  // Cleared while going up: the slabs stay until the upload is done, then go with the entry never made.
+  const f = tier.put(chunk('f', 10, 6));
+  await new Promise((r) => setTimeout(r, 5));
+  tier.clear();
+  assert.equal(tier.stats().slabs, 1, 'the slab is still being written');
+  await letGo();
+  assert.equal((await f).gpu, undefined);
+  assert.deepEqual([tier.has('f'), tier.stats().slabs, tier.stats().bytes], [false, 0, 0]);
+});
+
+test('Engine.upload through mapped staging buffers, in pieces, writes what writeBuffer writes', async () => {
+  const d = s.engine.ops.d;
+  const way = d.uploadWay;
+  try {
+    for (const w of ['mapped', 'write'] as const) {
+      d.uploadWay = w;
+      // 5 MiB pieces, so 8 MiB batches take one piece each; a small one after.
+      const pieces = [5 * 2 ** 20, 5 * 2 ** 20, 4096].map((n, i) => Float32Array.from({ length: n / 4 }, (_, j) => (i + 1) * 1e6 + j));
+      const dst = device.createBuffer({ size: pieces.reduce((t, p) => t + p.byteLength, 0), usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC });
+      let at = 0;
+      await s.engine.upload(pieces.map((data) => ({ dst, offset: (at += data.byteLength) - data.byteLength, data })));
+      const got = new Float32Array(await d.read(dst, 0, dst.size));
+      assert.deepEqual(got.subarray(got.length - 1024), pieces[2], `${w}: the last piece`);
+      assert.equal(got[0], 1e6);
+      assert.equal(got[pieces[0].length], 2e6, `${w}: the second piece at its offset`);
+      dst.destroy();
+    }
+  } finally {
+    d.uploadWay = way;
+  }
+});

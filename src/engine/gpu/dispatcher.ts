@@ -33,6 +33,13 @@ export class GpuValidationError extends Error {
   }
 }
 const MAX_WG = 65535;
+/** Host bytes for a GPU buffer at a byte offset (Dispatcher.upload; offset and length multiples of 4). */
+export interface HostWrite {
+  dst: GPUBuffer;
+  offset: number;
+  data: ArrayBufferView;
+}
+
 /** Mapped staging buffers that uploads may have in flight before Dispatcher.uploadRoom waits for one. */
 const UPLOADS_IN_FLIGHT = 3;
 
@@ -270,7 +277,7 @@ export class Dispatcher {
    * them). 'mapped' packs every piece into one staging buffer and records a copy per run of pieces that lie end to
    * end in the same destination. Offsets and sizes must be multiples of 4.
    */
-  upload(writes: { dst: GPUBuffer; offset: number; data: ArrayBufferView }[]) {
+  upload(writes: HostWrite[]) {
     if (this.uploadWay === 'write') {
       // Recorded work reads these buffers as they were: submit it first (queue writes land before later submits).
       this.flush();

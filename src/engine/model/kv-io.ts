@@ -15,6 +15,7 @@ import type { KVCache } from './kv-cache';
 import type { Scratch } from './scratch';
 import { inverseFrequencies, ropeTable } from './rope';
 import type { Ops } from '../ops';
+import type { HostWrite } from '../gpu/dispatcher';
 import { halfRows } from '../f16';
 
 export type { LayerRows, GpuLayerRows };
@@ -154,7 +155,7 @@ export class RowWriter {
     const rowBytes = kvDim * (dtype === 'f16' ? 2 : 4);
     const k = this.scratch.get(dtype === 'f16' ? 'io.k16' : 'io.k', g.T * rowBytes);
     const v = this.scratch.get(dtype === 'f16' ? 'io.v16' : 'io.v', g.T * rowBytes);
-    const writes: { dst: GPUBuffer; offset: number; data: ArrayBufferView }[] = [];
+    const writes: HostWrite[] = [];
     const values: typeof writes = [];
     for (const i of g.blocks) {
       const n = this.blocks[i].positions.length;
