@@ -194,6 +194,10 @@ export class ContextCache implements ContextCacheApi {
     return moduleSchemaPositions(chunkMessages(names, question), this.model.tokenizer, this.model.config.bosId, (id) => tokens[Number(id)]);
   }
 
+  /**
+   * Compiles a chunk, stores it, and keeps it on the GPU too (the GPU tier), so that the first link after a compile
+   * moves no rows from the host; the tier evicts the least recently used chunks for it, never those a link holds.
+   */
   private async compileAndStore(tokens: number[], variant: CompileVariant, text?: string): Promise<CompiledChunk> {
     const chunk = await compileChunk(this.ctx(), tokens, variant);
     await this.store.put(
@@ -204,7 +208,7 @@ export class ContextCache implements ContextCacheApi {
       },
       chunk.layers,
     );
-    return chunk;
+    return this.gpuTier.put(chunk);
   }
 
   /**
@@ -218,7 +222,8 @@ export class ContextCache implements ContextCacheApi {
     if (hot) return { chunk: hot, lookupMs: performance.now() - t0, loadMs: 0, tier: 'gpu' as const };
     const r = await this.fromStore(id, sources);
     const t1 = performance.now();
-    const chunk = await this.gpuTier.put(r.chunk, { hold: true });
+    // A chunk compiled just now (its blob was corrupt) is on the GPU already.
+    const chunk = (r.tier === 'compiled' && this.gpuTier.get(id, { hold: true })) || await this.gpuTier.put(r.chunk, { hold: true });
     return { ...r, chunk, loadMs: r.loadMs + (performance.now() - t1) };
   }
 

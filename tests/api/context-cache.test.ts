@@ -82,7 +82,7 @@ test('compileContext, chatCompletion with mixed parts, corrupt blob recompiled, 
   }
 });
 
-test('the GPU tier serves repeated links without touching the store, and attention is streamed', async () => {
+test('the GPU tier serves links from the compile on without touching the store, and attention is streamed', async () => {
   const s = await openModel(STORIES);
   const store = new KVStore({ blobs: new MemoryBlobBackend(), index: new MemoryIndexBackend() });
   await store.open();
@@ -90,11 +90,13 @@ test('the GPU tier serves repeated links without touching the store, and attenti
   try {
     const ids = await lego.compileContext(['Lily had a red ball.', 'Tom had a big dog.']);
     const messages = [{ role: 'user' as const, content: [{ type: 'cache' as const, id: ids[0] }, { type: 'cache' as const, id: ids[1] }, { type: 'text' as const, text: ' Lily' }] }];
-    const first = await collect(lego.chatCompletion({ messages, algorithm: 'naive', maxTokens: 4 }));
+    // The compile kept both chunks on the GPU: the first link already reads nothing from the store.
+    assert.equal(lego.gpuTier.stats().entries, 2);
     const hitsBefore = (await store.stats()).hits;
+    const first = await collect(lego.chatCompletion({ messages, algorithm: 'naive', maxTokens: 4 }));
     const second = await collect(lego.chatCompletion({ messages, algorithm: 'naive', maxTokens: 4, scores: { layer: 2, heads: [0] } }));
-    assert.equal((await store.stats()).hits, hitsBefore, 'second link read nothing from the store');
-    assert.equal(lego.gpuTier.stats().hits, 2);
+    assert.equal((await store.stats()).hits, hitsBefore, 'the links read nothing from the store');
+    assert.deepEqual([lego.gpuTier.stats().hits, lego.gpuTier.stats().misses], [4, 0]);
     assert.equal(second.done.text, first.done.text);
     assert.equal(second.first.scores.length, 1);
     const attention = second.events.filter((e) => e.type === 'attention');
