@@ -315,9 +315,14 @@ async function main() {
           save();
           // The same chunks resident on the GPU (KVStore's GPU tier): linking copies rows instead of uploading them.
           // Full recompute reads no cached row, so its host-tier time stands for both.
-          const tier = new GpuTier(gpu.device, Infinity);
+          // Put there as the app puts compiled chunks (ContextCache: the engine's upload, the way tuneUpload kept).
+          const tier = new GpuTier(gpu.device, Infinity, undefined, (w) => e.upload(w));
           try {
+            const tp = performance.now();
             const onTier = await Promise.all(resident.map((c) => tier.put(c)));
+            await e.sync();
+            const put = { ms: performance.now() - tp, bytes: tier.stats().bytes, way: e.ops.d.uploadWay };
+            log(`[${adapter}] ${shape} ${context} GPU tier: ${resident.length} chunks put in ${put.ms.toFixed(0)} ms (${(put.bytes / 2 ** 20).toFixed(0)} MiB, ${(put.bytes / put.ms / 1e6).toFixed(1)} GB/s, ${put.way})`);
             const g = await benchTtft(e, onTier, { algorithms: algorithms.filter((x) => x !== 'full'), log: (l) => log(`[${adapter}] ${shape} ${context} GPU tier ${l}`) });
             const gr = ttftRatios(full ? [full, ...g] : g);
             // With the profile stage: where full's and legolink's GPU time goes, kernel by kernel (legolink from the tier).
@@ -326,7 +331,7 @@ async function main() {
               : [];
             // Then the answer: decode on legolink:16's cache, each single-row attention kernel (the app's decode).
             const after = algorithms.includes('legolink:16') ? await decodeAfterLink(e, benchParts(onTier), 'legolink:16', e.gpu.profile === 'cpu' ? 1 : Number(a['decode-steps'])) : null;
-            rows.push({ adapter, model: shape, context, chunks, chunk_tokens: chunkTokens, tier: 'gpu', gpu_rows: e.kvDtype, results: g, ratios: gr, ...(profiles.length ? { profiles } : {}), ...(after ? { decode_after_link: after } : {}) });
+            rows.push({ adapter, model: shape, context, chunks, chunk_tokens: chunkTokens, tier: 'gpu', gpu_rows: e.kvDtype, put, results: g, ratios: gr, ...(profiles.length ? { profiles } : {}), ...(after ? { decode_after_link: after } : {}) });
             log(`[${adapter}] ${shape} ${context} GPU tier: ${Object.entries(gr).map(([k, v]) => `TTFT(${k.replace('/', ')/TTFT(')}) = ${v.toFixed(1)}`).join(', ')}`);
             for (const p of profiles) log(`[${adapter}] ${shape} ${context} ${formatLinkProfile(p!)}`);
             if (after) log(`[${adapter}] ${shape} decode after legolink:16 (${after.context} rows): ${formatFuse(after.ways)}`);

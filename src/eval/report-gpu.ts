@@ -14,7 +14,7 @@ import { describeAttentionWay, type DecodeSettings, type DecodeTuning, type Uplo
 type KernelRow = { rows?: string; variant?: string; half?: boolean; wide?: boolean; rowsPerThread?: number; keysPerTile?: number; keysPerThread?: number; splits?: number | string; T: number; K?: number; N?: number; n?: number; H?: number; HD?: number; ms: number; gflops: number; weightGBps?: number; chosen: boolean; clock?: string };
 type EngineRow = PrefillRow & { adapter: string; model: string; weight_bytes: number; weight_dtype: string; weights?: string; profile?: DecodeProfile | string; fuse?: DecodeWay[]; attention?: DecodeWay[]; gemv?: DecodeWay[]; combine?: DecodeWay[]; skipped?: string; error?: string };
 type TorchRow = { model: string; tokens: number; tokens_per_s: number; gflops: number; decode_tokens_per_s?: number; skipped?: string; error?: string };
-type LinkRow = { model: string; context: number; chunks: number; chunk_tokens: number; tier?: 'host' | 'host-f16' | 'gpu'; kv_dtype?: 'f32' | 'f16'; gpu_rows?: 'f32' | 'f16'; submit_each_layer?: boolean; results?: TtftRow[]; ratios?: Record<string, number>; profiles?: LinkProfile[]; decode_after_link?: DecodeAfterLink; skipped?: string; error?: string };
+type LinkRow = { model: string; context: number; chunks: number; chunk_tokens: number; tier?: 'host' | 'host-f16' | 'gpu'; kv_dtype?: 'f32' | 'f16'; gpu_rows?: 'f32' | 'f16'; put?: { ms: number; bytes: number; way: 'write' | 'mapped' }; submit_each_layer?: boolean; results?: TtftRow[]; ratios?: Record<string, number>; profiles?: LinkProfile[]; decode_after_link?: DecodeAfterLink; skipped?: string; error?: string };
 type RealRun = {
   model: string; file: string; bytes: number; parts: number; gather_ms: number; load_ms?: number; check_weight_bytes?: number; profile?: string; half?: boolean; tolerance?: number;
   /** How the speed and links were timed: as the app loads the model. */
@@ -195,7 +195,8 @@ function runDetails(file: string, r: GpuRun): string[] {
       lines.push(`- TTFT at ${l.context} tokens, ${l.model}: ${l.skipped ?? l.error}`, '');
       continue;
     }
-    const where = (l.tier === 'gpu' ? `resident on the GPU${l.gpu_rows === 'f16' ? ' as halves' : ''}, as KVStore\'s GPU tier keeps hot chunks; full recompute reads no cached row, so its time is the host run\'s`
+    const put = l.put ? ` (put there as the app puts a chunk it compiles, ${n0(l.put.ms)} ms for ${n0(l.put.bytes / 2 ** 20)} MiB: ${n1(l.put.bytes / l.put.ms / 1e6)} GB/s by ${l.put.way === 'mapped' ? 'mapped staging' : 'writeBuffer'})` : '';
+    const where = (l.tier === 'gpu' ? `resident on the GPU${l.gpu_rows === 'f16' ? ' as halves' : ''}${put}, as KVStore\'s GPU tier keeps hot chunks; full recompute reads no cached row, so its time is the host run\'s`
       : l.tier === 'host-f16' ? 'kept in host memory as halves, as KVStore\'s f16 blobs hold them, uploaded at link time and widened on the GPU; full recompute\'s time is the host run\'s'
       : `kept in host memory${l.kv_dtype ? ' as f32' : ''}, uploaded at link time${l.kv_dtype ? `; the linked cache keeps ${l.kv_dtype} keys and values` : ''}`) +
       (l.submit_each_layer === undefined ? '' : l.submit_each_layer ? '; work submitted after each layer' : '; each pass submitted whole');

@@ -26,7 +26,7 @@ test('the GPU section shows writeBuffer beside the copy rate, and the link from 
       adapter: { description: 'Test GPU', vendor: 'test', features: [], limits: { maxStorageBufferBindingSize: 2 ** 31 } },
       copy: { gbytes_per_s: 800, upload: [{ block: 393216, gbytes_per_s: 2.5 }, { block: 4 << 20, gbytes_per_s: 11.25 }], upload_mapped: { block: 12 << 20, gbytes_per_s: 20.5 } },
       link: [link('host', 1600), link('host-f16', 1000), {
-        ...link('gpu', 400), profiles: [
+        ...link('gpu', 400), put: { ms: 150, bytes: 755 * 2 ** 20, way: 'mapped' }, profiles: [
           { algorithm: 'full', tokens: 32776, recomputed: 32776, ttft_ms: 8100, kernels_gpu_ms: 7900, kernels: [{ kernel: 'attention_tiled', dispatches: 30, us: 6_500_000 }, { kernel: 'matmul_tiled', dispatches: 90, us: 1_400_000 }] },
           { algorithm: 'legolink:16', tokens: 32776, recomputed: 1016, ttft_ms: 450, kernels_gpu_ms: 420.5, kernels: [{ kernel: 'attention_tiled', dispatches: 30, us: 300_000 }, { kernel: 'kv_scatter', dispatches: 90, us: 120_500 }] },
         ],
@@ -83,6 +83,8 @@ test('the GPU section shows writeBuffer beside the copy rate, and the link from 
   assert.match(md, /\| llama-3\.2-1b \| f16 \| attention_decode \(lanes\) \| 20\.0 \| 40\.0 \| yes \| 1609 \|/);
   assert.match(md, /WebGPU `copyBufferToBuffer` 800 GB\/s\. Host to GPU through `writeBuffer` \(what a link's host-tier load does\): 384 KiB blocks 2\.5 GB\/s, 4096 KiB blocks 11\.3 GB\/s\. Through two mapped staging buffers taking turns, 12288 KiB each: 20\.5 GB\/s\./);
   assert.match(md, /kept in host memory as halves, as KVStore's f16 blobs hold them, uploaded at link time and widened on the GPU/);
+  // How long putting the chunks on the GPU took, the app's way (kits since the tier's puts went through Engine.upload).
+  assert.match(md, /resident on the GPU \(put there as the app puts a chunk it compiles, 150 ms for 755 MiB: 5\.3 GB\/s by mapped staging\), as KVStore's GPU tier/);
   const g = gpuTargets(r);
   assert.deepEqual([g.link32k, g.link32kHalves, g.link32kGpu], [5, 8, 20]);
   // The ceiling: TTFT(full) / TTFT(naive), where naive was run (8000 / 1500, 8000 / 900); none without it.

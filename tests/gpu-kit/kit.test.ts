@@ -10,6 +10,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { checkoutBytes, checkReal, gatherModel, MANIFEST, REAL_TOLERANCE, type RealManifest } from '../../src/bench/real-model';
+import { shapeConfig } from '../../src/bench/shapes';
 import { createNodeGpu, loadKernelSources } from '../../src/node/gpu';
 import { nodeModelFiles } from '../../src/node/files';
 import { Engine, loadModelFiles } from '../../src/engine';
@@ -111,6 +112,13 @@ test('npm run gpu:kit builds a kit under 60 MiB whose smoke run passes on this a
   // The same chunks linked from rows kept as halves (KVStore's f16 blobs) beside them.
   const halves = (r.link as { tier: string; results: { algorithm: string; recomputed: number }[] }[]).find((x) => x.tier === 'host-f16');
   assert.deepEqual(halves?.results.map((x) => [x.algorithm, x.recomputed]), link.results.slice(1).map((x) => [x.algorithm, x.recomputed]));
+  // The chunks put on the GPU tier as the app puts them (Engine.upload): every row's bytes, in a time.
+  // The chunks' rows (all but the question's 8) in every layer's keys and values, f32 or halves as the link kept them.
+  const onGpu = (r.link as { tier: string; model: string; gpu_rows: string; put?: { ms: number; bytes: number; way: string } }[]).find((x) => x.tier === 'gpu')!;
+  const m = shapeConfig(onGpu.model);
+  const rowBytes = 2 * m.nLayers * m.nKvHeads * m.headDim * (onGpu.gpu_rows === 'f16' ? 2 : 4);
+  assert.ok(onGpu.put && onGpu.put.ms > 0 && onGpu.put.way === 'write', JSON.stringify(onGpu.put));
+  assert.equal(onGpu.put.bytes, (link.results[0].tokens - 8) * rowBytes);
   // Full and legolink:16 kernel by kernel (the profile stage): every kernel's dispatches, the recomputed rows of each.
   type LinkProfile = { algorithm: string; recomputed: number; kernels_gpu_ms: number; kernels: { kernel: string; dispatches: number; us: number }[]; launches: { kernel: string; dispatches: number; us: number }[] };
   const links = (r.link as { tier: string; profiles?: LinkProfile[] }[]).find((x) => x.tier === 'gpu')?.profiles;
