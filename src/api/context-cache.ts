@@ -24,7 +24,7 @@ import type { Engine, ModelConfig, Tokenizer, ScoresRequest, ScoresResult } from
 import { cacheId, compileChunk, type CompileVariant, type CompiledChunk } from '../kvcompile/compile';
 import { sample } from '../generate/sampling';
 import type { KVStore } from '../kvstore';
-import { GpuTier } from '../kvstore/gpu-tier';
+import { defaultTierBudget, GpuTier } from '../kvstore/gpu-tier';
 import { LoadingController } from '../kvlink/controller';
 import { compileVariantOf, formatAlgorithm, parseAlgorithm, type LinkAlgorithm } from '../kvlink/algorithms';
 import { link, type TtftBreakdown } from '../kvlink/link';
@@ -142,7 +142,9 @@ export class ContextCache implements ContextCacheApi {
     opts: { gpuBudgetBytes?: number } = {},
   ) {
     // Rows go up the way the engine measured faster on this adapter (writeBuffer or mapped staging).
-    this.gpuTier = new GpuTier(engine.gpu.device, opts.gpuBudgetBytes, undefined, (writes) => engine.upload(writes));
+    const c = model.config, tokenBytes = 2 * c.nLayers * c.nKvHeads * c.headDim * (engine.kvDtype === 'f16' ? 2 : 4);
+    const budget = opts.gpuBudgetBytes ?? defaultTierBudget(engine.gpu.profile === 'gpu', tokenBytes);
+    this.gpuTier = new GpuTier(engine.gpu.device, budget, undefined, (writes) => engine.upload(writes));
     this.unfollow = this.gpuTier.follow(store);
   }
 

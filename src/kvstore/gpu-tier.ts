@@ -26,6 +26,23 @@ import type { KVStore } from './store';
 /** Rows a slab holds at most: large enough that a 32K-token link spans a few slabs. */
 const SLAB_ROWS = 8192;
 
+/**
+ * The default budget's bounds, and the rows a real GPU's default holds where they allow: a 32K-token prompt's, with a
+ * quarter more for chunks that leave runs of rows too short for the next.
+ */
+export const TIER_BUDGET = { min: 256 * 2 ** 20, max: 2 ** 30, tokens: 40960 } as const;
+
+/**
+ * The tier's default budget for a model whose rows take `tokenBytes` a token (keys and values, every layer): on a
+ * real GPU the rows of TIER_BUDGET.tokens tokens, within [256 MiB, 1 GiB] (SmolLM2-135M's f16 rows: 900 MiB;
+ * Llama-3.2-1B's: the 1 GiB cap, 32K tokens), so the chunks of a long prompt link with no upload; on a CPU adapter,
+ * whose memory is the host's and whose uploads are copies, 256 MiB.
+ */
+export function defaultTierBudget(realGpu: boolean, tokenBytes: number): number {
+  if (!realGpu) return TIER_BUDGET.min;
+  return Math.min(TIER_BUDGET.max, Math.max(TIER_BUDGET.min, TIER_BUDGET.tokens * tokenBytes));
+}
+
 interface Slab {
   k: GPUBuffer[];
   v: GPUBuffer[];
@@ -103,7 +120,7 @@ export class GpuTier {
 
   constructor(
     private device: GPUDevice,
-    public budget = 256 * 2 ** 20,
+    public budget: number = TIER_BUDGET.min,
     /** Rows a slab holds at most (tests make slabs small to have several). */
     private maxSlabRows = SLAB_ROWS,
     private upload: RowUpload = async (writes) => {

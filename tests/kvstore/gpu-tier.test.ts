@@ -10,7 +10,7 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { openModel } from '../../src/node/session';
-import { GpuTier } from '../../src/kvstore/gpu-tier';
+import { defaultTierBudget, GpuTier } from '../../src/kvstore/gpu-tier';
 import { halfRows, floatsToHalves } from '../../src/engine/f16';
 import type { CompiledChunk, LayerRows } from '../../src/types/kv';
 import { fakeLayers } from './helpers';
@@ -223,4 +223,17 @@ test('Engine.upload through mapped staging buffers, in pieces, writes what write
   } finally {
     d.uploadWay = way;
   }
+});
+
+test('the default budget: 40K tokens of the model\'s rows on a real GPU, within 256 MiB and 1 GiB; 256 MiB on a CPU adapter', () => {
+  const MiB = 2 ** 20;
+  // SmolLM2-135M's f16 rows: 30 layers × 3 kv heads × 64 dims, keys and values, 2 bytes each.
+  const smollm2 = 2 * 30 * 3 * 64 * 2;
+  assert.equal(defaultTierBudget(true, smollm2), 40960 * smollm2);
+  assert.equal(defaultTierBudget(true, smollm2) / MiB, 900);
+  // Llama-3.2-1B's f16 rows (16 layers × 8 × 64): capped at 1 GiB, 32K tokens of them.
+  assert.equal(defaultTierBudget(true, 2 * 16 * 8 * 64 * 2), 1024 * MiB);
+  // stories260K's f32 rows: the 256 MiB floor.
+  assert.equal(defaultTierBudget(true, 2 * 5 * 4 * 8 * 4), 256 * MiB);
+  assert.equal(defaultTierBudget(false, smollm2), 256 * MiB);
 });
