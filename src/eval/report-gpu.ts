@@ -25,7 +25,7 @@ type RealRun = {
   reference: { llama: string; adapter: string; profile: string };
   check?: { prompts: { text: string; answer: string; tokens: number[]; greedy_equal: boolean; max_err: number; min_gap: number }[]; max_err: number; pass: boolean };
   throughput?: (PrefillRow & { decode_share_of_roofline?: number; decode_roofline_tokens_per_s?: number })[];
-  link?: { context: number; chunks: number; chunk_tokens: number; results: TtftRow[]; ratios: Record<string, number> }[];
+  link?: { context: number; chunks: number; chunk_tokens: number; tier?: 'host' | 'gpu'; put?: LinkRow['put']; results: TtftRow[]; ratios: Record<string, number> }[];
   error?: string;
 };
 export interface GpuRun {
@@ -195,8 +195,7 @@ function runDetails(file: string, r: GpuRun): string[] {
       lines.push(`- TTFT at ${l.context} tokens, ${l.model}: ${l.skipped ?? l.error}`, '');
       continue;
     }
-    const put = l.put ? ` (put there as the app puts a chunk it compiles, ${n0(l.put.ms)} ms for ${n0(l.put.bytes / 2 ** 20)} MiB: ${n1(l.put.bytes / l.put.ms / 1e6)} GB/s by ${l.put.way === 'mapped' ? 'mapped staging' : 'writeBuffer'})` : '';
-    const where = (l.tier === 'gpu' ? `resident on the GPU${l.gpu_rows === 'f16' ? ' as halves' : ''}${put}, as KVStore\'s GPU tier keeps hot chunks; full recompute reads no cached row, so its time is the host run\'s`
+    const where = (l.tier === 'gpu' ? `resident on the GPU${l.gpu_rows === 'f16' ? ' as halves' : ''}${putText(l.put)}, as KVStore\'s GPU tier keeps hot chunks; full recompute reads no cached row, so its time is the host run\'s`
       : l.tier === 'host-f16' ? 'kept in host memory as halves, as KVStore\'s f16 blobs hold them, uploaded at link time and widened on the GPU; full recompute\'s time is the host run\'s'
       : `kept in host memory${l.kv_dtype ? ' as f32' : ''}, uploaded at link time${l.kv_dtype ? `; the linked cache keeps ${l.kv_dtype} keys and values` : ''}`) +
       (l.submit_each_layer === undefined ? '' : l.submit_each_layer ? '; work submitted after each layer' : '; each pass submitted whole');
@@ -286,12 +285,20 @@ function realModel(x: RealRun, copyGBps: number | undefined): string[] {
       (d.decode_share_of_roofline === undefined ? '' : `, ${pc(d.decode_share_of_roofline)} of the ${n0(d.decode_roofline_tokens_per_s)} tok/s that its weight bytes allow at WebGPU's copy rate (${n0(copyGBps)} GB/s)`) : '') + '.', '');
   }
   for (const l of x.link ?? []) {
-    out.push(`Its TTFT at ${l.context} tokens in ${l.chunks} chunks of about ${l.chunk_tokens} (ms; loaded as above, chunks compiled ahead and kept in host memory):`, '');
+    const where = l.tier === 'gpu' ? `resident on the GPU${putText(l.put)}, as the app keeps the chunks it compiles; full recompute's time is the host run's` : 'kept in host memory';
+    out.push(`Its TTFT at ${l.context} tokens in ${l.chunks} chunks of about ${l.chunk_tokens} (ms; loaded as above, chunks compiled ahead and ${where}):`, '');
     out.push(table(['algorithm', 'TTFT', 'load', 'recompute', 'first token', 'recomputed rows', '× legolink:16'], l.results.map((r) => [
       r.algorithm, n0(r.totalMs), n0(r.loadMs), n0(r.recomputeMs), n0(r.firstTokenMs), `${r.recomputed} / ${r.tokens}`, n1(l.ratios[`${r.algorithm}/legolink:16`] ?? (r.algorithm === 'legolink:16' ? 1 : undefined)),
     ])), '');
+    const ratio = l.ratios['full/legolink:16'];
+    if (ratio !== undefined && !l.results.some((r) => r.algorithm === 'full')) out.push(`TTFT(full), timed from host memory above, over TTFT(legolink:16) from here: ${n1(ratio)}.`, '');
   }
   return out;
+}
+
+/** How long putting a link's chunks on the GPU tier took, as the app puts a chunk it compiles (kits since Engine.upload). */
+function putText(put: LinkRow['put']): string {
+  return put ? ` (put there as the app puts a chunk it compiles, ${n0(put.ms)} ms for ${n0(put.bytes / 2 ** 20)} MiB: ${n1(put.bytes / put.ms / 1e6)} GB/s by ${put.way === 'mapped' ? 'mapped staging' : 'writeBuffer'})` : '';
 }
 
 /** An H100's f32 peak without tensor cores is about 67 TFLOP/s; no kernel of ours can time faster than this. */

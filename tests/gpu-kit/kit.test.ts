@@ -186,6 +186,12 @@ test('a real GGUF that npm run gpu:model cuts into carried parts is joined, chec
   const link = r.link[0] as { results: { algorithm: string; recomputed: number; tokens: number }[] };
   assert.deepEqual(link.results.map((x) => x.algorithm), ['full', 'legolink:16', 'naive']);
   assert.equal(link.results[0].recomputed, link.results[0].tokens, 'full recomputes every row');
+  // Then the same chunks from the GPU tier, where the app keeps what it compiles: every one of their rows put there.
+  const onGpu = r.link[1] as { tier: string; put: { bytes: number }; results: { algorithm: string; recomputed: number }[] };
+  assert.deepEqual([onGpu.tier, ...onGpu.results.map((x) => [x.algorithm, x.recomputed])], ['gpu', ...link.results.slice(1).map((x) => [x.algorithm, x.recomputed])]);
+  // SmolLM2-135M's rows (shapes.test holds its shape to the GGUF's), f16 keys and values as the app keeps them.
+  const c = shapeConfig('smollm2-135m');
+  assert.equal(onGpu.put.bytes, (link.results[0].tokens - 8) * 2 * c.nLayers * c.nKvHeads * c.headDim * 2);
   assert.match(readFileSync(join(out, 'gpu-check.log'), 'utf8'), /real smollm2-135m-instruct: .* -> ".*Paris.*"; llama\.cpp's tokens equal/);
 });
 
