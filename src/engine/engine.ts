@@ -27,8 +27,7 @@ import { ForwardPass, type ScoresRequest, type ScoresResult } from './model/forw
 import { GpuModel, OutOfGpuMemoryError, packedTensors } from './model/gpu-model';
 import { kvDtypeFor, planGpuMemory, weightDtypeFor, type AdapterLimits, type GpuPlan } from './model/gpu-plan';
 import { KVCache, KVSpare } from './model/kv-cache';
-import { readRows, readValues, RowWriter, writeRows, type LayerRows, type RowBlock } from './model/kv-io';
-import { floatsToHalves, halfRows } from './f16';
+import { readCompiled, readRows, readValues, RowWriter, writeRows, type LayerRows, type RowBlock } from './model/kv-io';
 import { Scratch } from './model/scratch';
 import { greedySteps, type GreedyStepsOptions, type GreedyStepsResult } from './model/greedy-steps';
 import { tuneDecode, tuneUpload, type DecodeTuning, type TuneOptions, type UploadTuning } from './model/tune';
@@ -313,17 +312,9 @@ export class Engine {
   }
 
   /** The pre-RoPE keys a pass captured, with the cache's values for the same rows: what KVCompile stores. */
-  async exportRows(cache: KVCache, result: PassResult, start: number, count: number): Promise<LayerRows[]> {
+  exportRows(cache: KVCache, result: PassResult, start: number, count: number): Promise<LayerRows[]> {
     if (!result.preRopeK) throw new Error('exportRows: the pass did not capture pre-RoPE keys');
-    const kvDim = this.requireModel().kvDim;
-    const out: LayerRows[] = [];
-    for (let l = 0; l < result.preRopeK.length; l++) {
-      const k = new Float32Array(await this.ops.d.read(result.preRopeK[l], 0, count * kvDim * 4));
-      const v = await this.readValues(cache, l, start, count);
-      // An f16 cache keeps its rows as halves: the pre-RoPE keys (captured in f32) are rounded as the cache rounds.
-      out.push(v instanceof Uint16Array ? halfRows(floatsToHalves(k), v) : { k, v });
-    }
-    return out;
+    return readCompiled(this.ops, cache, result.preRopeK, start, count);
   }
 
   private async run(cache: KVCache, tokens: number[], rows: number[], opts: PassOptions): Promise<PassResult> {

@@ -4,7 +4,8 @@
  * after its first time, and whatever changes at a slot (the buffer, its range, the pipeline) makes a launch bind
  * what it names, never what the slot had before: each probe launch adds its parameter to the values it binds, and
  * every buffer is read back. Fails with the per-slot reuse comparing too little (checked by hand: the buffer
- * alone, not its offset; the pipeline left out).
+ * alone, not its offset; the pipeline left out). And readMany's ranges, back in one submission (fails with each
+ * range taken from the start of its staging buffer).
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -137,4 +138,22 @@ test('timed launch by launch, each launch kind is its pipeline and its workgroup
   assert.deepEqual([...new Set(got.slice(0, 64))], [4]);
   assert.deepEqual([...new Set(got.slice(64))], [1]);
   assert.equal(launchName('gemv|TX=1|NORM=true|GLU=false#384'), 'gemv TX=1 NORM · 384 workgroups');
+});
+
+test('readMany: every range back as read would give it, in one submission, over staging buffers of at most 64 MiB', async () => {
+  // 40 and 30 MiB cannot share a 64 MiB staging buffer; 80 MiB takes one alone; the small ranges sit between them.
+  const MiB = 2 ** 20;
+  const sizes = [40 * MiB, 30 * MiB, 12, 80 * MiB, 4];
+  const bufs = sizes.map((n, i) => h.upload(Uint32Array.from({ length: n / 4 + 3 }, (_, j) => i * 1e8 + j)));
+  const ranges = sizes.map((size, i) => ({ src: bufs[i], offset: 8, size }));
+  const submits = d.submits;
+  const got = await d.readMany(ranges);
+  assert.equal(d.submits - submits, 1, 'one submission for every range');
+  for (const [i, r] of ranges.entries()) {
+    const u = new Uint32Array(got[i]);
+    assert.equal(u.length, r.size / 4);
+    assert.deepEqual([u[0], u[u.length - 1]], [i * 1e8 + 2, i * 1e8 + 2 + u.length - 1], `range ${i}`);
+  }
+  assert.deepEqual(new Uint32Array(got[2]), new Uint32Array(await d.read(bufs[2], 8, 12)));
+  for (const b of bufs) b.destroy();
 });

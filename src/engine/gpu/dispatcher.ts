@@ -40,6 +40,9 @@ export interface HostWrite {
   data: ArrayBufferView;
 }
 
+/** Bytes a staging buffer of Dispatcher.readMany takes at most (a range larger than this gets one of its own). */
+const READ_BATCH = 64 * 2 ** 20;
+
 /** Mapped staging buffers that uploads may have in flight before Dispatcher.uploadRoom waits for one. */
 const UPLOADS_IN_FLIGHT = 3;
 
@@ -310,20 +313,43 @@ export class Dispatcher {
 
   /** Copies `size` bytes of `src` back to the host after flushing pending work. */
   async read(src: GPUBuffer, offset: number, size: number): Promise<ArrayBuffer> {
-    const at = this.staging.findIndex((b) => b.size >= size && b.size <= 4 * size + 4096);
-    const staging = at >= 0 ? this.staging.splice(at, 1)[0] : this.device.createBuffer({ size, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
-    this.commandEncoder().copyBufferToBuffer(src, offset, staging, 0, size);
-    this.flush();
-    try {
-      await staging.mapAsync(GPUMapMode.READ, 0, size);
-    } catch (e) {
-      staging.destroy();
-      throw new DeviceLostError(`The GPU device was lost while reading results back (${(e as Error).message}).`);
+    return (await this.readMany([{ src, offset, size }]))[0];
+  }
+
+  /**
+   * Copies several ranges back to the host in one submission, waiting for the GPU once (a read is a round trip:
+   * about a millisecond here and on the H100's host, so a compile's 2 reads a layer cost it more than its prefill).
+   * Ranges go into staging buffers of at most READ_BATCH bytes (one alone where larger), mapped together.
+   */
+  async readMany(ranges: { src: GPUBuffer; offset: number; size: number }[]): Promise<ArrayBuffer[]> {
+    const groups: { size: number; at: number[]; first: number; staging?: GPUBuffer }[] = [];
+    ranges.forEach((r, i) => {
+      let g = groups[groups.length - 1];
+      if (!g || (g.size && g.size + r.size > READ_BATCH)) groups.push((g = { size: 0, at: [], first: i }));
+      g.at.push(g.size);
+      g.size += Math.ceil(r.size / 4) * 4;
+    });
+    const enc = this.commandEncoder();
+    for (const g of groups) {
+      const at = this.staging.findIndex((b) => b.size >= g.size && b.size <= 4 * g.size + 4096);
+      g.staging = at >= 0 ? this.staging.splice(at, 1)[0] : this.device.createBuffer({ size: g.size, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+      g.at.forEach((o, j) => enc.copyBufferToBuffer(ranges[g.first + j].src, ranges[g.first + j].offset, g.staging!, o, ranges[g.first + j].size));
     }
-    const out = staging.getMappedRange(0, size).slice(0);
-    staging.unmap();
-    if (this.staging.length < 8) this.staging.push(staging);
-    else staging.destroy();
+    this.flush();
+    const maps = await Promise.allSettled(groups.map((g) => g.staging!.mapAsync(GPUMapMode.READ, 0, g.size)));
+    const lost = maps.find((m) => m.status === 'rejected');
+    if (lost) {
+      for (const g of groups) g.staging!.destroy();
+      throw new DeviceLostError(`The GPU device was lost while reading results back (${((lost as PromiseRejectedResult).reason as Error)?.message}).`);
+    }
+    const out: ArrayBuffer[] = [];
+    for (const g of groups) {
+      const mapped = g.staging!.getMappedRange(0, g.size);
+      g.at.forEach((o, j) => out.push(mapped.slice(o, o + ranges[g.first + j].size)));
+      g.staging!.unmap();
+      if (this.staging.length < 8) this.staging.push(g.staging!);
+      else g.staging!.destroy();
+    }
     this.check();
     return out;
   }

@@ -16,7 +16,7 @@ import type { Scratch } from './scratch';
 import { inverseFrequencies, ropeTable } from './rope';
 import type { Ops } from '../ops';
 import type { HostWrite } from '../gpu/dispatcher';
-import { halfRows } from '../f16';
+import { floatsToHalves, halfRows } from '../f16';
 
 export type { LayerRows, GpuLayerRows };
 
@@ -188,11 +188,19 @@ export function writeRows(ops: Ops, m: GpuModel, cache: KVCache, scratch: Scratc
   ops.d.flush();
 }
 
-/** Cache rows [start, start + count) of one of its buffers as stored: halves for an f16 cache, else f32. */
-async function readStored(ops: Ops, cache: KVCache, b: GPUBuffer, start: number, count: number): Promise<Float32Array | Uint16Array> {
-  const bytes = cache.rowBytes;
-  const raw = await ops.d.read(b, start * bytes, Math.max(4, count * bytes));
+/** Where cache rows [start, start + count) of one of its buffers lie, for Dispatcher.readMany. */
+function storedRange(cache: KVCache, b: GPUBuffer, start: number, count: number) {
+  return { src: b, offset: start * cache.rowBytes, size: Math.max(4, count * cache.rowBytes) };
+}
+
+/** Those rows as read back: halves for an f16 cache, else f32. */
+function asStored(cache: KVCache, raw: ArrayBuffer, count: number): Float32Array | Uint16Array {
   return cache.dtype === 'f16' ? new Uint16Array(raw, 0, count * cache.kvDim) : new Float32Array(raw, 0, count * cache.kvDim);
+}
+
+async function readStored(ops: Ops, cache: KVCache, b: GPUBuffer, start: number, count: number): Promise<Float32Array | Uint16Array> {
+  const [raw] = await ops.d.readMany([storedRange(cache, b, start, count)]);
+  return asStored(cache, raw, count);
 }
 
 /**
@@ -200,9 +208,22 @@ async function readStored(ops: Ops, cache: KVCache, b: GPUBuffer, start: number,
  * f16 cache's rows come back as halves (LayerRows.halves), widened on the host only if k or v is read.
  */
 export async function readRows(ops: Ops, cache: KVCache, layer: number, start: number, count: number): Promise<LayerRows> {
-  const k = await readStored(ops, cache, cache.k[layer], start, count);
-  const v = await readStored(ops, cache, cache.v[layer], start, count);
+  const [kr, vr] = await ops.d.readMany([storedRange(cache, cache.k[layer], start, count), storedRange(cache, cache.v[layer], start, count)]);
+  const k = asStored(cache, kr, count), v = asStored(cache, vr, count);
   return k instanceof Uint16Array ? halfRows(k, v as Uint16Array) : { k, v: v as Float32Array };
+}
+
+/**
+ * What KVCompile stores of rows [start, start + count): every layer's keys as a pass captured them before RoPE
+ * (`preRopeK`, f32 [count, kvDim] from row 0) and the cache's values, read back in one wait. An f16 cache's rows come
+ * as halves, the keys rounded as the cache rounds.
+ */
+export async function readCompiled(ops: Ops, cache: KVCache, preRopeK: GPUBuffer[], start: number, count: number): Promise<LayerRows[]> {
+  const raw = await ops.d.readMany(preRopeK.flatMap((k, l) => [{ src: k, offset: 0, size: count * cache.kvDim * 4 }, storedRange(cache, cache.v[l], start, count)]));
+  return preRopeK.map((_, l) => {
+    const k = new Float32Array(raw[2 * l]), v = asStored(cache, raw[2 * l + 1], count);
+    return v instanceof Uint16Array ? halfRows(floatsToHalves(k), v) : { k, v };
+  });
 }
 
 /** The values alone of cache rows [start, start + count) of one layer, as stored (halves for an f16 cache). */
