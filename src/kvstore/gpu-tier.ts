@@ -22,6 +22,7 @@
  */
 import type { CompiledChunk, GpuLayerRows } from '../types/kv';
 import type { KVStore } from './store';
+import type { HostWrite } from '../engine';
 
 /** Rows a slab holds at most: large enough that a 32K-token link spans a few slabs. */
 const SLAB_ROWS = 8192;
@@ -61,19 +62,12 @@ interface Entry {
   dropped?: boolean;
 }
 
-/** Host bytes for a slab at a byte offset. */
-export interface RowWrite {
-  dst: GPUBuffer;
-  offset: number;
-  data: ArrayBufferView;
-}
-
 /**
  * How a put's rows go up: resolves once they are written or submitted ahead of any GPU work recorded after it
  * resolves. The default is queue.writeBuffer; ContextCache passes the engine's upload (Engine.upload), which uses
  * mapped staging buffers where the adapter's writeBuffer is slow (the H100's ran at 1 GB/s against 8).
  */
-export type RowUpload = (writes: RowWrite[]) => Promise<void>;
+export type RowUpload = (writes: HostWrite[]) => Promise<void>;
 
 /** What every slab's rows are: layers, values a row, and whether they are halves. */
 interface Shape {
