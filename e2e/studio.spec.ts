@@ -78,6 +78,9 @@ test('documents → compile → reload → link in a new order → three algorit
   await page.getByRole('button', { name: 'Compile all chunks' }).click();
   await expect(page.getByTestId('compile-progress')).toContainText(`Compiled ${total} of ${total} chunks`);
   await expect(page.getByTestId('cache-entry')).toHaveCount(total);
+  // Compiled chunks stay on the GPU (the GPU tier) too, so the first question reads no rows from the host.
+  await expect(page.getByTestId('library-gpu')).toContainText(new RegExp(`GPU tier ${total} caches, [\\d.]+ KiB of rows in 1 slab \\([\\d.]+ MiB of 256.0 MiB\\), 0 hits`));
+  await expect(page.getByTestId('cache-entry').filter({ hasText: 'GPU + ' })).toHaveCount(total);
   await page.screenshot({ path: 'test-results/screens/studio-documents.png', fullPage: true });
 
   // After a reload the documents, chunks and caches are still there.
