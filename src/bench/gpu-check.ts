@@ -41,13 +41,12 @@ import { Engine } from '../engine';
 import { SHAPE_NAMES, shapeConfig, syntheticWeights } from './shapes';
 import { isQuant, takesWideLoadsAny, type QuantType } from '../engine';
 import { appDecodeTokS, benchPrefillDecode, prefillFlops, withRoofline } from './prefill';
-import { asF32, asHalves, benchParts, benchTtft, compileBenchChunks, ttftRatios } from './ttft';
+import { asF32, asHalves, benchParts, benchTtft, compileBenchChunks, putOnGpuTier, ttftRatios } from './ttft';
 import { timeMatmuls } from './matmul';
 import { linkedRows, timeAttention, type AttentionCase } from './attention';
 import { copyStage, type CopyReport } from './copy-stage';
 import { formatLinkProfile, formatProfile, profileDecode, profileLink } from './profile';
 import { decodeAfterLink, decodeAttentionWays, decodeBothWays, decodeGemvWays, decodeSwitchWays, formatFuse, tuneAsTheApp, tuneUploadAsTheApp } from './fuse';
-import { GpuTier } from '../kvstore/gpu-tier';
 import { realStage } from './real-model';
 
 const { values: a } = parseArgs({
@@ -316,12 +315,8 @@ async function main() {
           // The same chunks resident on the GPU (KVStore's GPU tier): linking copies rows instead of uploading them.
           // Full recompute reads no cached row, so its host-tier time stands for both.
           // Put there as the app puts compiled chunks (ContextCache: the engine's upload, the way tuneUpload kept).
-          const tier = new GpuTier(gpu.device, Infinity, undefined, (w) => e.upload(w));
+          const { tier, onTier, put } = await putOnGpuTier(e, resident);
           try {
-            const tp = performance.now();
-            const onTier = await Promise.all(resident.map((c) => tier.put(c)));
-            await e.sync();
-            const put = { ms: performance.now() - tp, bytes: tier.stats().bytes, way: e.ops.d.uploadWay };
             log(`[${adapter}] ${shape} ${context} GPU tier: ${resident.length} chunks put in ${put.ms.toFixed(0)} ms (${(put.bytes / 2 ** 20).toFixed(0)} MiB, ${(put.bytes / put.ms / 1e6).toFixed(1)} GB/s, ${put.way})`);
             const g = await benchTtft(e, onTier, { algorithms: algorithms.filter((x) => x !== 'full'), log: (l) => log(`[${adapter}] ${shape} ${context} GPU tier ${l}`) });
             const gr = ttftRatios(full ? [full, ...g] : g);

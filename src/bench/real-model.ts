@@ -22,8 +22,7 @@ import { loadKernelSources, type NodeGpu } from '../node/gpu';
 import { nodeModelFiles } from '../node/files';
 import { logitRangeError, top2Gap } from './logits';
 import { benchPrefillDecode, withRoofline } from './prefill';
-import { benchTtft, compileBenchChunks, ttftRatios } from './ttft';
-import { GpuTier } from '../kvstore/gpu-tier';
+import { benchTtft, compileBenchChunks, putOnGpuTier, ttftRatios } from './ttft';
 import { tuneAsTheApp, tuneUploadAsTheApp } from './fuse';
 
 export const MANIFEST = 'model.json';
@@ -239,12 +238,8 @@ export async function realStage(gpu: NodeGpu, o: RealStageOptions): Promise<Reco
       links.push({ context, chunks, chunk_tokens: o.chunkTokens, kv_dtype: e.kvDtype, tier: 'host', results: r, ratios: ttftRatios(r) });
       // Then from the GPU tier, where the app keeps the chunks it compiles (put through the engine's upload, timed);
       // full recompute reads no cached row, so its host time stands.
-      const tier = new GpuTier(gpu.device, Infinity, undefined, (w) => e.upload(w));
+      const { tier, onTier, put } = await putOnGpuTier(e, compiled);
       try {
-        const t0 = performance.now();
-        const onTier = await Promise.all(compiled.map((c) => tier.put(c)));
-        await e.sync();
-        const put = { ms: performance.now() - t0, bytes: tier.stats().bytes, way: e.ops.d.uploadWay };
         const g = await benchTtft(e, onTier, { algorithms: o.algorithms.filter((x) => x !== 'full'), log: (l) => o.log(`[${adapter}] real ${manifest.model} ${context} GPU tier ${l}`) });
         const full = r.find((x) => x.algorithm === 'full');
         links.push({ context, chunks, chunk_tokens: o.chunkTokens, kv_dtype: e.kvDtype, tier: 'gpu', put, results: g, ratios: ttftRatios(full ? [full, ...g] : g) });

@@ -8,6 +8,7 @@ import { floatsToHalves, halfRows, type Engine } from '../engine';
 import { compileChunk } from '../kvcompile/compile';
 import type { CompiledChunk, LinkPart } from '../types/kv';
 import { link } from '../kvlink/link';
+import { GpuTier } from '../kvstore/gpu-tier';
 import { parseAlgorithm } from '../kvlink/algorithms';
 import type { TtftBreakdown } from '../kvlink/link';
 
@@ -82,4 +83,23 @@ export function ttftRatios(rows: TtftRow[]): Record<string, number> {
   if (!lego) return out;
   for (const r of rows) if (r.algorithm !== 'legolink:16') out[`${r.algorithm}/legolink:16`] = r.totalMs / lego;
   return out;
+}
+
+/** How long putting chunks on a GPU tier took, how many bytes of rows, and the upload's way. */
+export interface TierPut {
+  ms: number;
+  bytes: number;
+  way: 'write' | 'mapped';
+}
+
+/**
+ * The chunks put on a GPU tier of their own (no budget) as the app puts the chunks it compiles (ContextCache: the
+ * engine's upload, the way tuneUpload kept), timed to the GPU's end of it. Clear the tier once done with it.
+ */
+export async function putOnGpuTier(e: Engine, compiled: CompiledChunk[]): Promise<{ tier: GpuTier; onTier: CompiledChunk[]; put: TierPut }> {
+  const tier = new GpuTier(e.gpu.device, Infinity, undefined, (w) => e.upload(w));
+  const t0 = performance.now();
+  const onTier = await Promise.all(compiled.map((c) => tier.put(c)));
+  await e.sync();
+  return { tier, onTier, put: { ms: performance.now() - t0, bytes: tier.stats().bytes, way: e.ops.d.uploadWay } };
 }

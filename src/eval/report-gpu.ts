@@ -5,7 +5,7 @@
  * on the same GPU in the same call, and TTFT of the linking algorithms.
  */
 import { appDecodeTokS, type PrefillRow } from '../bench/prefill';
-import type { TtftRow } from '../bench/ttft';
+import type { TierPut, TtftRow } from '../bench/ttft';
 import type { DecodeProfile, LinkProfile } from '../bench/profile';
 import { wayLabel, type DecodeAfterLink, type DecodeWay } from '../bench/fuse';
 import { mdTable } from './markdown';
@@ -14,7 +14,7 @@ import { describeAttentionWay, type DecodeSettings, type DecodeTuning, type Uplo
 type KernelRow = { rows?: string; variant?: string; half?: boolean; wide?: boolean; rowsPerThread?: number; keysPerTile?: number; keysPerThread?: number; splits?: number | string; T: number; K?: number; N?: number; n?: number; H?: number; HD?: number; ms: number; gflops: number; weightGBps?: number; chosen: boolean; clock?: string };
 type EngineRow = PrefillRow & { adapter: string; model: string; weight_bytes: number; weight_dtype: string; weights?: string; profile?: DecodeProfile | string; fuse?: DecodeWay[]; attention?: DecodeWay[]; gemv?: DecodeWay[]; combine?: DecodeWay[]; skipped?: string; error?: string };
 type TorchRow = { model: string; tokens: number; tokens_per_s: number; gflops: number; decode_tokens_per_s?: number; skipped?: string; error?: string };
-type LinkRow = { model: string; context: number; chunks: number; chunk_tokens: number; tier?: 'host' | 'host-f16' | 'gpu'; kv_dtype?: 'f32' | 'f16'; gpu_rows?: 'f32' | 'f16'; put?: { ms: number; bytes: number; way: 'write' | 'mapped' }; submit_each_layer?: boolean; results?: TtftRow[]; ratios?: Record<string, number>; profiles?: LinkProfile[]; decode_after_link?: DecodeAfterLink; skipped?: string; error?: string };
+type LinkRow = { model: string; context: number; chunks: number; chunk_tokens: number; tier?: 'host' | 'host-f16' | 'gpu'; kv_dtype?: 'f32' | 'f16'; gpu_rows?: 'f32' | 'f16'; put?: TierPut; submit_each_layer?: boolean; results?: TtftRow[]; ratios?: Record<string, number>; profiles?: LinkProfile[]; decode_after_link?: DecodeAfterLink; skipped?: string; error?: string };
 type RealRun = {
   model: string; file: string; bytes: number; parts: number; gather_ms: number; load_ms?: number; check_weight_bytes?: number; profile?: string; half?: boolean; tolerance?: number;
   /** How the speed and links were timed: as the app loads the model. */
