@@ -27,6 +27,19 @@ async function dropFiles(page: Page, testId: string, files: { name: string; type
   await page.getByTestId(testId).dispatchEvent('drop', { dataTransfer: dt });
 }
 
+/** The studio's settings as persist.ts saved them in IndexedDB. */
+function savedSettings(page: Page): Promise<{ gpuTierMiB?: number | null } | undefined> {
+  return page.evaluate(() => new Promise((resolve, reject) => {
+    const open = indexedDB.open('legokv-studio');
+    open.onerror = () => reject(open.error);
+    open.onsuccess = () => {
+      const get = open.result.transaction('state').objectStore('state').get('studio-v1');
+      get.onsuccess = () => { resolve(get.result?.settings); open.result.close(); };
+      get.onerror = () => reject(get.error);
+    };
+  }));
+}
+
 async function ready(page: Page) {
   await expect(page.getByTestId('model-ready')).toContainText('stories260K');
 }
@@ -191,6 +204,38 @@ test('documents → compile → reload → link in a new order → three algorit
   await page.getByTestId('sweep-chart').scrollIntoViewIfNeeded();
   await page.screenshot({ path: 'test-results/screens/studio-charts.png' });
   await page.screenshot({ path: 'test-results/screens/studio-full.png', fullPage: true });
+});
+
+test('the GPU tier\'s budget: chosen in the library, emptying the tier, kept after a reload, back to the model\'s default', async ({ page }) => {
+  await page.goto('/?model=stories260K');
+  await ready(page);
+  await dropFiles(page, 'doc-dropzone', [{ name: 'lily.txt', type: 'text/plain', text: LILY }]);
+  // Its two paragraphs, a chunk each.
+  await expect(page.getByTestId('chunk')).toHaveCount(2);
+  const total = 2;
+  await page.getByRole('button', { name: 'Compile all chunks' }).click();
+  await expect(page.getByTestId('compile-progress')).toContainText(`Compiled ${total} of ${total} chunks`);
+  const gpu = page.getByTestId('library-gpu');
+  // The default on this CPU adapter: 256 MiB, holding the compiled chunks.
+  await expect(gpu).toContainText(new RegExp(`GPU tier ${total} caches, .* of 256\\.0 MiB\\)`));
+  const budget = page.getByLabel('GPU tier budget');
+  await budget.selectOption({ label: '1.00 GiB' });
+  await expect(gpu).toContainText(/GPU tier 0 caches, 0\.0 KiB of rows in 0 slabs \(0\.0 KiB of 1\.00 GiB\)/);
+  // The choice is in the saved settings (written a moment after each change) before the page goes.
+  await expect.poll(() => savedSettings(page).then((x) => x?.gpuTierMiB)).toBe(1024);
+  await page.reload();
+  await ready(page);
+  await expect(budget).toHaveValue('1024');
+  await expect(gpu).toContainText(/of 1\.00 GiB\)/);
+  // Asked once: the linked chunks come back into the tier under the new budget.
+  await page.getByRole('button', { name: 'Add lily.txt · 1 to the composer' }).click();
+  await page.getByLabel('Question', { exact: true }).fill('\nOne day, Lily');
+  await page.getByRole('button', { name: /^Ask \(/ }).click();
+  await expect(page.getByTestId('answer-card').first()).toContainText('done');
+  await page.getByRole('button', { name: 'Refresh' }).click();
+  await expect(gpu).toContainText(/GPU tier 1 caches, .* of 1\.00 GiB\)/);
+  await budget.selectOption({ label: "the model's default" });
+  await expect(gpu).toContainText(/GPU tier 0 caches, .* of 256\.0 MiB\)/);
 });
 
 test('bad files get clear messages and are not added', async ({ page }) => {

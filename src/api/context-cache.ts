@@ -142,10 +142,19 @@ export class ContextCache implements ContextCacheApi {
     opts: { gpuBudgetBytes?: number } = {},
   ) {
     // Rows go up the way the engine measured faster on this adapter (writeBuffer or mapped staging).
-    const c = model.config, tokenBytes = 2 * c.nLayers * c.nKvHeads * c.headDim * (engine.kvDtype === 'f16' ? 2 : 4);
-    const budget = opts.gpuBudgetBytes ?? defaultTierBudget(engine.gpu.profile === 'gpu', tokenBytes);
-    this.gpuTier = new GpuTier(engine.gpu.device, budget, undefined, (writes) => engine.upload(writes));
+    this.gpuTier = new GpuTier(engine.gpu.device, opts.gpuBudgetBytes ?? this.defaultGpuBudget(), undefined, (writes) => engine.upload(writes));
     this.unfollow = this.gpuTier.follow(store);
+  }
+
+  /** The GPU tier's budget for this model and adapter when none is given (defaultTierBudget). */
+  defaultGpuBudget(): number {
+    const c = this.model.config, tokenBytes = 2 * c.nLayers * c.nKvHeads * c.headDim * (this.engine.kvDtype === 'f16' ? 2 : 4);
+    return defaultTierBudget(this.engine.gpu.profile === 'gpu', tokenBytes);
+  }
+
+  /** Sets the GPU tier's budget (its default when none is given); a new budget empties the tier (GpuTier.setBudget). */
+  setGpuBudget(bytes?: number) {
+    this.gpuTier.setBudget(bytes ?? this.defaultGpuBudget());
   }
 
   private readonly unfollow: () => void;

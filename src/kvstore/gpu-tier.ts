@@ -122,6 +122,17 @@ export class GpuTier {
     },
   ) {}
 
+  /**
+   * A new budget. The slabs are sized to the budget, so every entry goes (a link holding rows keeps them until it
+   * releases them) and the next put sizes slabs afresh; the chunks link from the store once and come back.
+   */
+  setBudget(bytes: number) {
+    if (!(bytes > 0)) throw new Error(`GpuTier: a budget of ${bytes} bytes`);
+    if (bytes === this.budget) return;
+    this.budget = bytes;
+    this.clear();
+  }
+
   /** Drops entries the store lets go of. */
   follow(store: KVStore) {
     return store.subscribe((e) => {

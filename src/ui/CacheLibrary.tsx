@@ -2,13 +2,16 @@
 import { useEffect, useState } from 'react';
 import { useStudio } from './studio-store';
 import { chunkIndexOfId } from '../worker/chunk-table';
-import { clearLibrary, expireCache, refreshLibrary } from './doc-actions';
+import { clearLibrary, expireCache, refreshLibrary, setGpuTierBudget } from './doc-actions';
 import { formatBytes } from './CachedModels';
 import { useApp } from './store';
 import { StudioError } from './StudioError';
 
 /** Rows drawn at most (a large document compiles to tens of thousands of caches). */
 const MAX_ROWS = 200;
+
+/** The GPU tier budgets offered, in MiB, beside the loaded model's default. */
+const GPU_TIER_MIB = [256, 512, 1024, 2048, 4096, 8192];
 
 export function age(ms: number): string {
   const s = Math.max(0, (Date.now() - ms) / 1000);
@@ -24,6 +27,7 @@ export function CacheLibrary() {
   const splits = useStudio((s) => s.splits);
   const busy = useStudio((s) => s.busy);
   const model = useApp((s) => s.model);
+  const gpuTierMiB = useStudio((s) => s.settings.gpuTierMiB);
   const [confirm, setConfirm] = useState(false);
   const [, setNow] = useState(0);
   useEffect(() => {
@@ -31,7 +35,9 @@ export function CacheLibrary() {
     return () => clearInterval(t);
   }, []);
   useEffect(() => {
-    if (model) void refreshLibrary();
+    // A model loaded anew gets the budget chosen before (kept in the settings), which also reads the library.
+    if (model) void (gpuTierMiB === null ? refreshLibrary() : setGpuTierBudget(gpuTierMiB));
+    // On a model change only: the select sets the budget itself.
   }, [model]);
 
   /** The document chunk a cache entry holds, if one of today's documents has it. */
@@ -101,6 +107,19 @@ export function CacheLibrary() {
             </span>
           )}
         </p>
+      )}
+      {model && (
+        <label className="muted small">
+          GPU tier budget{' '}
+          <select
+            value={gpuTierMiB ?? ''} disabled={!!busy}
+            onChange={(ev) => void setGpuTierBudget(ev.target.value === '' ? null : Number(ev.target.value))}
+          >
+            <option value="">the model's default</option>
+            {GPU_TIER_MIB.map((m) => <option key={m} value={m}>{formatBytes(m * 2 ** 20)}</option>)}
+          </select>{' '}
+          (compiled and linked chunks kept on the GPU; a new budget empties it)
+        </label>
       )}
     </section>
   );

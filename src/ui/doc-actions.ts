@@ -253,6 +253,16 @@ export async function refreshLibrary(): Promise<void> {
   }
 }
 
+/** Sets the GPU tier's budget (null: the loaded model's default), kept in the settings for later loads and reloads. */
+export async function setGpuTierBudget(mib: number | null): Promise<void> {
+  studio().set((s) => ({ settings: { ...s.settings, gpuTierMiB: mib } }));
+  try {
+    studio().set({ library: await client().call('gpu-budget', { bytes: mib === null ? null : mib * 2 ** 20 }).result });
+  } catch (e) {
+    studio().set({ error: { message: describeError(e, 'Setting the GPU tier\'s budget'), at: 'library' } });
+  }
+}
+
 export async function expireCache(id: string): Promise<void> {
   try {
     await lego().expireCache(id);

@@ -58,6 +58,8 @@ export interface Settings {
   sinkTokens: number;
   sweepChunk: number;
   sweepLengths: number[];
+  /** The GPU tier's budget in MiB the user chose in the cache library, or null for the loaded model's default. */
+  gpuTierMiB: number | null;
 }
 
 export type ErrorPlace = 'documents' | 'ask' | 'charts' | 'library';
@@ -140,6 +142,7 @@ export const DEFAULT_SETTINGS: Settings = {
   sinkTokens: 4,
   sweepChunk: 32,
   sweepLengths: [64, 128, 256, 384],
+  gpuTierMiB: null,
 };
 
 export const useStudio = create<StudioState>((set) => ({

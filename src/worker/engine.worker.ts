@@ -216,6 +216,7 @@ const handlers: Handlers = {
   split: (a) => studio.split(a.docId, a.text, a.mode),
   library: () => studio.library(),
   'clear-library': () => studio.clearLibrary(),
+  'gpu-budget': ({ bytes }) => studio.setGpuBudget(bytes),
   'sink-map': (req, c) => studio.sinkMap(req, c.signal),
   sweep: (req, c) => studio.sweep(req, c.signal, c.emit),
 };

@@ -199,6 +199,8 @@ export interface Calls {
   split: Call<{ docId: string; text: string; mode: SplitMode }, SplitResult>;
   library: Call<null, LibraryResult>;
   'clear-library': Call<null, null>;
+  /** The GPU tier's budget in bytes (null: the model's default); the library as it then is. */
+  'gpu-budget': Call<{ bytes: number | null }, LibraryResult>;
   'sink-map': Call<SinkMapRequest, SinkMapResult>;
   sweep: Call<SweepRequest, SweepPoint[], { point: SweepPoint; done: number; total: number }>;
 }

@@ -32,6 +32,8 @@ const toEntry = (e: EntryInfo, onGpu: boolean): LibraryEntry => ({
 export class StudioWorker {
   readonly store: KVStore;
   private lego: ContextCache | null = null;
+  /** The GPU tier's budget the user chose, or null for the model's default (ContextCache.defaultGpuBudget). */
+  private gpuBudget: number | null = null;
 
   constructor(private session: () => Promise<ModelSession>, store?: KVStore) {
     this.store = store ?? createBrowserKVStore();
@@ -43,7 +45,7 @@ export class StudioWorker {
     if (!this.lego || this.lego.engine !== s.engine || this.lego.model.id !== s.key) {
       // The previous model's GPU copies go (after a lost device they are already gone with it).
       this.lego?.close();
-      this.lego = new ContextCache(s.engine, { id: s.key, config: s.model.config, tokenizer: s.model.tokenizer, tokenizerId: s.key }, this.store);
+      this.lego = new ContextCache(s.engine, { id: s.key, config: s.model.config, tokenizer: s.model.tokenizer, tokenizerId: s.key }, this.store, { gpuBudgetBytes: this.gpuBudget ?? undefined });
     }
     return this.lego;
   }
@@ -65,6 +67,14 @@ export class StudioWorker {
     const tier = this.lego?.gpuTier;
     const entries = (await this.store.list()).map((e) => toEntry(e, !!tier?.has(e.id)));
     return { entries, stats: await this.store.stats(), gpu: tier?.stats() ?? null };
+  }
+
+  /** The GPU tier's budget in bytes, or null for the loaded model's default; kept for the models loaded after. */
+  async setGpuBudget(bytes: number | null): Promise<LibraryResult> {
+    if (bytes !== null && !(Number.isFinite(bytes) && bytes > 0)) throw new Error(`A GPU tier budget of ${bytes} bytes`);
+    this.gpuBudget = bytes;
+    (await this.cc()).setGpuBudget(bytes ?? undefined);
+    return this.library();
   }
 
   async clearLibrary(): Promise<null> {

@@ -237,3 +237,17 @@ test('the default budget: 40K tokens of the model\'s rows on a real GPU, within 
   assert.equal(defaultTierBudget(true, 2 * 5 * 4 * 8 * 4), 256 * MiB);
   assert.equal(defaultTierBudget(false, smollm2), 256 * MiB);
 });
+
+test('setBudget: the same budget keeps the tier; another empties it and sizes slabs to it; a budget of nothing is refused', async () => {
+  const tier = new GpuTier(device, rowBytes(20));
+  await tier.put(chunk('a', 10, 1));
+  tier.setBudget(rowBytes(20));
+  assert.equal(tier.has('a'), true);
+  tier.setBudget(rowBytes(40));
+  assert.deepEqual([tier.has('a'), tier.stats().slabs, tier.stats().budget], [false, 0, rowBytes(40)]);
+  // Four chunks of 10 rows now fit where two did.
+  for (const [i, id] of ['b', 'c', 'd', 'e'].entries()) await tier.put(chunk(id, 10, 2 + i));
+  assert.deepEqual(['b', 'c', 'd', 'e'].map((id) => tier.has(id)), [true, true, true, true]);
+  assert.throws(() => tier.setBudget(0), /a budget of 0 bytes/);
+  tier.clear();
+});
