@@ -34,11 +34,12 @@ export function CacheLibrary() {
     const t = setInterval(() => setNow(Date.now()), 10_000);
     return () => clearInterval(t);
   }, []);
+  const hydrated = useStudio((s) => s.hydrated);
   useEffect(() => {
-    // A model loaded anew gets the budget chosen before (kept in the settings), which also reads the library.
-    if (model) void (gpuTierMiB === null ? refreshLibrary() : setGpuTierBudget(gpuTierMiB));
-    // On a model change only: the select sets the budget itself.
-  }, [model]);
+    // A model loaded anew gets the budget chosen before (kept in the settings, so once they are read back), which
+    // also reads the library. On a model change only: the select sets the budget itself.
+    if (model && hydrated) void (gpuTierMiB === null ? refreshLibrary() : setGpuTierBudget(gpuTierMiB));
+  }, [model, hydrated]);
 
   /** The document chunk a cache entry holds, if one of today's documents has it. */
   const labelOf = (id: string) => {
