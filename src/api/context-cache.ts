@@ -20,7 +20,7 @@
  * studio all run it (the studio through the worker's transport, which
  * implements `ContextCacheApi` over postMessage: src/worker/remote.ts).
  */
-import type { Engine, ModelConfig, Tokenizer, ScoresRequest, ScoresResult } from '../engine';
+import { kvBytesPerToken, type Engine, type ModelConfig, type Tokenizer, type ScoresRequest, type ScoresResult } from '../engine';
 import { cacheId, compileChunk, type CompileVariant, type CompiledChunk } from '../kvcompile/compile';
 import { sample } from '../generate/sampling';
 import type { KVStore } from '../kvstore';
@@ -148,8 +148,7 @@ export class ContextCache implements ContextCacheApi {
 
   /** The GPU tier's budget for this model and adapter when none is given (defaultTierBudget). */
   defaultGpuBudget(): number {
-    const c = this.model.config, tokenBytes = 2 * c.nLayers * c.nKvHeads * c.headDim * (this.engine.kvDtype === 'f16' ? 2 : 4);
-    return defaultTierBudget(this.engine.gpu.profile === 'gpu', tokenBytes);
+    return defaultTierBudget(this.engine.gpu.profile === 'gpu', kvBytesPerToken(this.model.config, this.engine.kvDtype));
   }
 
   /** Sets the GPU tier's budget (its default when none is given); a new budget empties the tier (GpuTier.setBudget). */

@@ -13,7 +13,7 @@ export { MARGIN as TUNE_MARGIN, WARM_MS, describeSettings, takesWideLoadsAny, ty
 export { LONG_SPAN, attentionWays as decodeAttentionWays, describeAttentionWay, type AttentionWay, type AttentionWayTiming, type LongAttentionTuning } from './model/tune-attention';
 export { OutOfGpuMemoryError } from './model/gpu-model';
 export { DeviceLostError, GpuValidationError, type HostWrite } from './gpu/dispatcher';
-export { describeSplit, kvDtypeFor, paramCount, planGpuMemory, splitMatrices, weightDtypeFor, type AdapterLimits, type GpuPlan } from './model/gpu-plan';
+export { describeSplit, kvBytesPerToken, kvDtypeFor, paramCount, planGpuMemory, splitMatrices, weightDtypeFor, type AdapterLimits, type GpuPlan } from './model/gpu-plan';
 export type { AttentionVariant, GemvVariant, KeysPerThread, LongAttention, MatmulVariant, StoreDType } from './ops';
 export { decodeAttentionKernels, groupedKeysFits, takesWideLoads } from './ops';
 

@@ -25,7 +25,7 @@ type RealRun = {
   reference: { llama: string; adapter: string; profile: string };
   check?: { prompts: { text: string; answer: string; tokens: number[]; greedy_equal: boolean; max_err: number; min_gap: number }[]; max_err: number; pass: boolean };
   throughput?: (PrefillRow & { decode_share_of_roofline?: number; decode_roofline_tokens_per_s?: number })[];
-  link?: { context: number; chunks: number; chunk_tokens: number; tier?: 'host' | 'gpu'; put?: LinkRow['put']; results: TtftRow[]; ratios: Record<string, number> }[];
+  link?: { context: number; chunks: number; chunk_tokens: number; tier?: 'host' | 'gpu'; put?: TierPut; results: TtftRow[]; ratios: Record<string, number> }[];
   error?: string;
 };
 export interface GpuRun {
@@ -297,7 +297,7 @@ function realModel(x: RealRun, copyGBps: number | undefined): string[] {
 }
 
 /** How long putting a link's chunks on the GPU tier took, as the app puts a chunk it compiles (kits since Engine.upload). */
-function putText(put: LinkRow['put']): string {
+function putText(put: TierPut | undefined): string {
   return put ? ` (put there as the app puts a chunk it compiles, ${n0(put.ms)} ms for ${n0(put.bytes / 2 ** 20)} MiB: ${n1(put.bytes / put.ms / 1e6)} GB/s by ${put.way === 'mapped' ? 'mapped staging' : 'writeBuffer'})` : '';
 }
 

@@ -216,6 +216,11 @@ export function planGpuMemory(c: ModelConfig, dtype: StoreDType, limits: Adapter
   return {
     weightDtype: dtype, params: paramCount(c), buffers, largest, problems, bufferLimit: limit,
     weightBytes: buffers.reduce((a, b) => a + b.bytes, 0),
-    kvDtype, kvBytesPerToken: c.nLayers * 2 * KV * (kvDtype === 'f16' ? 2 : 4),
+    kvDtype, kvBytesPerToken: kvBytesPerToken(c, kvDtype),
   };
+}
+
+/** Bytes one token's keys and values take in every layer, as the cache (and a compiled chunk) keeps them. */
+export function kvBytesPerToken(c: ModelConfig, kvDtype: StoreDType): number {
+  return c.nLayers * 2 * c.nKvHeads * c.headDim * (kvDtype === 'f16' ? 2 : 4);
 }
