@@ -232,8 +232,8 @@ export class ContextCache implements ContextCacheApi {
     if (hot) return { chunk: hot, lookupMs: performance.now() - t0, loadMs: 0, tier: 'gpu' as const };
     const r = await this.fromStore(id, sources);
     const t1 = performance.now();
-    // A chunk compiled just now (its blob was corrupt) is on the GPU already.
-    const chunk = (r.tier === 'compiled' && this.gpuTier.get(id, { hold: true })) || await this.gpuTier.put(r.chunk, { hold: true });
+    // A chunk compiled just now (its blob was corrupt) is on the GPU already, and the put finds it there.
+    const chunk = await this.gpuTier.put(r.chunk, { hold: true });
     return { ...r, chunk, loadMs: r.loadMs + (performance.now() - t1) };
   }
 

@@ -154,9 +154,9 @@ export class GpuTier {
   }
 
   /**
-   * Uploads a chunk's rows; returns the chunk with its GPU copy, or the chunk alone when it cannot fit (or the GPU
-   * has no memory for another slab); with `hold`, its copy held before the next put starts. One put at a time: a
-   * slab's creation is awaited.
+   * Uploads a chunk's rows; returns the chunk with its GPU copy (the one there already, if the chunk is), or the
+   * chunk alone when it cannot fit (or the GPU has no memory for another slab); with `hold`, its copy held before the
+   * next put starts. One put at a time: a slab's creation is awaited.
    */
   put(chunk: CompiledChunk, o: { hold?: boolean } = {}): Promise<CompiledChunk> {
     const run = this.putting.then(() => {
@@ -170,7 +170,13 @@ export class GpuTier {
   private putting: Promise<void> = Promise.resolve();
 
   private async putNow(chunk: CompiledChunk): Promise<CompiledChunk> {
-    this.delete(chunk.id);
+    // A cache id names its rows (a hash of model, tokens and variant): a chunk already here is not put again (a
+    // link that finds in the store a chunk its compile placed, say), only used more recently.
+    const have = this.entries.get(chunk.id);
+    if (have) {
+      have.lastUsed = ++this.clock;
+      return have.chunk;
+    }
     // Rows kept as f16 (LayerRows.halves) stay halves on the GPU: half the bytes, and never widened on the host.
     const half = chunk.layers.every((l) => l.halves);
     const arrays = chunk.layers.map((l) => (half ? l.halves! : { k: l.k, v: l.v }));

@@ -251,3 +251,19 @@ test('setBudget: the same budget keeps the tier; another empties it and sizes sl
   assert.throws(() => tier.setBudget(0), /a budget of 0 bytes/);
   tier.clear();
 });
+
+test('a chunk already in the tier is not put again: the same GPU copy back, no upload, used more recently', async () => {
+  let uploads = 0;
+  const tier = new GpuTier(device, rowBytes(20), undefined, async (writes) => {
+    uploads++;
+    for (const w of writes) device.queue.writeBuffer(w.dst, w.offset, w.data.buffer, w.data.byteOffset, w.data.byteLength);
+  });
+  const a = await tier.put(chunk('a', 10, 1));
+  await tier.put(chunk('b', 10, 2));
+  const again = await tier.put(chunk('a', 10, 1));
+  assert.deepEqual([uploads, again.gpu === a.gpu], [2, true]);
+  // a is now the more recent: a third chunk evicts b.
+  await tier.put(chunk('c', 10, 3));
+  assert.deepEqual([tier.has('a'), tier.has('b'), tier.has('c')], [true, false, true]);
+  tier.clear();
+});
