@@ -147,7 +147,7 @@ export class ContextCache implements ContextCacheApi {
   }
 
   /** The GPU tier's budget for this model and adapter when none is given (defaultTierBudget). */
-  defaultGpuBudget(): number {
+  private defaultGpuBudget(): number {
     return defaultTierBudget(this.engine.gpu.profile === 'gpu', kvBytesPerToken(this.model.config, this.engine.kvDtype));
   }
 

@@ -31,7 +31,7 @@ const SLAB_ROWS = 8192;
  * The default budget's bounds, and the rows a real GPU's default holds where they allow: a 32K-token prompt's, with a
  * quarter more for chunks that leave runs of rows too short for the next.
  */
-export const TIER_BUDGET = { min: 256 * 2 ** 20, max: 2 ** 30, tokens: 40960 } as const;
+const TIER_BUDGET = { min: 256 * 2 ** 20, max: 2 ** 30, tokens: 40960 } as const;
 
 /**
  * The tier's default budget for a model whose rows take `tokenBytes` a token (keys and values, every layer): on a
@@ -67,7 +67,7 @@ interface Entry {
  * resolves. The default is queue.writeBuffer; ContextCache passes the engine's upload (Engine.upload), which uses
  * mapped staging buffers where the adapter's writeBuffer is slow (the H100's ran at 1 GB/s against 8).
  */
-export type RowUpload = (writes: HostWrite[]) => Promise<void>;
+type RowUpload = (writes: HostWrite[]) => Promise<void>;
 
 /** What every slab's rows are: layers, values a row, and whether they are halves. */
 interface Shape {

@@ -32,7 +32,7 @@ const toEntry = (e: EntryInfo, onGpu: boolean): LibraryEntry => ({
 export class StudioWorker {
   readonly store: KVStore;
   private lego: ContextCache | null = null;
-  /** The GPU tier's budget the user chose, or null for the model's default (ContextCache.defaultGpuBudget). */
+  /** The GPU tier's budget the user chose, or null for the model's default (ContextCache's default for it). */
   private gpuBudget: number | null = null;
 
   constructor(private session: () => Promise<ModelSession>, store?: KVStore) {
@@ -71,9 +71,9 @@ export class StudioWorker {
 
   /** The GPU tier's budget in bytes, or null for the loaded model's default; kept for the models loaded after. */
   async setGpuBudget(bytes: number | null): Promise<LibraryResult> {
-    if (bytes !== null && !(Number.isFinite(bytes) && bytes > 0)) throw new Error(`A GPU tier budget of ${bytes} bytes`);
-    this.gpuBudget = bytes;
+    // Kept once the tier took it (GpuTier.setBudget refuses a budget of nothing).
     (await this.cc()).setGpuBudget(bytes ?? undefined);
+    this.gpuBudget = bytes;
     return this.library();
   }
 
