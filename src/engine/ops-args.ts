@@ -94,6 +94,11 @@ export interface AttentionArgs {
   variant?: AttentionVariant;
   /** The tiled kernel's keys per tile, a multiple of 4 (default 16), capped by what the adapter's workgroup memory holds. */
   keysPerTile?: number;
+  /**
+   * The tiled kernel's lanes a row group (TiledLanes): 1 is attention_tiled.wgsl, 2 or 4 attention_tiled_sg.wgsl;
+   * default: Ops.tiledLanes, else 1.
+   */
+  tiledLanes?: TiledLanes;
   /** attention_decode's keys an invocation scores in each round of 64 * keysPerThread (default: Ops.decodeKeysPerThread, else 1; not 'lanes'). */
   keysPerThread?: KeysPerThread;
   /**
@@ -122,6 +127,12 @@ export interface AttentionStep {
   qkNorm?: { w: GPUBuffer; eps: number; plusOne: boolean };
 }
 export type KeysPerThread = 1 | 2 | 4 | 8;
+/**
+ * attention_tiled's lanes a row group: 1, one invocation a row and the whole head (attention_tiled.wgsl); 2 or 4, R
+ * subgroup lanes holding R rows, a share of the head each, every key read once for the R rows
+ * (attention_tiled_sg.wgsl; devices with `subgroups` of at least R lanes, heads a multiple of 4R).
+ */
+export type TiledLanes = 1 | 2 | 4;
 /**
  * The kernel a decode row attends with once it scans at least `from` keys (Ops.longAttention), where a long span
  * wants another than the short one a whole decode step was timed with: Engine.tuneDecode times attention alone

@@ -14,14 +14,14 @@ import { attendsDecodeRow, attentionSplits, cpuAttentionSplits, decodeAttentionK
 
 import type {
   AttentionArgs, AttentionVariant, EmbedArgs, GatherArgs, GemvVariant, GluArgs, MatmulArgs, MatmulProfile, MatmulVariant, RmsNormArgs, RopeScatterArgs,
-  KeysPerThread, AttentionSlices, AttentionStep, LongAttention, ScatterArgs, ScoresArgs, StoreDType, WeightDType, WeightMatrix, XPrologue,
+  KeysPerThread, AttentionSlices, AttentionStep, LongAttention, ScatterArgs, ScoresArgs, StoreDType, TiledLanes, WeightDType, WeightMatrix, XPrologue,
 } from './ops-args';
 
 export { attentionSplits, decodeAttentionKernels, foldsStep, GROUPED_KEYS_MAX, GROUPED_MAX, groupedKeysFits, takesKeysPerThread, keyBounds, keysSplits, LANES_MAX_HEAD, MASKED_SCORE, tiledSplits, unmaskScores } from './attention-plan';
 export { COMBINE_MAX, gemvSgColumns, takesWideLoads } from './matmul-launch';
 export type {
   AttentionArgs, AttentionVariant, EmbedArgs, GatherArgs, GemvVariant, GluArgs, MatmulArgs, MatmulProfile, MatmulVariant, RmsNormArgs, RopeScatterArgs,
-  KeysPerThread, AttentionSlices, AttentionStep, LongAttention, ScatterArgs, ScoresArgs, StoreDType, WeightDType, WeightMatrix, XPrologue,
+  KeysPerThread, AttentionSlices, AttentionStep, LongAttention, ScatterArgs, ScoresArgs, StoreDType, TiledLanes, WeightDType, WeightMatrix, XPrologue,
 } from './ops-args';
 
 const u = (v: number) => ({ u32: v });
@@ -45,6 +45,8 @@ export class Ops {
   decodeAttention?: AttentionVariant;
   /** attention_decode's keys an invocation a round where a call names none (default 1; Engine.tuneDecode measures it). */
   decodeKeysPerThread?: KeysPerThread;
+  /** attention_tiled's lanes a row group where a call names none (default 1; Engine.tunePrefill measures it). */
+  tiledLanes?: TiledLanes;
   /** Decode's kernel for rows that scan many keys, where it differs from the short spans' (Engine.tuneDecode measures it). */
   longAttention?: LongAttention;
   /**
@@ -263,6 +265,11 @@ export class Ops {
     return Math.min(want, 4 * Math.floor(this.wgStorage / (2 * HD * 4 + 4) / 4));
   }
 
+  /** Whether attention_tiled runs here with `lanes` lanes a row group, for heads of HD (see TiledLanes). */
+  takesTiledLanes(HD: number, lanes: TiledLanes): boolean {
+    return lanes === 1 || (this.subgroupMin !== null && this.subgroupMin >= lanes && (HD / 4) % lanes === 0);
+  }
+
   /** Attends; returns the key slices where they are left for the consumer to merge (AttentionArgs.leaveSlices), else null. */
   attention(a: AttentionArgs): AttentionSlices | null {
     checkAligned(a.qStride, a.qOffset, a.HD);
@@ -313,7 +320,11 @@ export class Ops {
       if (BK < 4 || BK % 4 !== 0) throw new Error(`attention_tiled: ${BK} keys a tile (head ${a.HD}, ${this.wgStorage} B of workgroup memory)`);
       const groups = Math.ceil(a.T / 64) * a.H;
       const splits = Math.min(fit, a.splits ?? tiledSplits(groups, a.n));
-      const pipe = this.lib.pipeline('attention_tiled', { ...kv, BK, KV_F16: a.kvDtype === 'f16', SPLIT: splits > 1 });
+      // Lanes a row group: as asked (where they run), else the tuned ones where they run for this head.
+      const R = a.tiledLanes ?? (this.tiledLanes && this.takesTiledLanes(a.HD, this.tiledLanes) ? this.tiledLanes : 1);
+      if (!this.takesTiledLanes(a.HD, R)) throw new Error(`attention_tiled: ${R} lanes a row group need subgroups of at least ${R} lanes and heads a multiple of ${4 * R} (subgroups ${this.subgroupMin ?? 'none'}, head ${a.HD})`);
+      const defines = { ...kv, BK, KV_F16: a.kvDtype === 'f16', SPLIT: splits > 1 };
+      const pipe = R === 1 ? this.lib.pipeline('attention_tiled', defines) : this.lib.pipeline('attention_tiled_sg', { ...defines, R, R4: R === 4 });
       return this.attentionRun(a, pipe, params(splits), b, splits, groups * splits * 64);
     }
     // On CPU adapters several query rows per invocation share key loads; large heads keep one row to spare

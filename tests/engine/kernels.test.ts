@@ -1,7 +1,7 @@
 /**
  * Parity of every WGSL kernel in kernels/ (matmul, matmul_tiled,
  * matmul_tiled128 and gemv with their shared matmul_io, rmsnorm, attention
- * and attention_tiled with their shared attention_io (whole and in key slices, with attention_combine), attn_scores, kv_scatter, embed,
+ * and attention_tiled (and attention_tiled_sg, its row groups of subgroup lanes) with their shared attention_io (whole and in key slices, with attention_combine), attn_scores, kv_scatter, embed,
  * glu; argmax has its own file; common holds shared helpers) with its TypeScript twin in
  * src/engine/reference.ts, on SwiftShader through the `webgpu` package.
  * Tolerances: f32 paths within 2e-5 of the largest reference magnitude
@@ -14,13 +14,16 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as ref from '../../src/engine/reference';
-import { keyBounds, LANES_MAX_HEAD, unmaskScores, type MatmulVariant, type WeightMatrix } from '../../src/engine/ops';
+import { keyBounds, LANES_MAX_HEAD, unmaskScores, type MatmulVariant, type TiledLanes, type WeightMatrix } from '../../src/engine/ops';
 import { splitRows } from '../../src/engine/model/gpu-plan';
 import { floatsToHalves, halvesToFloats, roundToHalf } from '../../src/engine/f16';
 import { assertClose, harness, rand, type Harness } from '../helpers/gpu';
 
 const RT = 2e-5;
-/** attention_tiled's bound, relative like RT: about 10x its worst error on SwiftShader (2.0e-7 of the largest output). */
+/**
+ * attention_tiled's bound, relative like RT: about 10x its worst error on SwiftShader (2.0e-7 of the largest output);
+ * attention_tiled_sg's is 1.8e-7 there and on lavapipe, at two and four lanes a row group.
+ */
 const TILED_RT = 2e-6;
 /** attention_decode's bound, relative like RT: about 10x its worst error on SwiftShader (4.6e-7 of the largest output). */
 const KEYS_RT = 5e-6;
@@ -52,6 +55,21 @@ function refusedWithoutSubgroups(h: Harness, variant: MatmulVariant): boolean {
   const b = h.empty(64);
   assert.throws(() => h.ops.matmul({ x: b, w: b, wDtype: 'f32', y: b, T: 1, N: 4, K: 4, variant }), /subgroups feature/);
   return true;
+}
+
+/**
+ * attention_tiled's lanes a row group that run on this device for heads of HD: 1 always; 2 and 4 (attention_tiled_sg)
+ * where its subgroups have that many lanes and the head splits into that many vec4 shares. SwiftShader's subgroups
+ * of 4 run both for heads of 64 and pairs for heads of 8; a device without subgroups must refuse them clearly.
+ */
+function tiledLaneCounts(h: Harness, HD: number): TiledLanes[] {
+  const all = ([1, 2, 4] as const).filter((r) => h.ops.takesTiledLanes(HD, r));
+  if (!h.ops.subgroupMin) {
+    const b = h.empty(64);
+    const args = { q: b, k: b, v: b, qpos: b, kpos: b, out: b, bounds: b, qStride: 8, qOffset: 0, kvDtype: 'f32' as const, T: 1, n: 1, H: 1, NKV: 1, HD: 8, window: 0, scale: 1 };
+    assert.throws(() => h.ops.attention({ ...args, variant: 'tiled', tiledLanes: 2 }), /lanes a row group need subgroups/);
+  }
+  return all;
 }
 
 for (const wDtype of ['f32', 'f16'] as const) {
@@ -202,10 +220,13 @@ for (const kvDtype of ['f32', 'f16'] as const) {
             h.ops.attention({ ...common, v: kv(a.v), out, T: a.T, bounds: h.upload(bounds), splits, rowsPerThread, variant: 'rows' });
             assertClose(await h.readF32(out, a.T * a.H * a.HD), ref.attention(a), 0, RT, `attention, ${splits} slices, ${rowsPerThread} rows a thread`);
           }
-          // attention_tiled: one tile wider than all 11 keys, and tiles of 4 (11 is not a multiple).
+          // attention_tiled: one tile wider than all 11 keys, and tiles of 4 (11 is not a multiple); with pairs of
+          // lanes a row group too (attention_tiled_sg; a head of 8 has two vec4s, one a lane).
           for (const keysPerTile of [undefined, 4, 32]) {
-            h.ops.attention({ ...common, v: kv(a.v), out, T: a.T, bounds: h.upload(bounds), splits, variant: 'tiled', keysPerTile });
-            assertClose(await h.readF32(out, a.T * a.H * a.HD), ref.attention(a), 0, TILED_RT, `attention_tiled, ${splits} slices, ${keysPerTile ?? 'default'} keys a tile`);
+            for (const tiledLanes of tiledLaneCounts(h, a.HD)) {
+              h.ops.attention({ ...common, v: kv(a.v), out, T: a.T, bounds: h.upload(bounds), splits, variant: 'tiled', keysPerTile, tiledLanes });
+              assertClose(await h.readF32(out, a.T * a.H * a.HD), ref.attention(a), 0, TILED_RT, `attention_tiled, ${splits} slices, ${keysPerTile ?? 'default'} keys a tile, ${tiledLanes} lanes a row group`);
+            }
           }
           // attention_decode: a head of 8 (32 value groups), 11 keys in a round of 64 or 256.
           for (const keysPerThread of [1, 4] as const) {
@@ -264,10 +285,13 @@ for (const kvDtype of ['f32', 'f16'] as const) {
       // The full key range too, where the mask alone hides what sorted bounds would skip.
       for (const bounds of [args.bounds, h.upload(Uint32Array.from({ length: 2 * a.T }, (_, i) => (i % 2 ? a.n : 0)))]) {
         // 12 keys a tile: 75 keys in 7 tiles, the last partial.
+        // attention_tiled_sg: 70 rows in groups of 2 or 4 (the last group of 4 half past T), 4 or 2 vec4s a lane.
         for (const keysPerTile of [undefined, 12, 32]) {
           for (const splits of [1, 3]) {
-            h.ops.attention({ ...args, bounds, variant: 'tiled', keysPerTile, splits });
-            assertClose(await h.readF32(out, want.length), want, 0, TILED_RT, `attention_tiled, ${splits} slices, ${keysPerTile ?? 'default'} keys a tile`);
+            for (const tiledLanes of tiledLaneCounts(h, a.HD)) {
+              h.ops.attention({ ...args, bounds, variant: 'tiled', keysPerTile, splits, tiledLanes });
+              assertClose(await h.readF32(out, want.length), want, 0, TILED_RT, `attention_tiled, ${splits} slices, ${keysPerTile ?? 'default'} keys a tile, ${tiledLanes} lanes a row group`);
+            }
           }
         }
         // attention_decode on the same rows: 75 keys in a full and a partial round of 64, or in one of 128, 4 value groups.
