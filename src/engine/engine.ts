@@ -31,6 +31,7 @@ import { readCompiled, readRows, readValues, RowWriter, writeRows, type LayerRow
 import { Scratch } from './model/scratch';
 import { greedySteps, type GreedyStepsOptions, type GreedyStepsResult } from './model/greedy-steps';
 import { tuneDecode, tuneUpload, type DecodeTuning, type TuneOptions, type UploadTuning } from './model/tune';
+import { tunePrefill, type PrefillTuneOptions, type PrefillTuning } from './model/tune-prefill';
 import type { HostWeights } from './model/weights';
 import { Ops, type StoreDType } from './ops';
 import type { QuantType } from './quant';
@@ -251,6 +252,14 @@ export class Engine {
    */
   tuneDecode(opts?: TuneOptions): Promise<DecodeTuning | null> {
     return this.exclusive(() => tuneDecode(this, opts));
+  }
+
+  /**
+   * On a real GPU, times prefill's attention_tiled with one, two and four subgroup lanes a row group (as the device
+   * runs them) and keeps the fastest as Ops.tiledLanes; null, and nothing set, on CPU adapters or without subgroups.
+   */
+  tunePrefill(opts?: PrefillTuneOptions): Promise<PrefillTuning | null> {
+    return this.exclusive(() => tunePrefill(this, opts));
   }
 
   /**

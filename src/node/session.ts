@@ -1,5 +1,5 @@
 /** Loading a model onto a Node WebGPU device: shared by the CLI, benchmarks and tests. */
-import { Engine, loadModelFiles, type DecodeTuning, type LoadOptions, type LoadedModel, type UploadTuning } from '../engine';
+import { Engine, loadModelFiles, type DecodeTuning, type LoadOptions, type LoadedModel, type PrefillTuning, type UploadTuning } from '../engine';
 import { createNodeGpu, loadKernelSources, type NodeGpu } from './gpu';
 import { nodeModelFiles } from './files';
 import { basename } from 'node:path';
@@ -12,6 +12,8 @@ export interface NodeSession {
   tuning: DecodeTuning | null;
   /** How a link's host rows go up, as timed at load on a real GPU (Engine.tuneUpload); null on CPU adapters. */
   uploadTuning: UploadTuning | null;
+  /** Prefill's attention kernel as timed at load on a real GPU (Engine.tunePrefill); null on CPU adapters. */
+  prefillTuning: PrefillTuning | null;
   close(): void;
 }
 
@@ -22,12 +24,14 @@ export async function openModel(path: string, opts: LoadOptions & { tokenizer?: 
   await engine.load(model.config, model.weights, opts);
   const tuning = await engine.tuneDecode();
   const uploadTuning = await engine.tuneUpload();
+  const prefillTuning = await engine.tunePrefill();
   return {
     gpu,
     engine,
     model,
     tuning,
     uploadTuning,
+    prefillTuning,
     close() {
       engine.destroy();
       gpu.release();

@@ -12,7 +12,7 @@ import { ModelCatalogue } from './ModelCatalogue';
 import { cancelLoad, hubEndpoint, loadBundled, loadModel } from './actions';
 import { filesFromDrop, filesFromInput, type LocalSelection } from './local-files';
 import type { ModelInfo } from '../worker/protocol';
-import { decodeTuningText } from './tuning-text';
+import { decodeTuningText, prefillTuningText } from './tuning-text';
 
 /** Sets webkitdirectory, which React's typings do not know, on the folder input. */
 const asFolderPicker = (el: HTMLInputElement | null) => el?.setAttribute('webkitdirectory', '');
@@ -141,6 +141,7 @@ export function ModelPicker() {
       )}
       {s.model?.decodeTuning && <DecodeTuningLine t={s.model.decodeTuning} />}
       {s.model?.uploadTuning && <UploadTuningLine t={s.model.uploadTuning} />}
+      {s.model?.prefillTuning && <PrefillTuningLine t={s.model.prefillTuning} />}
       <CachedModels />
     </section>
   );
@@ -153,6 +154,15 @@ function UploadTuningLine({ t }: { t: NonNullable<ModelInfo['uploadTuning']> }) 
     <p className="muted small" data-testid="upload-tuning">
       Uploads from host memory, timed on this GPU: {t.chosen} ({t.writeGBps.toFixed(1)} GB/s by writeBuffer, {t.mappedGBps.toFixed(1)} GB/s by
       mapped staging)
+    </p>
+  );
+}
+
+/** Prefill's attention kernel as timed at load on this GPU (absent on CPU adapters and without subgroups). */
+function PrefillTuningLine({ t }: { t: NonNullable<ModelInfo['prefillTuning']> }) {
+  return (
+    <p className="muted small" data-testid="prefill-tuning">
+      {prefillTuningText(t)}
     </p>
   );
 }

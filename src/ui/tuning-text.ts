@@ -1,5 +1,5 @@
-/** What timing decode's kernels at load chose on this GPU, as the model panel says it (ModelPicker). */
-import type { DecodeTuningInfo } from '../worker/protocol';
+/** What timing decode's and prefill's kernels at load chose on this GPU, as the model panel says it (ModelPicker). */
+import type { DecodeTuningInfo, PrefillTuningInfo } from '../worker/protocol';
 
 export function decodeTuningText(t: DecodeTuningInfo): string {
   if ('error' in t) return `Decode kernels: the defaults (timing them failed: ${t.error})`;
@@ -14,4 +14,10 @@ export function decodeTuningText(t: DecodeTuningInfo): string {
     (same ? ' (the defaults)' : `; the defaults (${t.defaults}) took ${t.defaultMsPerStep.toFixed(2)} ms`) +
     long
   );
+}
+
+export function prefillTuningText(t: PrefillTuningInfo): string {
+  if ('error' in t) return `Prefill attention: attention_tiled (timing the ways failed: ${t.error})`;
+  const vs = t.chosen === 'attention_tiled' ? '' : `; attention_tiled took ${t.oneLaneUs.toFixed(0)} µs`;
+  return `Prefill attention, timed on this GPU in ${(t.ms / 1000).toFixed(2)} s: ${t.chosen}, ${t.us.toFixed(0)} µs a layer for ${t.rows} rows over ${t.keys} keys${vs}`;
 }

@@ -4,11 +4,11 @@
  * protocol.ts's `Calls` map has one handler here (`handlers`, checked by
  * type); errors go back serialised by name (errors.ts).
  */
-import { createGpuContext, Engine, OutOfGpuMemoryError, bundledKernelSources, hfConfigToModelConfig, isQuant, describeAttentionWay, describeSettings, type GpuContext, type LoadedModel } from '../engine';
+import { createGpuContext, Engine, OutOfGpuMemoryError, bundledKernelSources, hfConfigToModelConfig, isQuant, describeAttentionWay, describeSettings, describeTiledLanes, type GpuContext, type LoadedModel } from '../engine';
 import { decodeTokens, TextStream } from '../generate/generate';
 import { parseModel, resolveSource } from './sources';
 import { deleteCachedModel, listCachedModels, opfsRoot } from './opfs-cache';
-import type { CallType, Calls, DecodeTuningInfo, UploadTuningInfo, GenerateRequest, GenerateResult, InitResult, LoadStage, ModelInfo, ModelSource, Reply, Request } from './protocol';
+import type { CallType, Calls, DecodeTuningInfo, PrefillTuningInfo, UploadTuningInfo, GenerateRequest, GenerateResult, InitResult, LoadStage, ModelInfo, ModelSource, Reply, Request } from './protocol';
 import { StudioWorker, type ModelSession } from './studio';
 import { ModelUploadError, ModelWontFitError, serializeError } from './errors';
 
@@ -76,6 +76,7 @@ async function load(ref: ModelSource, requested: 'f32' | 'f16' | undefined, sign
   modelRef = { ref: resolved.cacheKey && ref.kind === 'files' ? { kind: 'cached', key: resolved.cacheKey } : ref, weightDtype };
   const decodeTuning = await tuneDecode(engine!, () => progress('tune', 0, 0));
   const uploadTuning = await tuneUpload(engine!);
+  const prefillTuning = await tunePrefill(engine!);
   const c = m.config;
   const plan = gm.plan;
   const format = (m.tokenizer as { chatFormat?: string | null }).chatFormat;
@@ -83,7 +84,7 @@ async function load(ref: ModelSource, requested: 'f32' | 'f16' | undefined, sign
   return {
     id: resolved.name, source: resolved.source, arch: c.arch, params: plan.params, layers: c.nLayers, heads: c.nHeads, hidden: c.hidden,
     vocab: c.vocabSize, gpuBytes: gm.bytes, weightDtype, kvDtype: plan.kvDtype, kvBytesPerToken: plan.kvBytesPerToken, hasChatTemplate: !!chatTemplate,
-    chatTemplate, cacheKey: modelKey, decodeTuning, uploadTuning,
+    chatTemplate, cacheKey: modelKey, decodeTuning, uploadTuning, prefillTuning,
   };
 }
 
@@ -117,6 +118,21 @@ async function tuneUpload(e: Engine): Promise<UploadTuningInfo | null> {
   try {
     const t = await e.tuneUpload();
     return t && { chosen: t.chosen === 'mapped' ? 'mapped staging' : 'writeBuffer', writeGBps: t.gbPerS.write, mappedGBps: t.gbPerS.mapped, ms: t.ms };
+  } catch (err) {
+    return { error: (err as Error).message };
+  }
+}
+
+/**
+ * On a real GPU with subgroups, times prefill's attention with one, two and four lanes a row group (Engine.tunePrefill,
+ * a fraction of a second) and keeps the fastest; null elsewhere. A failed timing keeps attention_tiled.
+ */
+async function tunePrefill(e: Engine): Promise<PrefillTuningInfo | null> {
+  try {
+    const t = await e.tunePrefill();
+    if (!t) return null;
+    const us = (lanes: number) => t.ways.find((w) => w.lanes === lanes)!.us;
+    return { chosen: describeTiledLanes(t.chosen), us: us(t.chosen), oneLaneUs: us(1), rows: t.rows, keys: t.keys, ms: t.ms };
   } catch (err) {
     return { error: (err as Error).message };
   }

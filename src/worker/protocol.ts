@@ -106,7 +106,15 @@ export interface ModelInfo {
   decodeTuning: DecodeTuningInfo | null;
   /** How a link's host rows go up, as timed on this GPU at load (Engine.tuneUpload); null on CPU adapters. */
   uploadTuning: UploadTuningInfo | null;
+  /** Prefill's attention kernel as timed on this GPU at load (Engine.tunePrefill); null on CPU adapters or without subgroups. */
+  prefillTuning: PrefillTuningInfo | null;
 }
+
+/**
+ * Prefill's attention kernel chosen by timing each way at load, in words, with its µs a layer for `rows` rows over
+ * `keys` keys and attention_tiled's (one lane a row group), or why timing failed (attention_tiled kept).
+ */
+export type PrefillTuningInfo = { chosen: string; us: number; oneLaneUs: number; rows: number; keys: number; ms: number } | { error: string };
 
 /** Which way host rows go up to the GPU, chosen by timing both at load, or why timing failed (writeBuffer kept). */
 export type UploadTuningInfo = { chosen: 'writeBuffer' | 'mapped staging'; writeGBps: number; mappedGBps: number; ms: number } | { error: string };

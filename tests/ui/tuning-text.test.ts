@@ -1,7 +1,7 @@
 /** The model panel's line on decode's kernels as timed at load (ui/tuning-text.ts), with and without a long spans' kernel. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { decodeTuningText } from '../../src/ui/tuning-text';
+import { decodeTuningText, prefillTuningText } from '../../src/ui/tuning-text';
 
 const base = { chosen: 'gemv_sg, fused, attention_decode', msPerStep: 2.5, defaults: 'gemv_sg, fused, attention_decode', defaultMsPerStep: 2.5, ways: 9, ms: 1300, long: null };
 
@@ -22,4 +22,17 @@ test('the defaults kept, another way kept, a long spans’ kernel, a failure', (
       'Long spans keep that kernel (timing attention alone over them failed: out of memory)',
   );
   assert.equal(decodeTuningText({ error: 'device lost' }), 'Decode kernels: the defaults (timing them failed: device lost)');
+});
+
+test('prefill attention: the way kept and its µs a layer, attention_tiled\'s beside it where another was kept; a failed timing says why', () => {
+  const base = { chosen: 'attention_tiled_sg, 4 lanes a row group', us: 812.4, oneLaneUs: 1203.9, rows: 512, keys: 4096, ms: 61 };
+  assert.equal(
+    prefillTuningText(base),
+    'Prefill attention, timed on this GPU in 0.06 s: attention_tiled_sg, 4 lanes a row group, 812 µs a layer for 512 rows over 4096 keys; attention_tiled took 1204 µs',
+  );
+  assert.equal(
+    prefillTuningText({ ...base, chosen: 'attention_tiled', us: 1203.9 }),
+    'Prefill attention, timed on this GPU in 0.06 s: attention_tiled, 1204 µs a layer for 512 rows over 4096 keys',
+  );
+  assert.equal(prefillTuningText({ error: 'device lost' }), 'Prefill attention: attention_tiled (timing the ways failed: device lost)');
 });
