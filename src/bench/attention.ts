@@ -1,13 +1,13 @@
 /**
  * The attention kernel alone, in each of its launch shapes, for the GPU kit: attention.wgsl ('rows': query rows
  * per invocation, key slices), attention_tiled.wgsl ('tiled': 64-row workgroups staging key tiles; key slices,
- * keys per tile) and attention_decode.wgsl ('keys': a 64-invocation workgroup per row over its keys; key slices)
+ * keys per tile; and attention_tiled_sg's subgroup lanes sharing rows) and attention_decode.wgsl ('keys': a 64-invocation workgroup per row over its keys; key slices)
  * side by side on the same shapes. Every query row sees every key, so a case costs 4·T·n·H·HD FLOPs; or, in a
  * 'linked' case, the rows are those legolink:16 recomputes when it links n keys in 512-token chunks (the first 16
  * of every chunk after the first, and the 8 question rows at the end), each seeing the keys up to its own position,
  * as a link's pass bounds them: 4·H·HD FLOPs a visible key.
  */
-import { decodeAttentionKernels, type AttentionVariant, type Engine, type KeysPerThread } from '../engine';
+import { decodeAttentionKernels, tiledLaneWays, type AttentionVariant, type Engine, type KeysPerThread, type TiledLanes } from '../engine';
 import { kernelPerRep, type KernelClock } from './matmul';
 import { parseAlgorithm, staticRecomputeRows } from '../kvlink/algorithms';
 import { textOnlyChunk, type LinkLayout } from '../kvlink/layout';
@@ -33,6 +33,8 @@ export interface AttentionTiming extends AttentionCase {
   keysPerTile?: number;
   /** attention_decode's keys an invocation scores a round (Ops.attention's keysPerThread). */
   keysPerThread?: number;
+  /** The tiled kernel's lanes a row group (attention_tiled_sg where more than one); absent: the engine's own. */
+  tiledLanes?: TiledLanes;
   chosen: boolean; ms: number; gflops: number; clock: KernelClock;
 }
 
@@ -80,7 +82,7 @@ export async function timeAttention(e: Engine, c: AttentionCase, targetMs = 60):
     }
     // Ops.attention clamps slices to what one binding holds: a count past it would be timed under a wrong label.
     const fits = (s: number) => c.T * c.H * s * c.HD * 4 <= dev.limits.maxStorageBufferBindingSize;
-    type Shape = { variant: AttentionVariant; rowsPerThread: 1 | 4; splits: number | 'auto'; keysPerTile?: number; keysPerThread?: KeysPerThread };
+    type Shape = { variant: AttentionVariant; rowsPerThread: 1 | 4; splits: number | 'auto'; keysPerTile?: number; keysPerThread?: KeysPerThread; tiledLanes?: TiledLanes };
     const shapes: Shape[] = [];
     for (const rowsPerThread of [1, 4] as const) {
       // Four rows an invocation only differ from one where there are several query rows.
@@ -93,6 +95,12 @@ export async function timeAttention(e: Engine, c: AttentionCase, targetMs = 60):
       // scores held in registers, fewer workgroups a multiprocessor).
       for (const keysPerTile of [32, 64]) {
         if (keysPerTile * (8 * c.HD + 4) <= dev.limits.maxComputeWorkgroupStorageSize) shapes.push({ variant: 'tiled', rowsPerThread: 1, splits: 'auto', keysPerTile });
+      }
+      // Subgroup lanes sharing rows (attention_tiled_sg), where the device runs them: each key read once for 2 or 4
+      // rows; with the engine's tile, and with 8 keys a tile (half the scores held in registers, 4R of them a key).
+      for (const tiledLanes of tiledLaneWays(e.ops, c.HD).filter((r) => r > 1)) {
+        for (const keysPerTile of [undefined, 8]) shapes.push({ variant: 'tiled', rowsPerThread: 1, splits: 'auto', keysPerTile, tiledLanes });
+        for (const splits of TILED_SPLITS.filter((s) => s >= 8 && s <= c.n / 64 && fits(s))) shapes.push({ variant: 'tiled', rowsPerThread: 1, splits, tiledLanes });
       }
     }
     if (c.T <= KEYS_MAX_T && decodeAttentionKernels(c.HD).includes('keys')) {
@@ -116,7 +124,7 @@ export async function timeAttention(e: Engine, c: AttentionCase, targetMs = 60):
     }
     const picked = e.ops.pickAttention(c.T, c.HD, c.n);
     for (const sh of shapes) {
-      const args = { ...base, variant: sh.variant, rowsPerThread: sh.rowsPerThread, keysPerTile: sh.keysPerTile, keysPerThread: sh.keysPerThread, splits: sh.splits === 'auto' ? undefined : sh.splits };
+      const args = { ...base, variant: sh.variant, rowsPerThread: sh.rowsPerThread, keysPerTile: sh.keysPerTile, keysPerThread: sh.keysPerThread, tiledLanes: sh.tiledLanes, splits: sh.splits === 'auto' ? undefined : sh.splits };
       const run = async (reps: number) => {
         const t0 = performance.now();
         for (let i = 0; i < reps; i++) e.ops.attention(args);
@@ -127,7 +135,7 @@ export async function timeAttention(e: Engine, c: AttentionCase, targetMs = 60):
       const once = await run(1);
       const reps = Math.max(2, Math.min(200, Math.ceil(targetMs / Math.max(once, 0.01))));
       const { ms, clock } = await kernelPerRep(e, run, reps);
-      const chosen = sh.variant === picked && sh.splits === 'auto' && sh.keysPerTile === undefined && sh.keysPerThread === undefined
+      const chosen = sh.variant === picked && sh.splits === 'auto' && sh.keysPerTile === undefined && sh.keysPerThread === undefined && sh.tiledLanes === undefined
         && (sh.variant !== 'rows' || sh.rowsPerThread === (e.ops.matmulProfile === 'cpu' ? 4 : 1));
       // The tile the engine used, where the shape left it to the engine.
       const keysPerTile = sh.variant === 'tiled' ? (sh.keysPerTile ?? e.ops.attentionTile(c.HD)) : undefined;

@@ -46,7 +46,7 @@ import { timeMatmuls } from './matmul';
 import { linkedRows, timeAttention, type AttentionCase } from './attention';
 import { copyStage, type CopyReport } from './copy-stage';
 import { formatLinkProfile, formatProfile, profileDecode, profileLink } from './profile';
-import { decodeAfterLink, decodeAttentionWays, decodeBothWays, decodeGemvWays, decodeSwitchWays, formatFuse, tuneAsTheApp, tuneUploadAsTheApp } from './fuse';
+import { decodeAfterLink, decodeAttentionWays, decodeBothWays, decodeGemvWays, decodeSwitchWays, formatFuse, tuneAsTheApp, tunePrefillAsTheApp, tuneUploadAsTheApp } from './fuse';
 import { realStage } from './real-model';
 
 const { values: a } = parseArgs({
@@ -134,7 +134,7 @@ function adapterInfo(gpu: NodeGpu) {
 
 /**
  * A real-shape model with random weights: f16, or matrices packed as `quant` (quant.ts); with `tune`, its decode
- * tuned as the app's load tunes it (stages that time no decode skip it); its uploads always are.
+ * tuned as the app's load tunes it (stages that time no decode skip it); its uploads and prefill attention always are.
  */
 async function withModel<T>(gpu: NodeGpu, shape: string, fn: (e: Engine) => Promise<T>, quant?: QuantType, tune = true): Promise<T> {
   const c = shapeConfig(shape);
@@ -152,6 +152,8 @@ async function withModel<T>(gpu: NodeGpu, shape: string, fn: (e: Engine) => Prom
     if (tuned) ((report.tune ??= []) as unknown[]).push({ adapter: gpu.adapter.description, model: shape, quant: quant ?? null, ...tuned });
     const up = await tuneUploadAsTheApp(e, say);
     if (up) ((report.upload_tune ??= []) as unknown[]).push({ adapter: gpu.adapter.description, model: shape, ...up });
+    const pre = await tunePrefillAsTheApp(e, say);
+    if (pre) ((report.prefill_tune ??= []) as unknown[]).push({ adapter: gpu.adapter.description, model: shape, quant: quant ?? null, ...pre });
     return await fn(e);
   } finally {
     e.destroy();
@@ -228,7 +230,7 @@ async function main() {
       for (const c of cases) {
         for (const t of await timeAttention(e, c)) {
           rows.push({ adapter, ...t });
-          const shape = t.variant === 'tiled' ? `tiled, ${t.keysPerTile} keys a tile` : t.variant === 'keys' ? `keys, a workgroup a row, ${t.keysPerThread ?? 1} key(s) a thread a round` : t.variant === 'lanes' ? 'lanes, a workgroup a row, each thread its own keys' : t.variant === 'grouped' ? 'grouped, a workgroup a kv head\'s q heads, each thread its own keys' : t.variant === 'grouped-keys' ? `grouped-keys, a workgroup a kv head's q heads, ${t.keysPerThread ?? 1} key(s) a thread a round` : `rows, ${t.rowsPerThread} row(s) a thread`;
+          const shape = t.variant === 'tiled' ? `tiled, ${t.keysPerTile} keys a tile${t.tiledLanes ? `, ${t.tiledLanes} lane(s) a row group` : ''}` : t.variant === 'keys' ? `keys, a workgroup a row, ${t.keysPerThread ?? 1} key(s) a thread a round` : t.variant === 'lanes' ? 'lanes, a workgroup a row, each thread its own keys' : t.variant === 'grouped' ? 'grouped, a workgroup a kv head\'s q heads, each thread its own keys' : t.variant === 'grouped-keys' ? `grouped-keys, a workgroup a kv head's q heads, ${t.keysPerThread ?? 1} key(s) a thread a round` : `rows, ${t.rowsPerThread} row(s) a thread`;
           log(`[${adapter}] attention T=${c.T}${c.rows === 'linked' ? ' (legolink:16\'s rows)' : ''} n=${c.n} H=${c.H} HD=${c.HD}, ${shape}, ${t.splits} slices${t.chosen ? ' (chosen)' : ''}: ${t.ms.toFixed(3)} ms, ${t.gflops.toFixed(0)} GFLOP/s`);
         }
         save();

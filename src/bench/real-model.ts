@@ -23,7 +23,7 @@ import { nodeModelFiles } from '../node/files';
 import { logitRangeError, top2Gap } from './logits';
 import { benchPrefillDecode, withRoofline } from './prefill';
 import { benchTtft, compileBenchChunks, putOnGpuTier, ttftRatios } from './ttft';
-import { tuneAsTheApp, tuneUploadAsTheApp } from './fuse';
+import { tuneAsTheApp, tunePrefillAsTheApp, tuneUploadAsTheApp } from './fuse';
 
 export const MANIFEST = 'model.json';
 
@@ -225,6 +225,7 @@ export async function realStage(gpu: NodeGpu, o: RealStageOptions): Promise<Reco
     await e.load(files.config, files.weights, {});
     report.decode_tuning = await tuneAsTheApp(e, (l) => o.log(`[${adapter}] real ${manifest.model} ${l}`));
     report.upload_tuning = await tuneUploadAsTheApp(e, (l) => o.log(`[${adapter}] real ${manifest.model} ${l}`));
+    report.prefill_tuning = await tunePrefillAsTheApp(e, (l) => o.log(`[${adapter}] real ${manifest.model} ${l}`));
     Object.assign(report, { weight_bytes: e.model!.bytes, matrix_bytes: e.model!.matrixBytes, weight_dtype: e.model!.dtype, kv_dtype: e.kvDtype });
     const rows = await benchPrefillDecode(e, { lengths: o.lengths, budgetS: Math.max(5, o.budgetS / 4), decodeSteps: o.decodeSteps, log: (l) => o.log(`[${adapter}] real ${manifest.model} ${l}`) });
     const roofline = o.copyGBps ? (o.copyGBps * 1e9) / e.model!.bytes : undefined;

@@ -9,9 +9,9 @@ import type { TierPut, TtftRow } from '../bench/ttft';
 import type { DecodeProfile, LinkProfile } from '../bench/profile';
 import { wayLabel, type DecodeAfterLink, type DecodeWay } from '../bench/fuse';
 import { mdTable } from './markdown';
-import { describeAttentionWay, type DecodeSettings, type DecodeTuning, type UploadTuning } from '../engine';
+import { describeAttentionWay, describeTiledLanes, type DecodeSettings, type DecodeTuning, type PrefillTuning, type TiledLanes, type UploadTuning } from '../engine';
 
-type KernelRow = { rows?: string; variant?: string; half?: boolean; wide?: boolean; rowsPerThread?: number; keysPerTile?: number; keysPerThread?: number; splits?: number | string; T: number; K?: number; N?: number; n?: number; H?: number; HD?: number; ms: number; gflops: number; weightGBps?: number; chosen: boolean; clock?: string };
+type KernelRow = { rows?: string; variant?: string; half?: boolean; wide?: boolean; rowsPerThread?: number; keysPerTile?: number; keysPerThread?: number; tiledLanes?: number; splits?: number | string; T: number; K?: number; N?: number; n?: number; H?: number; HD?: number; ms: number; gflops: number; weightGBps?: number; chosen: boolean; clock?: string };
 type EngineRow = PrefillRow & { adapter: string; model: string; weight_bytes: number; weight_dtype: string; weights?: string; profile?: DecodeProfile | string; fuse?: DecodeWay[]; attention?: DecodeWay[]; gemv?: DecodeWay[]; combine?: DecodeWay[]; skipped?: string; error?: string };
 type TorchRow = { model: string; tokens: number; tokens_per_s: number; gflops: number; decode_tokens_per_s?: number; skipped?: string; error?: string };
 type LinkRow = { model: string; context: number; chunks: number; chunk_tokens: number; tier?: 'host' | 'host-f16' | 'gpu'; kv_dtype?: 'f32' | 'f16'; gpu_rows?: 'f32' | 'f16'; put?: TierPut; submit_each_layer?: boolean; results?: TtftRow[]; ratios?: Record<string, number>; profiles?: LinkProfile[]; decode_after_link?: DecodeAfterLink; skipped?: string; error?: string };
@@ -22,6 +22,7 @@ type RealRun = {
   /** Its decode tuned as the app's load tunes it, before it was timed (null on CPU adapters). */
   decode_tuning?: DecodeTuning | null;
   upload_tuning?: UploadTuning | null;
+  prefill_tuning?: PrefillTuning | null;
   reference: { llama: string; adapter: string; profile: string };
   check?: { prompts: { text: string; answer: string; tokens: number[]; greedy_equal: boolean; max_err: number; min_gap: number }[]; max_err: number; pass: boolean };
   throughput?: (PrefillRow & { decode_share_of_roofline?: number; decode_roofline_tokens_per_s?: number })[];
@@ -45,6 +46,8 @@ export interface GpuRun {
     tune?: (DecodeTuning & { model: string; quant: string | null })[];
     /** How host rows go up, timed as the app times it at load (Engine.tuneUpload), per model loaded. */
     upload_tune?: (UploadTuning & { model: string })[];
+    /** Prefill's attention timed as the app times it at load (Engine.tunePrefill), per model loaded. */
+    prefill_tune?: (PrefillTuning & { model: string; quant: string | null })[];
   };
   torch: { device: string; torch: string; transformers: string; copy_gbytes_per_s: number; rows: TorchRow[] } | null;
 }
@@ -164,9 +167,9 @@ function runDetails(file: string, r: GpuRun): string[] {
   }
   const at = (k.attention ?? []).filter(plausible);
   if (at.length) {
-    lines.push('The attention kernels alone, every query row seeing every key except in rows marked *linked* (the rows legolink:16 recomputes over those keys in 512-token chunks, each seeing the keys up to its own position; GFLOP/s counts the keys seen) (*rows*: attention.wgsl, rows per invocation; *tiled*: attention_tiled.wgsl; *keys*: attention_decode.wgsl, a workgroup per row; *lanes*: the same with each invocation walking keys of its own; *grouped*: attention_grouped.wgsl, lanes for all the q heads of a kv head in one workgroup; *grouped-keys*: attention_decode.wgsl in rounds for all the q heads of a kv head in one workgroup; key slices; *chosen* is what this run\'s engine picked):', '');
+    lines.push('The attention kernels alone, every query row seeing every key except in rows marked *linked* (the rows legolink:16 recomputes over those keys in 512-token chunks, each seeing the keys up to its own position; GFLOP/s counts the keys seen) (*rows*: attention.wgsl, rows per invocation; *tiled*: attention_tiled.wgsl, or attention_tiled_sg.wgsl where R lanes a row group share R rows; *keys*: attention_decode.wgsl, a workgroup per row; *lanes*: the same with each invocation walking keys of its own; *grouped*: attention_grouped.wgsl, lanes for all the q heads of a kv head in one workgroup; *grouped-keys*: attention_decode.wgsl in rounds for all the q heads of a kv head in one workgroup; key slices; *chosen* is what this run\'s engine picked):', '');
     // Runs before attention_tiled have no variant: theirs is attention.wgsl ('rows').
-    const kernel = (x: KernelRow) => (x.variant === 'tiled' ? `tiled${x.keysPerTile ? ` (${x.keysPerTile} keys a tile)` : ''}` : x.variant === 'keys' || x.variant === 'grouped-keys' ? `${x.variant}${x.keysPerThread ? ` (${x.keysPerThread} a thread)` : ''}` : x.variant === 'lanes' ? 'lanes' : x.variant === 'grouped' ? 'grouped' : 'rows');
+    const kernel = (x: KernelRow) => (x.variant === 'tiled' ? `tiled${x.keysPerTile ? ` (${x.keysPerTile} keys a tile${x.tiledLanes ? `, ${x.tiledLanes} lanes a row group` : ''})` : ''}` : x.variant === 'keys' || x.variant === 'grouped-keys' ? `${x.variant}${x.keysPerThread ? ` (${x.keysPerThread} a thread)` : ''}` : x.variant === 'lanes' ? 'lanes' : x.variant === 'grouped' ? 'grouped' : 'rows');
     lines.push(table(['T × keys', 'heads × dim', 'kernel', 'rows a thread', 'slices', 'ms', 'GFLOP/s', 'chosen'], at.map((x) => [`${x.T} × ${x.n}${x.rows === 'linked' ? ' linked' : ''}`, `${x.H} × ${x.HD}`, kernel(x), x.rowsPerThread!, String(x.splits), x.ms.toFixed(3), n0(x.gflops), x.chosen ? 'yes' : ''])), '');
   }
   const eng = k.engine ?? [];
@@ -186,6 +189,8 @@ function runDetails(file: string, r: GpuRun): string[] {
   lines.push(...tuning([...(k.tune ?? []), ...real]));
   const ups = [...(k.upload_tune ?? []), ...(k.real?.upload_tuning ? [{ ...k.real.upload_tuning, model: k.real.model }] : [])];
   if (ups.length) lines.push('Host-to-GPU uploads timed as the app times them when it loads a model (Engine.tuneUpload: 32 MiB in 256 KiB pieces each way, the fastest of 3 runs; mapped staging kept only when over 10% faster; the links below bring host rows the way kept):', '', table(['model', 'writeBuffer GB/s', 'mapped staging GB/s', 'kept'], ups.map((u) => [u.model, n1(u.gbPerS.write), n1(u.gbPerS.mapped), u.chosen === 'mapped' ? 'mapped staging' : 'writeBuffer'])), '');
+  const pre = [...(k.prefill_tune ?? []), ...(k.real?.prefill_tuning ? [{ ...k.real.prefill_tuning, model: k.real.model }] : [])];
+  if (pre.length) lines.push(`Prefill's attention timed as the app times it when it loads a model (Engine.tunePrefill: a layer's attention for ${pre[0].rows} rows over ${pre[0].keys} keys, µs; the fastest of 3 runs in turns; a way kept only when over 3% faster than attention_tiled):`, '', table(['model', ...[1, 2, 4].map((r) => describeTiledLanes(r as TiledLanes)), 'kept'], pre.map((x) => [x.model, ...[1, 2, 4].map((r) => n0(x.ways.find((w) => w.lanes === r)?.us)), describeTiledLanes(x.chosen)])), '');
   lines.push(...quantAndProfiles(k.quant ?? [], eng, bw));
   const notes = [...eng.filter((x) => x.skipped || x.error), ...(t?.rows ?? []).filter((x) => x.skipped || x.error)];
   for (const x of notes) lines.push(`- ${x.model}: ${x.skipped ?? x.error}`);
