@@ -227,6 +227,6 @@ export async function tuneUploadAsTheApp(e: Engine, log: (line: string) => void)
  */
 export async function tunePrefillAsTheApp(e: Engine, log: (line: string) => void): Promise<PrefillTuning | null> {
   const t = await e.tunePrefill().catch((err) => (log(`prefill attention timing failed, attention_tiled kept: ${String(err?.stack ?? err)}`), null));
-  if (t) log(`prefill attention timed in ${(t.ms / 1000).toFixed(2)} s, µs a layer for ${t.rows} rows over ${t.keys} keys: ${t.ways.map((w) => `${describeTiledLanes(w.lanes)} ${w.us.toFixed(0)}`).join('; ')}; ${describeTiledLanes(t.chosen)} kept`);
+  if (t) log(`prefill attention timed in ${(t.ms / 1000).toFixed(2)} s, µs a layer for ${t.rows} rows over ${t.keys} keys: ${t.ways.map((w) => `${describeTiledLanes(w.lanes)} ${w.error ? `not timed: ${w.error}` : w.us.toFixed(0)}`).join('; ')}; ${describeTiledLanes(t.chosen)} kept`);
   return t;
 }

@@ -132,7 +132,8 @@ async function tunePrefill(e: Engine): Promise<PrefillTuningInfo | null> {
     const t = await e.tunePrefill();
     if (!t) return null;
     const us = (lanes: number) => t.ways.find((w) => w.lanes === lanes)!.us;
-    return { chosen: describeTiledLanes(t.chosen), us: us(t.chosen), oneLaneUs: us(1), rows: t.rows, keys: t.keys, ms: t.ms };
+    const refused = t.ways.filter((w) => w.error).map((w) => `${describeTiledLanes(w.lanes)} (${w.error})`);
+    return { chosen: describeTiledLanes(t.chosen), us: us(t.chosen), oneLaneUs: us(1), rows: t.rows, keys: t.keys, ms: t.ms, refused };
   } catch (err) {
     return { error: (err as Error).message };
   }

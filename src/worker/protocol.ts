@@ -112,9 +112,15 @@ export interface ModelInfo {
 
 /**
  * Prefill's attention kernel chosen by timing each way at load, in words, with its µs a layer for `rows` rows over
- * `keys` keys and attention_tiled's (one lane a row group), or why timing failed (attention_tiled kept).
+ * `keys` keys and attention_tiled's (one lane a row group), and the ways refused; or why timing failed (attention_tiled kept).
  */
-export type PrefillTuningInfo = { chosen: string; us: number; oneLaneUs: number; rows: number; keys: number; ms: number } | { error: string };
+export type PrefillTuningInfo =
+  | {
+      chosen: string; us: number; oneLaneUs: number; rows: number; keys: number; ms: number;
+      /** Ways not timed because their output differed from attention_tiled's on this GPU, each with why. */
+      refused: string[];
+    }
+  | { error: string };
 
 /** Which way host rows go up to the GPU, chosen by timing both at load, or why timing failed (writeBuffer kept). */
 export type UploadTuningInfo = { chosen: 'writeBuffer' | 'mapped staging'; writeGBps: number; mappedGBps: number; ms: number } | { error: string };

@@ -2,7 +2,8 @@
  * Prefill's attention chosen by timing (model/tune-prefill.ts, Engine.tunePrefill), on stories260K (heads of 8: one
  * or two lanes a row group run) with the 'gpu' profile forced, on SwiftShader (subgroups of 4). With an injected
  * clock: every way timed in turns, one lane first; the fastest kept past the margin, one lane within it; an earlier
- * choice restored where timing fails; nothing timed on the 'cpu' profile. Kept, the lanes serve every tiled
+ * choice restored where timing fails; nothing timed on the 'cpu' profile; a way whose output on the device differs
+ * from attention_tiled's (here made to by a wrong scale) neither timed nor kept. Kept, the lanes serve every tiled
  * prefill (the kernels a prefill builds say so) and give one lane's logits. With the real clock: every way runs.
  */
 import { test, after } from 'node:test';
@@ -75,6 +76,30 @@ async function prefill(): Promise<{ logits: Float32Array; kernels: string[] }> {
     cache.destroy();
   }
 }
+
+test('a way whose output differs from attention_tiled\'s on the device is neither timed nor kept, and the tuning says why', async () => {
+  await onGpuProfile(async () => {
+    // On the device: lanes 2 agree here; made to attend with the wrong scale, they no longer do.
+    const attention = e.ops.attention;
+    e.ops.attention = function (a) {
+      return attention.call(this, a.tiledLanes === 2 ? { ...a, scale: a.scale * 1.01 } : a);
+    };
+    const seen: TiledLanes[] = [];
+    try {
+      const r = (await tunePrefill(e, { reps: 2, measure: async (lanes) => (seen.push(lanes), lanes === 2 ? 10 : 100) }))!;
+      assert.deepEqual(seen, [1, 1], 'only one lane timed');
+      assert.equal(r.chosen, 1);
+      assert.equal(e.ops.tiledLanes, 1);
+      assert.ok(Number.isNaN(r.ways[1].us));
+      assert.match(r.ways[1].error!, /^its output differs from attention_tiled's by \d\.\d\de-\d+ of a largest \d+\.\d{3} on this device$/);
+    } finally {
+      e.ops.attention = attention;
+    }
+    const ok = (await tunePrefill(e, { reps: 1, measure: async (lanes) => (lanes === 2 ? 10 : 100) }))!;
+    assert.equal(ok.chosen, 2, 'unpatched, they agree and are kept');
+    assert.equal(ok.ways[1].error, undefined);
+  });
+});
 
 test('kept, the lanes serve every tiled prefill and give the logits of one lane', async () => {
   await onGpuProfile(async () => {

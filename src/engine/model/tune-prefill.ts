@@ -10,16 +10,23 @@
  * of a span, with the model's heads and cache precision, in turns, each way's figure the fastest of `reps` batches
  * of about BATCH_MS, and keeps the fastest where it beats one lane by more than the margin.
  *
- * Every way computes the same rows (attention_tiled_sg has its parity test), so tuning changes speed only. CPU
- * adapters, and devices without subgroups, are not tuned: their prefill never takes attention_tiled_sg.
+ * Every way computes the same rows (attention_tiled_sg has its parity test), so tuning changes speed only. Yet
+ * attention_tiled_sg leans on how a device runs subgroups, and users' GPUs are many more than the kit's, so before a
+ * way is timed it must give attention_tiled's output on this device: 70 rows of causal positions over 96 keys of
+ * the model's heads, random values, within AGREE of the largest output. A way that does not is never kept, and the tuning says so. CPU adapters, and devices without
+ * subgroups, are not tuned: their prefill never takes attention_tiled_sg.
  */
 import type { Ops, TiledLanes } from '../ops';
+import { keyBounds } from '../attention-plan';
+import { floatsToHalves } from '../f16';
 import type { AttentionTunable } from './tune-attention';
 
-/** A way's microseconds for a layer's attention over the timed rows and keys. */
+/** A way's microseconds for a layer's attention over the timed rows and keys (NaN where it was not timed). */
 export interface TiledLanesTiming {
   lanes: TiledLanes;
   us: number;
+  /** Why the way was not timed: its output differed from attention_tiled's on this device. */
+  error?: string;
 }
 
 export interface PrefillTuning {
@@ -41,6 +48,8 @@ export interface PrefillTuneOptions {
   margin?: number;
   /** Times a way (µs a layer): tests inject a clock. */
   measure?: (lanes: TiledLanes) => Promise<number>;
+  /** Whether a way gives attention_tiled's output (null), or how far it is from it: by default run on the device. */
+  agree?: (lanes: TiledLanes) => Promise<string | null>;
 }
 
 /** Rows and keys timed: a chunk's worth of rows against a long prompt's keys (a LegoLink recompute's shape). */
@@ -50,6 +59,11 @@ const KEYS = 4096;
 const BATCH_MS = 5;
 /** As decode's tuning: an alternative must beat the default by more than this to replace it. */
 const MARGIN = 0.03;
+/**
+ * How far, relative to the largest output, a way may be from attention_tiled's output: about 10x the most measured on
+ * SwiftShader and lavapipe (2.4e-7, over the kit's four model shapes with f32 and f16 keys and values, 2 and 4 lanes).
+ */
+const AGREE = 2e-6;
 
 /** A way of prefill's attention in words: its kernel, and the lanes a row group where more than one. */
 export function describeTiledLanes(lanes: TiledLanes): string {
@@ -76,11 +90,20 @@ export async function tunePrefill(e: AttentionTunable, o: PrefillTuneOptions = {
   const bench = o.measure ? null : new TiledBench(e, rows, keys);
   try {
     const measure = o.measure ?? ((r: TiledLanes) => bench!.time(r));
-    const ways: TiledLanesTiming[] = lanes.map((r) => ({ lanes: r, us: Infinity }));
-    for (let rep = 0; rep < (o.reps ?? 3); rep++) {
-      for (const w of ways) w.us = Math.min(w.us, await measure(w.lanes));
+    const agree = o.agree ?? (async (r: TiledLanes) => {
+      const { worst, big } = await oneLaneDifference(e, r);
+      return worst <= AGREE * big ? null : `its output differs from attention_tiled's by ${worst.toExponential(2)} of a largest ${big.toFixed(3)} on this device`;
+    });
+    const ways: TiledLanesTiming[] = [];
+    for (const r of lanes) {
+      const error = r === 1 ? null : await agree(r);
+      ways.push(error === null ? { lanes: r, us: Infinity } : { lanes: r, us: NaN, error });
     }
-    const best = ways.reduce((a, b) => (b.us < a.us ? b : a));
+    const timed = ways.filter((w) => w.error === undefined);
+    for (let rep = 0; rep < (o.reps ?? 3); rep++) {
+      for (const w of timed) w.us = Math.min(w.us, await measure(w.lanes));
+    }
+    const best = timed.reduce((a, b) => (b.us < a.us ? b : a));
     const chosen = best.us < ways[0].us * (1 - (o.margin ?? MARGIN)) ? best.lanes : 1;
     ops.tiledLanes = chosen;
     return { rows, keys, ways, chosen, ms: performance.now() - t0 };
@@ -89,6 +112,50 @@ export async function tunePrefill(e: AttentionTunable, o: PrefillTuneOptions = {
     throw err;
   } finally {
     bench?.destroy();
+  }
+}
+
+/**
+ * How far `lanes` lanes a row group are from attention_tiled's output on this device, for the model's heads and cache
+ * precision (70 rows at scattered causal positions over 96 keys, two 64-row blocks, random values): the largest
+ * difference over the largest output (Infinity where an output is not a number).
+ */
+export async function oneLaneDifference(e: AttentionTunable, lanes: TiledLanes): Promise<{ worst: number; big: number }> {
+  const c = e.config, device = e.ops.lib.device;
+  const T = 70, n = 96, W = c.nHeads * c.headDim, kvW = c.nKvHeads * c.headDim;
+  let seed = 7;
+  const rand = (len: number) => Float32Array.from({ length: len }, () => ((seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32) * 2 - 1);
+  const kv = (x: Float32Array) => (e.kvDtype === 'f16' ? floatsToHalves(x) : x);
+  const kpos = Int32Array.from({ length: n }, (_, j) => j);
+  const qpos = Int32Array.from({ length: T }, (_, t) => (t * 37) % n);
+  const buffers: GPUBuffer[] = [];
+  const upload = (data: ArrayBufferView & { byteLength: number }) => {
+    const b = device.createBuffer({ label: 'prefill check', size: Math.max(16, Math.ceil(data.byteLength / 4) * 4), usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC });
+    buffers.push(b);
+    device.queue.writeBuffer(b, 0, data.buffer, data.byteOffset, data.byteLength);
+    return b;
+  };
+  try {
+    const args = {
+      q: upload(rand(T * W)), qStride: W, qOffset: 0, k: upload(kv(rand(n * kvW))), v: upload(kv(rand(n * kvW))), kvDtype: e.kvDtype,
+      qpos: upload(qpos), kpos: upload(kpos), bounds: upload(keyBounds(kpos, n, qpos, 0)),
+      T, n, H: c.nHeads, NKV: c.nKvHeads, HD: c.headDim, window: 0, scale: 1 / Math.sqrt(c.headDim), variant: 'tiled' as const,
+    };
+    const out = (r: TiledLanes) => {
+      const o = upload(new Float32Array(T * W));
+      e.ops.attention({ ...args, out: o, tiledLanes: r });
+      return o;
+    };
+    const [a, b] = await e.ops.d.readMany([out(1), out(lanes)].map((src) => ({ src, offset: 0, size: T * W * 4 })));
+    const x = new Float32Array(a), y = new Float32Array(b);
+    let big = 0, worst = 0;
+    for (let i = 0; i < x.length; i++) {
+      big = Math.max(big, Math.abs(x[i]));
+      worst = Math.max(worst, Number.isFinite(y[i]) ? Math.abs(x[i] - y[i]) : Infinity);
+    }
+    return { worst, big };
+  } finally {
+    for (const buf of buffers) buf.destroy();
   }
 }
 
