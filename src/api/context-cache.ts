@@ -32,6 +32,7 @@ import { layerValues } from '../types/kv';
 import { textOnlyChunk, type LinkLayout } from '../kvlink/layout';
 import { decodeTokens, TextStream } from '../generate/generate';
 import { buildParts, chunkMessages, moduleSchemaPositions, type ChatMessage } from './messages';
+import { WriteBehind } from './write-behind';
 
 export type { ChatMessage, ContentPart } from './messages';
 
@@ -172,20 +173,46 @@ export class ContextCache implements ContextCacheApi {
     return v.kind === 'legolink0' ? `legolink0:${v.sinks ?? 4}` : v.kind;
   }
 
-  /** Compiles every chunk (text or token ids) not yet stored, one at a time; returns their cache ids in order. */
+  /**
+   * Compiles every chunk (text or token ids) not yet stored; returns their cache ids in order. A chunk's store write
+   * (encoding, checksums, the OPFS write and its check: host work, on a GPU several times the chunk's prefill) runs
+   * while the next chunk compiles on the GPU; each chunk is reported once stored, in order. A chunk repeated in the
+   * list is compiled once. A chunk whose compile a cancel overtook is not kept; whatever fails or is cancelled, no
+   * write is left running when this settles.
+   */
   async compileContext(chunks: (string | number[])[], opts: CompileOptions = {}): Promise<string[]> {
     const tokens = chunks.map((c) => (typeof c === 'string' ? this.model.tokenizer.encode(c, { addBos: false }) : c));
     const variants = await this.variantsFor(tokens, opts);
     const ids: string[] = [];
-    for (const [i, t] of tokens.entries()) {
-      opts.signal?.throwIfAborted();
-      if (!t.length) throw new Error(`Chunk ${i + 1} has no tokens`);
-      const t0 = performance.now();
-      const id = await cacheId(this.ctx(), t, variants[i]);
-      const cached = await this.store.has(id);
-      if (!cached) await this.compileAndStore(t, variants[i], typeof chunks[i] === 'string' ? chunks[i] : undefined);
-      ids.push(id);
-      opts.onProgress?.({ done: i + 1, total: tokens.length, index: i, id, status: cached ? 'cached' : 'compiled', ms: performance.now() - t0 });
+    const compiled = new Set<string>();
+    const report = (index: number, id: string, status: 'cached' | 'compiled', t0: number) =>
+      opts.onProgress?.({ done: index + 1, total: tokens.length, index, id, status, ms: performance.now() - t0 });
+    // A chunk's write runs while the next one compiles; the chunk is reported once written.
+    const behind = new WriteBehind();
+    try {
+      for (const [i, t] of tokens.entries()) {
+        opts.signal?.throwIfAborted();
+        if (!t.length) throw new Error(`Chunk ${i + 1} has no tokens`);
+        const t0 = performance.now();
+        const id = await cacheId(this.ctx(), t, variants[i]);
+        ids.push(id);
+        if (compiled.has(id) || (await this.store.has(id))) {
+          await behind.flush();
+          report(i, id, 'cached', t0);
+          continue;
+        }
+        const chunk = await compileChunk(this.ctx(), t, variants[i]);
+        await behind.flush();
+        // Cancelled while it compiled (or by the last chunk's report): this chunk is not kept.
+        opts.signal?.throwIfAborted();
+        compiled.add(id);
+        const text = typeof chunks[i] === 'string' ? chunks[i] : undefined;
+        await behind.start(() => this.keep(chunk, t, variants[i], text), () => report(i, id, 'compiled', t0));
+      }
+      await behind.flush();
+    } catch (err) {
+      await behind.settle();
+      throw err;
     }
     return ids;
   }
@@ -204,12 +231,16 @@ export class ContextCache implements ContextCacheApi {
     return moduleSchemaPositions(chunkMessages(names, question), this.model.tokenizer, this.model.config.bosId, (id) => tokens[Number(id)]);
   }
 
+  /** Compiles a chunk and keeps it (keep). */
+  private async compileAndStore(tokens: number[], variant: CompileVariant, text?: string): Promise<CompiledChunk> {
+    return this.keep(await compileChunk(this.ctx(), tokens, variant), tokens, variant, text);
+  }
+
   /**
-   * Compiles a chunk, stores it, and keeps it on the GPU too (the GPU tier), so that the first link after a compile
+   * Stores a chunk compiled from `tokens` (kept with it, to compile it again should its blob be damaged), and keeps it on the GPU too (the GPU tier), so that the first link after a compile
    * moves no rows from the host; the tier evicts the least recently used chunks for it, never those a link holds.
    */
-  private async compileAndStore(tokens: number[], variant: CompileVariant, text?: string): Promise<CompiledChunk> {
-    const chunk = await compileChunk(this.ctx(), tokens, variant);
+  private async keep(chunk: CompiledChunk, tokens: number[], variant: CompileVariant, text?: string): Promise<CompiledChunk> {
     await this.store.put(
       {
         id: chunk.id, modelId: this.model.id, dtype: this.engine.kvDtype, kvDim: layerValues(chunk.layers[0]) / chunk.tokens.length,
