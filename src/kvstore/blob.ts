@@ -152,10 +152,12 @@ export function verifyBlob(bytes: Uint8Array): BlobMeta {
 
 /**
  * The cache in a blob, after every check: f32 rows as stored, or f16 rows as halves (LayerRows.halves), widened
- * to f32 only where something reads them (an upload takes the halves as they are).
+ * to f32 only where something reads them (an upload takes the halves as they are). `payloadChecked`: the caller
+ * has already checked these very bytes (a write's read-back, compared with what was written), so the payload's
+ * checksum is not worked out again; the header still is.
  */
-export function decodeBlob(bytes: Uint8Array): { meta: BlobMeta; layers: LayerRows[] } {
-  const meta = verifyBlob(bytes);
+export function decodeBlob(bytes: Uint8Array, opts: { payloadChecked?: boolean } = {}): { meta: BlobMeta; layers: LayerRows[] } {
+  const meta = opts.payloadChecked ? readBlobHeader(bytes) : verifyBlob(bytes);
   const { tokens, kvDim, dtype } = meta;
   const n = tokens * kvDim;
   const arr = arrayBytes(tokens, kvDim, dtype);
@@ -180,4 +182,17 @@ export function decodeBlob(bytes: Uint8Array): { meta: BlobMeta; layers: LayerRo
     } else layers.push({ k: floats(), v: floats() });
   }
   return { meta, layers };
+}
+
+/** Whether two byte arrays hold the same bytes (four at a time where both are aligned for it). */
+export function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  let n4 = 0;
+  if (a.byteOffset % 4 === 0 && b.byteOffset % 4 === 0) {
+    n4 = a.length >> 2;
+    const a4 = new Uint32Array(a.buffer, a.byteOffset, n4), b4 = new Uint32Array(b.buffer, b.byteOffset, n4);
+    for (let i = 0; i < n4; i++) if (a4[i] !== b4[i]) return false;
+  }
+  for (let i = 4 * n4; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }

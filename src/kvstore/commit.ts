@@ -4,7 +4,7 @@
  *
  *  1. write the bytes under a temporary name `tmp-<key>.<nonce>` (or, on a
  *     backend that cannot rename, straight under the final name);
- *  2. read them back and check them against what was written (header, CRC-32);
+ *  2. read them back and check them against what was written, byte for byte;
  *  3. rename to the final name `<key>.<nonce>.lkv` (unique per write, so it
  *     never replaces a live blob);
  *  4. (the store) write the index record naming that file: the commit point;
@@ -14,7 +14,7 @@
  * file (tmp- or not), so a half-written entry is never seen.
  */
 import { crc32 } from './crc32';
-import { readBlobHeader, verifyBlob } from './blob';
+import { sameBytes } from './blob';
 import { CorruptBlobError, isQuotaError, type BlobBackend } from './types';
 
 export const BLOB_SUFFIX = '.lkv';
@@ -59,8 +59,8 @@ export async function writeBlobAtomically(
   try {
     readBack = await blobs.read(first);
     if (!readBack) throw new CorruptBlobError('it vanished');
-    const sum = verifyBlob(readBack).checksum;
-    if (readBack.length !== bytes.length || sum !== readBlobHeader(bytes).checksum) throw new CorruptBlobError('it differs from what was written');
+    // Byte for byte: stronger than the checksums, and a quarter of their time.
+    if (!sameBytes(readBack, bytes)) throw new CorruptBlobError(readBack.length === bytes.length ? 'it differs from what was written' : `${readBack.length} bytes were read back of the ${bytes.length} written`);
   } catch (e) {
     await blobs.delete(first).catch(() => {});
     if (!(e instanceof CorruptBlobError)) throw e;

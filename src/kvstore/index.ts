@@ -4,7 +4,7 @@ import { OpfsBlobBackend } from './opfs';
 import { KVStore, type Budgets } from './store';
 
 export { KVStore, DEFAULT_BUDGETS, type Budgets, type KVStoreOptions, type OpenReport } from './store';
-export { encodeBlob, decodeBlob, verifyBlob, readBlobHeader, payloadBytes, BLOB_MAGIC, BLOB_VERSION, type BlobMeta } from './blob';
+export { encodeBlob, decodeBlob, verifyBlob, readBlobHeader, payloadBytes, sameBytes, BLOB_MAGIC, BLOB_VERSION, type BlobMeta } from './blob';
 export { crc32 } from './crc32';
 export { BLOB_SUFFIX, TMP_PREFIX, fileKey } from './commit';
 export { OpfsBlobBackend } from './opfs';

@@ -134,7 +134,8 @@ export class KVStore extends StoreCore {
         this.emit({ type: 'evict', id, tier: 'opfs', reason: 'replaced' });
         await this.blobs.delete(old.file).catch(() => {});
       }
-      if (rowBytes(rec) <= this.budgets.ram) this.toRam(rec, decodeBlob(readBack).layers);
+      // The read-back was compared with what was written: its payload needs no second checksum.
+      if (rowBytes(rec) <= this.budgets.ram) this.toRam(rec, decodeBlob(readBack, { payloadChecked: true }).layers);
       this.emit({ type: 'put', id, bytes: bytes.length });
       return publicMeta(rec);
     });

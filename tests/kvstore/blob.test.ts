@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { floatsToHalves, roundToHalf } from '../../src/engine/f16';
-import { CorruptBlobError, crc32, decodeBlob, encodeBlob, payloadBytes, readBlobHeader, verifyBlob } from '../../src/kvstore';
+import { CorruptBlobError, crc32, decodeBlob, encodeBlob, payloadBytes, readBlobHeader, sameBytes, verifyBlob } from '../../src/kvstore';
 import { fakeLayers } from './helpers';
 
 const meta = { id: 'c0ffee', modelId: 'stories260K', kvDim: 16 };
@@ -87,6 +87,33 @@ test('every single-byte change, truncation or extension is detected', () => {
   const v2 = blob.slice();
   v2[4] = 2;
   assert.throws(() => decodeBlob(v2), /format version 2 is not supported/);
+});
+
+test('a write\'s read-back check: sameBytes sees any changed byte, aligned or not, and any length change; decoding it then skips only the payload checksum', () => {
+  const blob = encodeBlob(meta, fakeLayers(2, 5, 16, 3), 'f16');
+  assert.equal(sameBytes(blob, blob.slice()), true);
+  // Unaligned views of the same bytes (the byte loop), beside aligned ones (four at a time).
+  const shifted = new Uint8Array(blob.length + 1);
+  shifted.set(blob, 1);
+  assert.equal(sameBytes(shifted.subarray(1), blob), true);
+  for (const i of [0, 1, 37, blob.length - 2, blob.length - 1]) {
+    for (const view of [(b: Uint8Array) => b, (b: Uint8Array) => { const s = new Uint8Array(b.length + 1); s.set(b, 1); return s.subarray(1); }]) {
+      const bad = blob.slice();
+      bad[i] ^= 0x10;
+      assert.equal(sameBytes(view(bad), blob), false, `byte ${i}`);
+    }
+  }
+  assert.equal(sameBytes(blob.subarray(0, blob.length - 4), blob), false);
+  assert.equal(sameBytes(Uint8Array.from([...blob, 0]), blob), false);
+  // A payload the caller vouches for decodes to the same rows without its checksum; the header is still checked.
+  const payloadFlip = blob.slice();
+  payloadFlip[blob.length - 1] ^= 4;
+  assert.throws(() => decodeBlob(payloadFlip), /payload checksum mismatch/);
+  assert.doesNotThrow(() => decodeBlob(payloadFlip, { payloadChecked: true }));
+  assert.deepEqual(decodeBlob(blob, { payloadChecked: true }).layers.map((l) => [...l.halves!.k]), decodeBlob(blob).layers.map((l) => [...l.halves!.k]));
+  const headerFlip = blob.slice();
+  headerFlip[20] ^= 1;
+  assert.throws(() => decodeBlob(headerFlip, { payloadChecked: true }), CorruptBlobError);
 });
 
 test('encodeBlob refuses inconsistent input', () => {
