@@ -91,9 +91,9 @@ export async function timeAttention(e: Engine, c: AttentionCase, targetMs = 60):
     }
     if (c.T >= TILED_MIN_T) {
       for (const splits of ['auto', ...TILED_SPLITS.filter((s) => s <= c.n / 64 && fits(s))] as const) shapes.push({ variant: 'tiled', rowsPerThread: 1, splits });
-      // Wider tiles than the engine's 16 keys, where the adapter's workgroup memory holds them (fewer barriers, more
-      // scores held in registers, fewer workgroups a multiprocessor).
-      for (const keysPerTile of [32, 64]) {
+      // Narrower and wider tiles than the engine's 16 keys, where the adapter's workgroup memory holds them (more or
+      // fewer barriers and scores held in registers, more or fewer workgroups a multiprocessor).
+      for (const keysPerTile of [8, 32, 64]) {
         if (keysPerTile * (8 * c.HD + 4) <= dev.limits.maxComputeWorkgroupStorageSize) shapes.push({ variant: 'tiled', rowsPerThread: 1, splits: 'auto', keysPerTile });
       }
       // Subgroup lanes sharing rows (attention_tiled_sg), where the device runs them: each key read once for 2 or 4

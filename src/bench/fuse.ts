@@ -8,7 +8,7 @@
  * workgroup (Ops.stageX), and from x's buffer in every column's lanes; and, fused, with f16 weights read 16 bytes a
  * load (Ops.gemvWide) and 8. Each way reports its wall and GPU time a step and its dispatches a step.
  */
-import { describeAttentionWay, describeSettings, describeTiledLanes, type AttentionVariant, type KVCache, type DecodeTuning, type Engine, type GemvVariant, type PrefillTuning, type UploadTuning } from '../engine';
+import { describeAttentionWay, describeSettings, describeTiledWay, type AttentionVariant, type KVCache, type DecodeTuning, type Engine, type GemvVariant, type PrefillTuning, type UploadTuning } from '../engine';
 import { benchTokens } from './prefill';
 import type { LinkPart } from '../types/kv';
 import { link } from '../kvlink/link';
@@ -222,11 +222,11 @@ export async function tuneUploadAsTheApp(e: Engine, log: (line: string) => void)
 }
 
 /**
- * Times prefill's attention as the app does when it loads a model (Engine.tunePrefill; nothing on the 'cpu' profile
- * or without subgroups), so the prefills and links the kit times next attend as the app's would; logs each way.
+ * Times prefill's attention as the app does when it loads a model (Engine.tunePrefill; nothing on the 'cpu'
+ * profile), so the prefills and links the kit times next attend as the app's would; logs each way.
  */
 export async function tunePrefillAsTheApp(e: Engine, log: (line: string) => void): Promise<PrefillTuning | null> {
-  const t = await e.tunePrefill().catch((err) => (log(`prefill attention timing failed, attention_tiled kept: ${String(err?.stack ?? err)}`), null));
-  if (t) log(`prefill attention timed in ${(t.ms / 1000).toFixed(2)} s, µs a layer for ${t.rows} rows over ${t.keys} keys: ${t.ways.map((w) => `${describeTiledLanes(w.lanes)} ${w.error ? `not timed: ${w.error}` : w.us.toFixed(0)}`).join('; ')}; ${describeTiledLanes(t.chosen)} kept`);
+  const t = await e.tunePrefill().catch((err) => (log(`prefill attention timing failed, the default way kept: ${String(err?.stack ?? err)}`), null));
+  if (t) log(`prefill attention timed in ${(t.ms / 1000).toFixed(2)} s, µs a layer for ${t.rows} rows over ${t.keys} keys: ${t.ways.map((w) => `${describeTiledWay(w)} ${w.error ? `not timed: ${w.error}` : w.us.toFixed(0)}`).join('; ')}; ${describeTiledWay(t.chosen)} kept`);
   return t;
 }

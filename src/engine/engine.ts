@@ -256,7 +256,8 @@ export class Engine {
 
   /**
    * On a real GPU, times prefill's attention_tiled with one, two and four subgroup lanes a row group (as the device
-   * runs them) and keeps the fastest as Ops.tiledLanes; null, and nothing set, on CPU adapters or without subgroups.
+   * runs them) at 16 and 8 keys a tile, and keeps the fastest (Ops.tiledLanes, Ops.tiledKeysPerTile); null, and
+   * nothing set, on CPU adapters.
    */
   tunePrefill(opts?: PrefillTuneOptions): Promise<PrefillTuning | null> {
     return this.exclusive(() => tunePrefill(this, opts));

@@ -47,6 +47,8 @@ export class Ops {
   decodeKeysPerThread?: KeysPerThread;
   /** attention_tiled's lanes a row group where a call names none (default 1; Engine.tunePrefill measures it). */
   tiledLanes?: TiledLanes;
+  /** attention_tiled's keys a tile where a call names none (default 16; Engine.tunePrefill measures it). */
+  tiledKeysPerTile?: number;
   /** Decode's kernel for rows that scan many keys, where it differs from the short spans' (Engine.tuneDecode measures it). */
   longAttention?: LongAttention;
   /**
@@ -316,7 +318,7 @@ export class Ops {
       return this.attentionRun(a, pipe, params(splits), b, splits, a.T * a.NKV * splits * 64);
     }
     if (variant === 'tiled') {
-      const BK = this.attentionTile(a.HD, a.keysPerTile);
+      const BK = this.attentionTile(a.HD, a.keysPerTile ?? this.tiledKeysPerTile);
       if (BK < 4 || BK % 4 !== 0) throw new Error(`attention_tiled: ${BK} keys a tile (head ${a.HD}, ${this.wgStorage} B of workgroup memory)`);
       const groups = Math.ceil(a.T / 64) * a.H;
       const splits = Math.min(fit, a.splits ?? tiledSplits(groups, a.n));

@@ -17,8 +17,8 @@ export function decodeTuningText(t: DecodeTuningInfo): string {
 }
 
 export function prefillTuningText(t: PrefillTuningInfo): string {
-  if ('error' in t) return `Prefill attention: attention_tiled (timing the ways failed: ${t.error})`;
-  const vs = t.chosen === 'attention_tiled' ? '' : `; attention_tiled took ${t.oneLaneUs.toFixed(0)} µs`;
+  if ('error' in t) return `Prefill attention: the default way (timing the ways failed: ${t.error})`;
+  const vs = t.chosen === t.defaults ? ' (the default)' : `; the default (${t.defaults}) took ${t.defaultUs.toFixed(0)} µs`;
   const refused = t.refused.length ? `. Not used: ${t.refused.join('; ')}` : '';
-  return `Prefill attention, timed on this GPU in ${(t.ms / 1000).toFixed(2)} s: ${t.chosen}, ${t.us.toFixed(0)} µs a layer for ${t.rows} rows over ${t.keys} keys${vs}${refused}`;
+  return `Prefill attention, timed on this GPU (${t.ways} ways in ${(t.ms / 1000).toFixed(2)} s): ${t.chosen}, ${t.us.toFixed(0)} µs a layer for ${t.rows} rows over ${t.keys} keys${vs}${refused}`;
 }

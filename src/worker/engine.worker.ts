@@ -4,7 +4,7 @@
  * protocol.ts's `Calls` map has one handler here (`handlers`, checked by
  * type); errors go back serialised by name (errors.ts).
  */
-import { createGpuContext, Engine, OutOfGpuMemoryError, bundledKernelSources, hfConfigToModelConfig, isQuant, describeAttentionWay, describeSettings, describeTiledLanes, type GpuContext, type LoadedModel } from '../engine';
+import { createGpuContext, Engine, OutOfGpuMemoryError, bundledKernelSources, hfConfigToModelConfig, isQuant, describeAttentionWay, describeSettings, describeTiledWay, type GpuContext, type LoadedModel } from '../engine';
 import { decodeTokens, TextStream } from '../generate/generate';
 import { parseModel, resolveSource } from './sources';
 import { deleteCachedModel, listCachedModels, opfsRoot } from './opfs-cache';
@@ -124,16 +124,16 @@ async function tuneUpload(e: Engine): Promise<UploadTuningInfo | null> {
 }
 
 /**
- * On a real GPU with subgroups, times prefill's attention with one, two and four lanes a row group (Engine.tunePrefill,
- * a fraction of a second) and keeps the fastest; null elsewhere. A failed timing keeps attention_tiled.
+ * On a real GPU, times prefill's attention with one, two and four lanes a row group at 16 and 8 keys a tile
+ * (Engine.tunePrefill, a fraction of a second) and keeps the fastest; null elsewhere. A failed timing keeps the default.
  */
 async function tunePrefill(e: Engine): Promise<PrefillTuningInfo | null> {
   try {
     const t = await e.tunePrefill();
     if (!t) return null;
-    const us = (lanes: number) => t.ways.find((w) => w.lanes === lanes)!.us;
-    const refused = t.ways.filter((w) => w.error).map((w) => `${describeTiledLanes(w.lanes)} (${w.error})`);
-    return { chosen: describeTiledLanes(t.chosen), us: us(t.chosen), oneLaneUs: us(1), rows: t.rows, keys: t.keys, ms: t.ms, refused };
+    const kept = t.ways.find((w) => w.lanes === t.chosen.lanes && w.keysPerTile === t.chosen.keysPerTile)!;
+    const refused = t.ways.filter((w) => w.error).map((w) => `${describeTiledWay(w)} (${w.error})`);
+    return { chosen: describeTiledWay(t.chosen), us: kept.us, defaults: describeTiledWay(t.ways[0]), defaultUs: t.ways[0].us, ways: t.ways.length, rows: t.rows, keys: t.keys, ms: t.ms, refused };
   } catch (err) {
     return { error: (err as Error).message };
   }

@@ -106,17 +106,17 @@ export interface ModelInfo {
   decodeTuning: DecodeTuningInfo | null;
   /** How a link's host rows go up, as timed on this GPU at load (Engine.tuneUpload); null on CPU adapters. */
   uploadTuning: UploadTuningInfo | null;
-  /** Prefill's attention kernel as timed on this GPU at load (Engine.tunePrefill); null on CPU adapters or without subgroups. */
+  /** Prefill's attention as timed on this GPU at load (Engine.tunePrefill); null on CPU adapters. */
   prefillTuning: PrefillTuningInfo | null;
 }
 
 /**
- * Prefill's attention kernel chosen by timing each way at load, in words, with its µs a layer for `rows` rows over
- * `keys` keys and attention_tiled's (one lane a row group), and the ways refused; or why timing failed (attention_tiled kept).
+ * Prefill's attention way chosen by timing `ways` ways at load, in words, with its µs a layer for `rows` rows over
+ * `keys` keys and the default way's, and the ways refused; or why timing failed (the default kept).
  */
 export type PrefillTuningInfo =
   | {
-      chosen: string; us: number; oneLaneUs: number; rows: number; keys: number; ms: number;
+      chosen: string; us: number; defaults: string; defaultUs: number; ways: number; rows: number; keys: number; ms: number;
       /** Ways not timed because their output differed from attention_tiled's on this GPU, each with why. */
       refused: string[];
     }

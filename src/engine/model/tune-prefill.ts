@@ -5,27 +5,33 @@
  * LegoLink recompute over it on the H100 (gpu-h100-13.json). An invocation there holds a row and reads every key
  * and value from workgroup memory for four multiply-adds a read, which bounds it on GPUs where such reads are
  * scarcer than arithmetic. attention_tiled_sg lets 2 or 4 subgroup lanes share R rows, so each read serves R rows
- * (Ops.tiledLanes). Whether that pays depends on the GPU, its subgroups and the model's heads, so the engine times
- * a layer's attention each way (1, 2 and 4 lanes a row group, as the device runs them) over rows that see every key
+ * (Ops.tiledLanes); tiles of 8 keys rather than 16 halve the scores an invocation holds (Ops.tiledKeysPerTile).
+ * Which pays depends on the GPU, its subgroups and the model's heads, so the engine times a layer's attention each
+ * way (1, 2 and 4 lanes a row group as the device runs them, at 16 and 8 keys a tile) over rows that see every key
  * of a span, with the model's heads and cache precision, in turns, each way's figure the fastest of `reps` batches
- * of about BATCH_MS, and keeps the fastest where it beats one lane by more than the margin.
+ * of about BATCH_MS, and keeps the fastest where it beats the default (one lane, 16 keys) by more than the margin.
  *
- * Every way computes the same rows (attention_tiled_sg has its parity test), so tuning changes speed only. Yet
- * attention_tiled_sg leans on how a device runs subgroups, and users' GPUs are many more than the kit's, so before a
- * way is timed it must give attention_tiled's output on this device: 70 rows of causal positions over 96 keys of
- * the model's heads, random values, within AGREE of the largest output. A way that does not is never kept, and the tuning says so. CPU adapters, and devices without
- * subgroups, are not tuned: their prefill never takes attention_tiled_sg.
+ * Every way computes the same rows (each has its parity test), so tuning changes speed only. Yet attention_tiled_sg
+ * leans on how a device runs subgroups, and users' GPUs are many more than the kit's, so before a way is timed it
+ * must give the default way's output on this device: 70 rows of causal positions over 96 keys of the model's heads,
+ * random values, within AGREE of the largest output. A way that does not is never kept, and the tuning says so. CPU
+ * adapters are not tuned: their prefill never takes attention_tiled.
  */
 import type { Ops, TiledLanes } from '../ops';
 import { keyBounds } from '../attention-plan';
 import { floatsToHalves } from '../f16';
 import type { AttentionTunable } from './tune-attention';
 
-/** A way's microseconds for a layer's attention over the timed rows and keys (NaN where it was not timed). */
-export interface TiledLanesTiming {
+/** A way of prefill's attention_tiled: lanes a row group (attention_tiled_sg where more than one) and keys a tile. */
+export interface TiledWay {
   lanes: TiledLanes;
+  keysPerTile: number;
+}
+
+/** A way's microseconds for a layer's attention over the timed rows and keys (NaN where it was not timed). */
+export interface TiledWayTiming extends TiledWay {
   us: number;
-  /** Why the way was not timed: its output differed from attention_tiled's on this device. */
+  /** Why the way was not timed: its output differed from the default way's on this device. */
   error?: string;
 }
 
@@ -33,10 +39,10 @@ export interface PrefillTuning {
   /** Query rows and the keys each sees. */
   rows: number;
   keys: number;
-  /** One lane a row group (attention_tiled) first, then the others the device runs. */
-  ways: TiledLanesTiming[];
-  /** What was kept (now Ops.tiledLanes). */
-  chosen: TiledLanes;
+  /** The default way (attention_tiled, the engine's tile) first, then the others the device runs. */
+  ways: TiledWayTiming[];
+  /** What was kept (now Ops.tiledLanes and Ops.tiledKeysPerTile). */
+  chosen: TiledWay;
   ms: number;
 }
 
@@ -44,12 +50,12 @@ export interface PrefillTuneOptions {
   rows?: number;
   keys?: number;
   reps?: number;
-  /** How much faster than one lane a way must be to be kept. */
+  /** How much faster than the default way another must be to be kept. */
   margin?: number;
   /** Times a way (µs a layer): tests inject a clock. */
-  measure?: (lanes: TiledLanes) => Promise<number>;
-  /** Whether a way gives attention_tiled's output (null), or how far it is from it: by default run on the device. */
-  agree?: (lanes: TiledLanes) => Promise<string | null>;
+  measure?: (way: TiledWay) => Promise<number>;
+  /** Whether a way gives the default way's output (null), or how far it is from it: by default run on the device. */
+  agree?: (way: TiledWay) => Promise<string | null>;
 }
 
 /** Rows and keys timed: a chunk's worth of rows against a long prompt's keys (a LegoLink recompute's shape). */
@@ -64,10 +70,12 @@ const MARGIN = 0.03;
  * SwiftShader and lavapipe (2.4e-7, over the kit's four model shapes with f32 and f16 keys and values, 2 and 4 lanes).
  */
 const AGREE = 2e-6;
+/** Keys a tile tried: the engine's default, and half of it (half the scores an invocation holds in registers). */
+const TILES = [16, 8];
 
-/** A way of prefill's attention in words: its kernel, and the lanes a row group where more than one. */
-export function describeTiledLanes(lanes: TiledLanes): string {
-  return lanes === 1 ? 'attention_tiled' : `attention_tiled_sg, ${lanes} lanes a row group`;
+/** A way of prefill's attention in words: its kernel, the lanes a row group where more than one, its keys a tile. */
+export function describeTiledWay(w: TiledWay): string {
+  return `${w.lanes === 1 ? 'attention_tiled' : `attention_tiled_sg, ${w.lanes} lanes a row group`}, ${w.keysPerTile} keys a tile`;
 }
 
 /** The lanes a row group attention_tiled runs with on this device for heads of HD, one lane first. */
@@ -76,39 +84,51 @@ export function tiledLaneWays(ops: Pick<Ops, 'takesTiledLanes'>, HD: number): Ti
 }
 
 /**
- * Times every way and keeps the fastest past the margin as Ops.tiledLanes (1 otherwise); null, and nothing set,
- * where prefill does not take attention_tiled (CPU adapters) or the device runs one way only (no subgroups).
+ * The ways prefill's attention can take on this device for heads of HD: each lanes a row group it runs, at each keys a
+ * tile of TILES its workgroup memory holds (Ops.attentionTile), the default (one lane, the engine's tile) first.
+ */
+export function tiledWays(ops: Pick<Ops, 'takesTiledLanes' | 'attentionTile'>, HD: number): TiledWay[] {
+  const tiles = [...new Set(TILES.map((t) => ops.attentionTile(HD, t)))].filter((t) => t >= 4);
+  return tiledLaneWays(ops, HD).flatMap((lanes) => tiles.map((keysPerTile) => ({ lanes, keysPerTile })));
+}
+
+/**
+ * Times every way and keeps the fastest past the margin as Ops.tiledLanes and Ops.tiledKeysPerTile (the default way
+ * otherwise); null, and nothing set, where prefill does not take attention_tiled (CPU adapters) or there is one way.
  */
 export async function tunePrefill(e: AttentionTunable, o: PrefillTuneOptions = {}): Promise<PrefillTuning | null> {
   const t0 = performance.now();
   const c = e.config, ops = e.ops;
   const rows = o.rows ?? ROWS, keys = Math.min(o.keys ?? KEYS, c.maxPositions);
   if (ops.pickAttention(rows, c.headDim) !== 'tiled') return null;
-  const lanes = tiledLaneWays(ops, c.headDim);
-  if (lanes.length < 2) return null;
-  const saved = ops.tiledLanes;
+  const all = tiledWays(ops, c.headDim);
+  if (all.length < 2) return null;
+  const saved = { lanes: ops.tiledLanes, keysPerTile: ops.tiledKeysPerTile };
   const bench = o.measure ? null : new TiledBench(e, rows, keys);
   try {
-    const measure = o.measure ?? ((r: TiledLanes) => bench!.time(r));
-    const agree = o.agree ?? (async (r: TiledLanes) => {
-      const { worst, big } = await oneLaneDifference(e, r);
-      return worst <= AGREE * big ? null : `its output differs from attention_tiled's by ${worst.toExponential(2)} of a largest ${big.toFixed(3)} on this device`;
+    const measure = o.measure ?? ((w: TiledWay) => bench!.time(w));
+    const agree = o.agree ?? (async (w: TiledWay) => {
+      const { worst, big } = await defaultWayDifference(e, w, all[0]);
+      return worst <= AGREE * big ? null : `its output differs from ${describeTiledWay(all[0])}'s by ${worst.toExponential(2)} of a largest ${big.toFixed(3)} on this device`;
     });
-    const ways: TiledLanesTiming[] = [];
-    for (const r of lanes) {
-      const error = r === 1 ? null : await agree(r);
-      ways.push(error === null ? { lanes: r, us: Infinity } : { lanes: r, us: NaN, error });
+    const ways: TiledWayTiming[] = [];
+    for (const w of all) {
+      const error = w === all[0] ? null : await agree(w);
+      ways.push(error === null ? { ...w, us: Infinity } : { ...w, us: NaN, error });
     }
     const timed = ways.filter((w) => w.error === undefined);
     for (let rep = 0; rep < (o.reps ?? 3); rep++) {
-      for (const w of timed) w.us = Math.min(w.us, await measure(w.lanes));
+      for (const w of timed) w.us = Math.min(w.us, await measure({ lanes: w.lanes, keysPerTile: w.keysPerTile }));
     }
     const best = timed.reduce((a, b) => (b.us < a.us ? b : a));
-    const chosen = best.us < ways[0].us * (1 - (o.margin ?? MARGIN)) ? best.lanes : 1;
-    ops.tiledLanes = chosen;
+    const kept = best.us < ways[0].us * (1 - (o.margin ?? MARGIN)) ? best : ways[0];
+    const chosen = { lanes: kept.lanes, keysPerTile: kept.keysPerTile };
+    ops.tiledLanes = chosen.lanes;
+    ops.tiledKeysPerTile = chosen.keysPerTile;
     return { rows, keys, ways, chosen, ms: performance.now() - t0 };
   } catch (err) {
-    ops.tiledLanes = saved;
+    ops.tiledLanes = saved.lanes;
+    ops.tiledKeysPerTile = saved.keysPerTile;
     throw err;
   } finally {
     bench?.destroy();
@@ -116,11 +136,11 @@ export async function tunePrefill(e: AttentionTunable, o: PrefillTuneOptions = {
 }
 
 /**
- * How far `lanes` lanes a row group are from attention_tiled's output on this device, for the model's heads and cache
- * precision (70 rows at scattered causal positions over 96 keys, two 64-row blocks, random values): the largest
- * difference over the largest output (Infinity where an output is not a number).
+ * How far way `w` is from way `base`'s output on this device, for the model's heads and cache precision (70 rows at
+ * scattered causal positions over 96 keys, two 64-row blocks, random values): the largest difference, and the largest
+ * output (the difference Infinity where an output is not a number).
  */
-export async function oneLaneDifference(e: AttentionTunable, lanes: TiledLanes): Promise<{ worst: number; big: number }> {
+export async function defaultWayDifference(e: AttentionTunable, w: TiledWay, base: TiledWay): Promise<{ worst: number; big: number }> {
   const c = e.config, device = e.ops.lib.device;
   const T = 70, n = 96, W = c.nHeads * c.headDim, kvW = c.nKvHeads * c.headDim;
   let seed = 7;
@@ -141,12 +161,12 @@ export async function oneLaneDifference(e: AttentionTunable, lanes: TiledLanes):
       qpos: upload(qpos), kpos: upload(kpos), bounds: upload(keyBounds(kpos, n, qpos, 0)),
       T, n, H: c.nHeads, NKV: c.nKvHeads, HD: c.headDim, window: 0, scale: 1 / Math.sqrt(c.headDim), variant: 'tiled' as const,
     };
-    const out = (r: TiledLanes) => {
+    const out = (way: TiledWay) => {
       const o = upload(new Float32Array(T * W));
-      e.ops.attention({ ...args, out: o, tiledLanes: r });
+      e.ops.attention({ ...args, out: o, tiledLanes: way.lanes, keysPerTile: way.keysPerTile });
       return o;
     };
-    const [a, b] = await e.ops.d.readMany([out(1), out(lanes)].map((src) => ({ src, offset: 0, size: T * W * 4 })));
+    const [a, b] = await e.ops.d.readMany([out(base), out(w)].map((src) => ({ src, offset: 0, size: T * W * 4 })));
     const x = new Float32Array(a), y = new Float32Array(b);
     let big = 0, worst = 0;
     for (let i = 0; i < x.length; i++) {
@@ -162,7 +182,7 @@ export async function oneLaneDifference(e: AttentionTunable, lanes: TiledLanes):
 /** Buffers for one layer's attention of `rows` rows over `keys` keys, every key seen; times a way as a batch. */
 class TiledBench {
   private readonly buffers: GPUBuffer[] = [];
-  private readonly batch = new Map<TiledLanes, number>();
+  private readonly batch = new Map<string, number>();
   private readonly args;
 
   constructor(
@@ -195,20 +215,21 @@ class TiledBench {
     }
   }
 
-  /** Microseconds a launch (attention_combine included where the keys are sliced) of `lanes` lanes a row group. */
-  async time(lanes: TiledLanes): Promise<number> {
+  /** Microseconds a launch (attention_combine included where the keys are sliced) of way `w`. */
+  async time(w: TiledWay): Promise<number> {
     const run = async (count: number) => {
       const t = performance.now();
-      for (let i = 0; i < count; i++) this.e.ops.attention({ ...this.args, tiledLanes: lanes });
+      for (let i = 0; i < count; i++) this.e.ops.attention({ ...this.args, tiledLanes: w.lanes, keysPerTile: w.keysPerTile });
       await this.e.sync();
       return ((performance.now() - t) * 1000) / count;
     };
-    let count = this.batch.get(lanes);
+    const key = `${w.lanes}/${w.keysPerTile}`;
+    let count = this.batch.get(key);
     if (count === undefined) {
       // The first batch builds the pipeline; the second, short, says how many launches fill BATCH_MS.
       await run(1);
       count = Math.min(256, Math.max(2, Math.ceil((BATCH_MS * 1000) / (await run(2)))));
-      this.batch.set(lanes, count);
+      this.batch.set(key, count);
     }
     return run(count);
   }
