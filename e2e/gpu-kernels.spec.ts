@@ -4,8 +4,8 @@
  * documents and answers with full recompute and legolink:16 exactly as the CPU profile's kernels answer. The GPU
  * profile runs shared-memory matmul tiles, attention_tiled from 32 query rows, attention_decode below, the
  * workgroup RMSNorm, fused decode through gemv_sg (the adapter has subgroups), and greedy decode recorded ahead
- * (Engine.greedySteps, with the attention map's scores); and a load on it times decode's kernel choices, keeps the
- * fastest and says so.
+ * (Engine.greedySteps, with the attention map's scores); and a load on it times decode's kernel choices and prefill's
+ * attention ways (attention_tiled_sg's lanes, the tile), keeps the fastest and says so.
  */
 import { expect, test } from '@playwright/test';
 import { setKernels } from './helpers';
@@ -52,6 +52,7 @@ test('the GPU profile\'s kernels in Chromium compile chunks and answer as the CP
   // says which; CPU adapters are not tuned, and qa-demo's load on this one said nothing of it.
   await expect(page.getByTestId('decode-tuning')).toHaveCount(0);
   await expect(page.getByTestId('upload-tuning')).toHaveCount(0);
+  await expect(page.getByTestId('prefill-tuning')).toHaveCount(0);
   await setKernels(page, 'gpu');
   await page.getByLabel('Bundled model').selectOption({ index: 1 });
   await page.getByRole('button', { name: 'Load bundled' }).click();
@@ -67,6 +68,11 @@ test('the GPU profile\'s kernels in Chromium compile chunks and answer as the CP
   // It also times how a link's host rows go up, both ways, and keeps the faster (Engine.tuneUpload).
   await expect(page.getByTestId('upload-tuning')).toHaveText(
     /^Uploads from host memory, timed on this GPU: (writeBuffer|mapped staging) \(\d+\.\d GB\/s by writeBuffer, \d+\.\d GB\/s by mapped staging\)$/,
+  );
+  // And prefill's attention, each way (one or two lanes a row group for stories260K's heads of 8, tiles of 16 or 8
+  // keys) checked against the default's output on the adapter, then timed over its 512 positions (Engine.tunePrefill).
+  await expect(page.getByTestId('prefill-tuning')).toHaveText(
+    new RegExp(String.raw`^Prefill attention, timed on this GPU \(4 ways in \d+\.\d\d s\): attention_tiled(_sg, 2 lanes a row group)?, (16|8) keys a tile, \d+ µs a layer for 512 rows over 512 keys( \(the default\)|; the default \(attention_tiled, 16 keys a tile\) took \d+ µs)$`),
   );
   await setKernels(page, null);
 });

@@ -15,26 +15,7 @@
 // Workgroups are numbered with the row block fastest, so those running
 // together read the same keys of the same head.
 #include "attention_io"
-
-// Keys per tile, a multiple of 4: the host sizes it to the adapter's workgroup memory.
-const BK: u32 = {{BK}}u;
-const BQ: u32 = 64u;
-const LOADS: u32 = (BK * HD4 + BQ - 1u) / BQ;
-
-// The tile: keys and values decoded to f32 (unpacked once, not once per row), and their positions.
-var<workgroup> ks: array<vec4<f32>, BK * HD4>;
-var<workgroup> vs: array<vec4<f32>, BK * HD4>;
-var<workgroup> kps: array<vec4<i32>, BK / 4u>;
-
-// Which of the four keys j..j+3 (tile slot c4) the row at position qp sees, within its key range [lo, hi).
-fn seen4(j: u32, c4: u32, lo: u32, hi: u32, qp: i32) -> vec4<bool> {
-  let jv = vec4<u32>(j) + vec4<u32>(0u, 1u, 2u, 3u);
-  let kp = kps[c4];
-  let qv = vec4<i32>(qp);
-  var s = (jv >= vec4<u32>(lo)) & (jv < vec4<u32>(hi)) & (kp <= qv);
-  if (p.window > 0u) { s = s & (qv - kp < vec4<i32>(i32(p.window))); }
-  return s;
-}
+#include "attention_tile"
 
 @compute @workgroup_size(64, 1, 1)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
@@ -47,19 +28,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let h = wg / (blocks * p.splits);
   let kvh = h / (p.H / p.NKV);
 
-  // The union of the block's rows' key ranges, the same loop in every invocation.
-  var first = 0xffffffffu;
-  var last = 0u;
-  let rows = min(BQ, p.T - t0);
-  for (var r = 0u; r < rows; r++) {
-    let b = bounds[t0 + r];
-    first = min(first, b.x);
-    last = max(last, b.y);
-  }
-  last = min(last, p.n);
-  let span = key_slice(first, last, split);
-  first = span.x;
-  last = span.y;
+  let span = block_keys(t0, split);
+  let first = span.x;
+  let last = span.y;
 
   // This invocation's row; a row past T keeps an empty range and so never computes.
   let live = t0 + lid < p.T;
@@ -74,24 +45,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   var acc: array<vec4<f32>, HD4>;
   var m = NEG;
   var l = 0.0;
-  let kstride = p.NKV * HD4;
 
   for (var j0 = first; j0 < last; j0 += BK) {
-    // Stage the tile: consecutive invocations read consecutive vec4s of a key (coalesced). Keys past `last`
-    // repeat the last one; every row masks them.
-    for (var r = 0u; r < LOADS; r++) {
-      let e = r * BQ + lid;
-      if (e < BK * HD4) {
-        let g = min(j0 + e / HD4, last - 1u) * kstride + kvh * HD4 + e % HD4;
-        ks[e] = load_k(g);
-        vs[e] = load_v(g);
-      }
-    }
-    if (lid < BK / 4u) {
-      let j = vec4<u32>(j0 + 4u * lid) + vec4<u32>(0u, 1u, 2u, 3u);
-      let c = min(j, vec4<u32>(last - 1u));
-      kps[lid] = vec4<i32>(kpos[c.x], kpos[c.y], kpos[c.z], kpos[c.w]);
-    }
+    stage_tile(j0, last, kvh, lid);
     workgroupBarrier();
 
     // Rows whose range misses the tile, or that no key of it reaches by position or window, skip it.

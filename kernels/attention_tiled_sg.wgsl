@@ -31,29 +31,15 @@ enable subgroups;
 // (this lane's part and slot) keep them uniform.
 diagnostic(off, subgroup_uniformity);
 #include "attention_io"
+#include "attention_tile"
 
-const BK: u32 = {{BK}}u;
-const BQ: u32 = 64u;
-const LOADS: u32 = (BK * HD4 + BQ - 1u) / BQ;
 // Lanes (and rows) of a row group, and the vec4s of a head each lane holds.
 const R: u32 = {{R}}u;
 const HDP: u32 = HD4 / R;
 const C4: u32 = BK / 4u;
 
-var<workgroup> ks: array<vec4<f32>, BK * HD4>;
-var<workgroup> vs: array<vec4<f32>, BK * HD4>;
-var<workgroup> kps: array<vec4<i32>, BK / 4u>;
+// Hands each row group its slot in the block.
 var<workgroup> next_slot: atomic<u32>;
-
-// Which of the four keys j..j+3 (tile slot c4) the row at position qp sees, within its key range [lo, hi).
-fn seen4(j: u32, c4: u32, lo: u32, hi: u32, qp: i32) -> vec4<bool> {
-  let jv = vec4<u32>(j) + vec4<u32>(0u, 1u, 2u, 3u);
-  let kp = kps[c4];
-  let qv = vec4<i32>(qp);
-  var s = (jv >= vec4<u32>(lo)) & (jv < vec4<u32>(hi)) & (kp <= qv);
-  if (p.window > 0u) { s = s & (qv - kp < vec4<i32>(i32(p.window))); }
-  return s;
-}
 
 // The sum of the group's lanes' partials, the same in each of its lanes.
 fn group_sum(d: vec4<f32>) -> vec4<f32> {
@@ -75,18 +61,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let h = wg / (blocks * p.splits);
   let kvh = h / (p.H / p.NKV);
 
-  var first = 0xffffffffu;
-  var last = 0u;
-  let rows = min(BQ, p.T - t0);
-  for (var r = 0u; r < rows; r++) {
-    let b = bounds[t0 + r];
-    first = min(first, b.x);
-    last = max(last, b.y);
-  }
-  last = min(last, p.n);
-  let span = key_slice(first, last, split);
-  first = span.x;
-  last = span.y;
+  let span = block_keys(t0, split);
+  let first = span.x;
+  let last = span.y;
 
   // This lane's group and share: the group's first lane draws its slot, and the group reads it from that lane.
   if (lid == 0u) { atomicStore(&next_slot, 0u); }
@@ -119,23 +96,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     m[a] = NEG;
     l[a] = 0.0;
   }
-  let kstride = p.NKV * HD4;
 
   for (var j0 = first; j0 < last; j0 += BK) {
-    // Stage the tile as attention_tiled does; keys past `last` repeat the last one, and every row masks them.
-    for (var r = 0u; r < LOADS; r++) {
-      let e = r * BQ + lid;
-      if (e < BK * HD4) {
-        let g = min(j0 + e / HD4, last - 1u) * kstride + kvh * HD4 + e % HD4;
-        ks[e] = load_k(g);
-        vs[e] = load_v(g);
-      }
-    }
-    if (lid < BK / 4u) {
-      let j = vec4<u32>(j0 + 4u * lid) + vec4<u32>(0u, 1u, 2u, 3u);
-      let c = min(j, vec4<u32>(last - 1u));
-      kps[lid] = vec4<i32>(kpos[c.x], kpos[c.y], kpos[c.z], kpos[c.w]);
-    }
+    stage_tile(j0, last, kvh, lid);
     workgroupBarrier();
 
     // Scores of four keys at a time for the R rows: this lane's share of each key read once, then the group's sum.

@@ -1,7 +1,7 @@
 /**
  * Parity of every WGSL kernel in kernels/ (matmul, matmul_tiled,
  * matmul_tiled128 and gemv with their shared matmul_io, rmsnorm, attention
- * and attention_tiled (and attention_tiled_sg, its row groups of subgroup lanes) with their shared attention_io (whole and in key slices, with attention_combine), attn_scores, kv_scatter, embed,
+ * and attention_tiled (and attention_tiled_sg, its row groups of subgroup lanes; both with attention_tile) with their shared attention_io (whole and in key slices, with attention_combine), attn_scores, kv_scatter, embed,
  * glu; argmax has its own file; common holds shared helpers) with its TypeScript twin in
  * src/engine/reference.ts, on SwiftShader through the `webgpu` package.
  * Tolerances: f32 paths within 2e-5 of the largest reference magnitude
