@@ -1,10 +1,11 @@
-// What attention_tiled.wgsl and attention_tiled_sg.wgsl share, after attention_io: a workgroup's block of BQ = 64
-// query rows of one head, the keys it walks, and the tile of BK keys it stages in workgroup memory at a time.
+// What attention_tiled.wgsl and attention_tiled_sg.wgsl share, after attention_io: a workgroup of WG invocations
+// takes a block of BQ query rows of one head (each kernel sets BQ), walks the keys their ranges cover, and stages a
+// tile of BK keys in workgroup memory at a time.
 
 // Keys per tile, a multiple of 4: the host sizes it to the adapter's workgroup memory.
 const BK: u32 = {{BK}}u;
-const BQ: u32 = 64u;
-const LOADS: u32 = (BK * HD4 + BQ - 1u) / BQ;
+const WG: u32 = 64u;
+const LOADS: u32 = (BK * HD4 + WG - 1u) / WG;
 
 // The tile: keys and values decoded to f32 (unpacked once, not once per row), and their positions.
 var<workgroup> ks: array<vec4<f32>, BK * HD4>;
@@ -40,7 +41,7 @@ fn block_keys(t0: u32, split: u32) -> vec2<u32> {
 fn stage_tile(j0: u32, last: u32, kvh: u32, lid: u32) {
   let kstride = p.NKV * HD4;
   for (var r = 0u; r < LOADS; r++) {
-    let e = r * BQ + lid;
+    let e = r * WG + lid;
     if (e < BK * HD4) {
       let g = min(j0 + e / HD4, last - 1u) * kstride + kvh * HD4 + e % HD4;
       ks[e] = load_k(g);

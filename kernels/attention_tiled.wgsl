@@ -17,6 +17,9 @@
 #include "attention_io"
 #include "attention_tile"
 
+// A row an invocation.
+const BQ: u32 = WG;
+
 @compute @workgroup_size(64, 1, 1)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
   // Everything up to the tile loop is uniform across the workgroup (the barriers need that), except the row's own state.

@@ -1,31 +1,36 @@
 // attention_tiled.wgsl's FlashAttention-style walk (same bindings, masks,
 // GQA, f16 KV, bounds, splits, tiles of BK keys staged in workgroup memory
-// for BQ = 64 query rows of one head; read its header), with each key read
-// from workgroup memory once for R rows instead of once a row.
+// for a block of query rows of one head; read its header), with a row's head
+// shared out over R subgroup lanes: each key is read from workgroup memory
+// once for G = R rows instead of once a row, or (G = 1, for wide heads) a
+// lane holds a quarter or half of one row's query and accumulator.
 //
 // attention_tiled gives an invocation a row and the whole head: for every
 // key it reads the key's HD4 vec4s and then the value's from workgroup memory
 // for 4 multiply-adds each, and a GPU's workgroup-memory reads, not its
 // arithmetic, bound it. Here R neighbouring lanes of a subgroup (a row group)
-// hold R rows together, each lane a 1/R share of every row's head: vec4s
+// hold G rows together, each lane a 1/R share of every row's head: vec4s
 // i * R + part (interleaved, so that the group's lanes read neighbouring
 // vec4s, in different banks). A lane reads its share of a key once and uses
-// it for the R rows, so a key costs HD4 / R reads for R rows, 4R
+// it for the G rows, so with G = R a key costs HD4 / R reads for R rows, 4R
 // multiply-adds a read. The lanes' partial scores (four keys at a time)
 // meet by subgroupShuffleXor; added in the same pairs in every lane, they
 // agree bit for bit, so the group's lanes keep the same online-softmax
 // state (max, sum; base-2 exponentials). Each lane accumulates its share of
-// the R rows' outputs and writes it.
+// the G rows' outputs and writes it.
 //
-// The registers an invocation keeps are attention_tiled's: HD4 vec4s of
-// query and HD4 of accumulator (R rows × HD4 / R), and R × BK scores.
+// With G = R the registers an invocation keeps are attention_tiled's: HD4
+// vec4s of query and HD4 of accumulator (R rows x HD4 / R), and R x BK
+// scores, and a block is 64 rows. With G = 1 they are HD4 / R of each and BK
+// scores: a head of 256, whose 128 vec4s spill an invocation's registers,
+// keeps 32 (R = 4); a block is then 64 / R rows, each key read once a row.
 // Every tile in the block's key range is scored for every row, hidden keys
 // masked (no row skips a tile on its own: the group's shuffles go together).
 //
 // Row groups: R consecutive subgroup lanes, R dividing the adapter's smallest
 // subgroup and 64. Which lanes share a subgroup is not tied to the
 // invocation index, so each group takes its slot in the block (its rows
-// t0 + R * slot + a, a < R) from a workgroup counter, by its first lane.
+// t0 + G * slot + a, a < G) from a workgroup counter, by its first lane.
 enable subgroups;
 // The shuffles' loops run alike in every invocation; the analysis cannot see that the subgroup values they read
 // (this lane's part and slot) keep them uniform.
@@ -33,10 +38,12 @@ diagnostic(off, subgroup_uniformity);
 #include "attention_io"
 #include "attention_tile"
 
-// Lanes (and rows) of a row group, and the vec4s of a head each lane holds.
+// Lanes of a row group, the rows it holds (R, or 1), the vec4s of a head each lane holds, and the rows of a block.
 const R: u32 = {{R}}u;
+const G: u32 = {{G}}u;
 const HDP: u32 = HD4 / R;
 const C4: u32 = BK / 4u;
+const BQ: u32 = WG / R * G;
 
 // Hands each row group its slot in the block.
 var<workgroup> next_slot: atomic<u32>;
@@ -73,16 +80,16 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   if (part == 0u) { drawn = atomicAdd(&next_slot, 1u); }
   let slot = subgroupShuffle(drawn, sgi - part);
 
-  // The group's rows; a row past T keeps an empty range, so every key is hidden from it, and writes nothing.
-  var qp: array<i32, R>;
-  var lo: array<u32, R>;
-  var hi: array<u32, R>;
-  var qv: array<vec4<f32>, HD4>;
-  var acc: array<vec4<f32>, HD4>;
-  var m: array<f32, R>;
-  var l: array<f32, R>;
-  for (var a = 0u; a < R; a++) {
-    let tt = t0 + slot * R + a;
+  // The group's G rows; a row past T keeps an empty range, so every key is hidden from it, and writes nothing.
+  var qp: array<i32, G>;
+  var lo: array<u32, G>;
+  var hi: array<u32, G>;
+  var qv: array<vec4<f32>, G * HDP>;
+  var acc: array<vec4<f32>, G * HDP>;
+  var m: array<f32, G>;
+  var l: array<f32, G>;
+  for (var a = 0u; a < G; a++) {
+    let tt = t0 + slot * G + a;
     let t = min(tt, p.T - 1u);
     qp[a] = qpos[t];
     let rb = bounds[t];
@@ -101,41 +108,41 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     stage_tile(j0, last, kvh, lid);
     workgroupBarrier();
 
-    // Scores of four keys at a time for the R rows: this lane's share of each key read once, then the group's sum.
-    var s: array<vec4<f32>, R * C4>;
-    var mx: array<f32, R>;
-    for (var a = 0u; a < R; a++) { mx[a] = m[a]; }
+    // Scores of four keys at a time for the G rows: this lane's share of each key read once, then the group's sum.
+    var s: array<vec4<f32>, G * C4>;
+    var mx: array<f32, G>;
+    for (var a = 0u; a < G; a++) { mx[a] = m[a]; }
     for (var c4 = 0u; c4 < C4; c4++) {
       let kb = 4u * c4 * HD4;
       // Zeroed explicitly for every four keys (SwiftShader kept the last four's sums in a bare declaration).
-      var d = array<vec4<f32>, R>();
+      var d = array<vec4<f32>, G>();
       for (var i = 0u; i < HDP; i++) {
         let j = i * R + part;
         let k0 = ks[kb + j];
         let k1 = ks[kb + HD4 + j];
         let k2 = ks[kb + 2u * HD4 + j];
         let k3 = ks[kb + 3u * HD4 + j];
-        for (var a = 0u; a < R; a++) {
+        for (var a = 0u; a < G; a++) {
           let qi = qv[a * HDP + i];
           d[a] += vec4<f32>(dot(qi, k0), dot(qi, k1), dot(qi, k2), dot(qi, k3));
         }
       }
-      for (var a = 0u; a < R; a++) {
+      for (var a = 0u; a < G; a++) {
         let sc = select(vec4<f32>(NEG), group_sum(d[a]), seen4(j0 + 4u * c4, c4, lo[a], hi[a], qp[a]));
         s[a * C4 + c4] = sc;
         mx[a] = max(mx[a], max(max(sc.x, sc.y), max(sc.z, sc.w)));
       }
     }
     // One rescale a tile per row; hidden keys (scored NEG) weigh 0, even while a row has seen nothing (mx NEG).
-    for (var a = 0u; a < R; a++) {
+    for (var a = 0u; a < G; a++) {
       let corr = exp2(m[a] - mx[a]);
       l[a] *= corr;
       for (var i = 0u; i < HDP; i++) { acc[a * HDP + i] *= corr; }
       m[a] = mx[a];
     }
     for (var c4 = 0u; c4 < C4; c4++) {
-      var e: array<vec4<f32>, R>;
-      for (var a = 0u; a < R; a++) {
+      var e: array<vec4<f32>, G>;
+      for (var a = 0u; a < G; a++) {
         let sc = s[a * C4 + c4];
         e[a] = select(vec4<f32>(0.0), exp2(sc - vec4<f32>(m[a])), sc > vec4<f32>(NEG));
         l[a] += (e[a].x + e[a].y) + (e[a].z + e[a].w);
@@ -147,7 +154,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         let v1 = vs[vb + HD4 + j];
         let v2 = vs[vb + 2u * HD4 + j];
         let v3 = vs[vb + 3u * HD4 + j];
-        for (var a = 0u; a < R; a++) {
+        for (var a = 0u; a < G; a++) {
           let w = e[a];
           acc[a * HDP + i] += w.x * v0 + w.y * v1 + w.z * v2 + w.w * v3;
         }
@@ -156,8 +163,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     workgroupBarrier();
   }
 
-  for (var a = 0u; a < R; a++) {
-    let t = t0 + slot * R + a;
+  for (var a = 0u; a < G; a++) {
+    let t = t0 + slot * G + a;
     if (t >= p.T) { break; }
 #if SPLIT
     let o = (t * p.H + h) * p.splits + split;

@@ -35,6 +35,8 @@ export interface AttentionTiming extends AttentionCase {
   keysPerThread?: number;
   /** The tiled kernel's lanes a row group (attention_tiled_sg where more than one); absent: the engine's own. */
   tiledLanes?: TiledLanes;
+  /** The rows such a group holds where not its lanes: 1, each row's head split over them. */
+  tiledRows?: number;
   chosen: boolean; ms: number; gflops: number; clock: KernelClock;
 }
 
@@ -82,7 +84,7 @@ export async function timeAttention(e: Engine, c: AttentionCase, targetMs = 60):
     }
     // Ops.attention clamps slices to what one binding holds: a count past it would be timed under a wrong label.
     const fits = (s: number) => c.T * c.H * s * c.HD * 4 <= dev.limits.maxStorageBufferBindingSize;
-    type Shape = { variant: AttentionVariant; rowsPerThread: 1 | 4; splits: number | 'auto'; keysPerTile?: number; keysPerThread?: KeysPerThread; tiledLanes?: TiledLanes };
+    type Shape = { variant: AttentionVariant; rowsPerThread: 1 | 4; splits: number | 'auto'; keysPerTile?: number; keysPerThread?: KeysPerThread; tiledLanes?: TiledLanes; tiledRows?: number };
     const shapes: Shape[] = [];
     for (const rowsPerThread of [1, 4] as const) {
       // Four rows an invocation only differ from one where there are several query rows.
@@ -101,6 +103,8 @@ export async function timeAttention(e: Engine, c: AttentionCase, targetMs = 60):
       for (const tiledLanes of tiledLaneWays(e.ops, c.HD).filter((r) => r > 1)) {
         for (const keysPerTile of [undefined, 8]) shapes.push({ variant: 'tiled', rowsPerThread: 1, splits: 'auto', keysPerTile, tiledLanes });
         for (const splits of TILED_SPLITS.filter((s) => s >= 8 && s <= c.n / 64 && fits(s))) shapes.push({ variant: 'tiled', rowsPerThread: 1, splits, tiledLanes });
+        // And the lanes splitting one row's head (blocks of 64 / lanes rows: fewer registers, each key read once a row).
+        shapes.push({ variant: 'tiled', rowsPerThread: 1, splits: 'auto', tiledLanes, tiledRows: 1 });
       }
     }
     if (c.T <= KEYS_MAX_T && decodeAttentionKernels(c.HD).includes('keys')) {
@@ -124,7 +128,7 @@ export async function timeAttention(e: Engine, c: AttentionCase, targetMs = 60):
     }
     const picked = e.ops.pickAttention(c.T, c.HD, c.n);
     for (const sh of shapes) {
-      const args = { ...base, variant: sh.variant, rowsPerThread: sh.rowsPerThread, keysPerTile: sh.keysPerTile, keysPerThread: sh.keysPerThread, tiledLanes: sh.tiledLanes, splits: sh.splits === 'auto' ? undefined : sh.splits };
+      const args = { ...base, variant: sh.variant, rowsPerThread: sh.rowsPerThread, keysPerTile: sh.keysPerTile, keysPerThread: sh.keysPerThread, tiledLanes: sh.tiledLanes, tiledRows: sh.tiledRows, splits: sh.splits === 'auto' ? undefined : sh.splits };
       const run = async (reps: number) => {
         const t0 = performance.now();
         for (let i = 0; i < reps; i++) e.ops.attention(args);
@@ -135,7 +139,7 @@ export async function timeAttention(e: Engine, c: AttentionCase, targetMs = 60):
       const once = await run(1);
       const reps = Math.max(2, Math.min(200, Math.ceil(targetMs / Math.max(once, 0.01))));
       const { ms, clock } = await kernelPerRep(e, run, reps);
-      const chosen = sh.variant === picked && sh.splits === 'auto' && sh.keysPerTile === undefined && sh.keysPerThread === undefined && sh.tiledLanes === undefined
+      const chosen = sh.variant === picked && sh.splits === 'auto' && sh.keysPerTile === undefined && sh.keysPerThread === undefined && sh.tiledLanes === undefined && sh.tiledRows === undefined
         && (sh.variant !== 'rows' || sh.rowsPerThread === (e.ops.matmulProfile === 'cpu' ? 4 : 1));
       // The tile the engine used, where the shape left it to the engine.
       const keysPerTile = sh.variant === 'tiled' ? (sh.keysPerTile ?? e.ops.attentionTile(c.HD)) : undefined;

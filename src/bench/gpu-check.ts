@@ -230,7 +230,7 @@ async function main() {
       for (const c of cases) {
         for (const t of await timeAttention(e, c)) {
           rows.push({ adapter, ...t });
-          const shape = t.variant === 'tiled' ? `tiled, ${t.keysPerTile} keys a tile${t.tiledLanes ? `, ${t.tiledLanes} lane(s) a row group` : ''}` : t.variant === 'keys' ? `keys, a workgroup a row, ${t.keysPerThread ?? 1} key(s) a thread a round` : t.variant === 'lanes' ? 'lanes, a workgroup a row, each thread its own keys' : t.variant === 'grouped' ? 'grouped, a workgroup a kv head\'s q heads, each thread its own keys' : t.variant === 'grouped-keys' ? `grouped-keys, a workgroup a kv head's q heads, ${t.keysPerThread ?? 1} key(s) a thread a round` : `rows, ${t.rowsPerThread} row(s) a thread`;
+          const shape = t.variant === 'tiled' ? `tiled, ${t.keysPerTile} keys a tile${t.tiledLanes ? `, ${t.tiledLanes} lane(s) a row group${t.tiledRows === 1 ? ' splitting a row' : ''}` : ''}` : t.variant === 'keys' ? `keys, a workgroup a row, ${t.keysPerThread ?? 1} key(s) a thread a round` : t.variant === 'lanes' ? 'lanes, a workgroup a row, each thread its own keys' : t.variant === 'grouped' ? 'grouped, a workgroup a kv head\'s q heads, each thread its own keys' : t.variant === 'grouped-keys' ? `grouped-keys, a workgroup a kv head's q heads, ${t.keysPerThread ?? 1} key(s) a thread a round` : `rows, ${t.rowsPerThread} row(s) a thread`;
           log(`[${adapter}] attention T=${c.T}${c.rows === 'linked' ? ' (legolink:16\'s rows)' : ''} n=${c.n} H=${c.H} HD=${c.HD}, ${shape}, ${t.splits} slices${t.chosen ? ' (chosen)' : ''}: ${t.ms.toFixed(3)} ms, ${t.gflops.toFixed(0)} GFLOP/s`);
         }
         save();

@@ -4,7 +4,7 @@
  * each query row needs to scan.
  */
 
-import type { AttentionVariant, LongAttention } from './ops-args';
+import type { AttentionArgs, AttentionVariant, LongAttention, TiledLanes, TiledWay } from './ops-args';
 
 /** The tiled kernel leaves most of a 64-row workgroup idle below this many query rows: decode keeps 'rows'. */
 export const TILED_MIN_ROWS = 32;
@@ -188,4 +188,23 @@ export const MASKED_SCORE = -3.0e38;
 export function unmaskScores(s: Float32Array): Float32Array {
   for (let i = 0; i < s.length; i++) if (s[i] <= MASKED_SCORE) s[i] = -Infinity;
   return s;
+}
+
+/** Whether attention_tiled runs with `lanes` lanes a row group for heads of HD on a device of these subgroups (TiledLanes). */
+export function tiledLanesRun(HD: number, lanes: TiledLanes, subgroupMin: number | null): boolean {
+  return lanes === 1 || (subgroupMin !== null && subgroupMin >= lanes && (HD / 4) % lanes === 0);
+}
+
+/**
+ * attention_tiled's row groups for a call: R lanes and the G rows they hold, as the call asks (where they run), else
+ * as tuned where they run for its heads, else one lane a row; and the rows of a block (64, or 64 / R where a row's
+ * head is split over R lanes).
+ */
+export function tiledRowGroups(a: Pick<AttentionArgs, 'HD' | 'tiledLanes' | 'tiledRows'>, tuned: TiledWay | undefined, subgroupMin: number | null) {
+  const useTuned = a.tiledLanes === undefined && !!tuned && tiledLanesRun(a.HD, tuned.lanes, subgroupMin);
+  const R = a.tiledLanes ?? (useTuned ? tuned!.lanes : 1);
+  const G = R === 1 ? 1 : (a.tiledRows ?? (useTuned ? tuned!.rows : undefined) ?? R);
+  if (!tiledLanesRun(a.HD, R, subgroupMin)) throw new Error(`attention_tiled: ${R} lanes a row group need subgroups of at least ${R} lanes and heads a multiple of ${4 * R} (subgroups ${subgroupMin ?? 'none'}, head ${a.HD})`);
+  if (G !== 1 && G !== R) throw new Error(`attention_tiled: a row group of ${R} lanes holds ${R} rows or 1, not ${G}`);
+  return { R, G, blockRows: (64 / R) * G };
 }

@@ -96,9 +96,15 @@ export interface AttentionArgs {
   keysPerTile?: number;
   /**
    * The tiled kernel's lanes a row group (TiledLanes): 1 is attention_tiled.wgsl, 2 or 4 attention_tiled_sg.wgsl;
-   * default: Ops.tiledLanes, else 1.
+   * default: Ops.tiled's, else 1.
    */
   tiledLanes?: TiledLanes;
+  /**
+   * The rows a row group of more than one lane holds (attention_tiled_sg's G): as many as its lanes, each key read once
+   * for them all, or 1, each row's head split over the lanes (fewer registers for wide heads); default: Ops.tiled's
+   * where tiledLanes is not given, else the lanes.
+   */
+  tiledRows?: number;
   /** attention_decode's keys an invocation scores in each round of 64 * keysPerThread (default: Ops.decodeKeysPerThread, else 1; not 'lanes'). */
   keysPerThread?: KeysPerThread;
   /**
@@ -133,6 +139,15 @@ export type KeysPerThread = 1 | 2 | 4 | 8;
  * (attention_tiled_sg.wgsl; devices with `subgroups` of at least R lanes, heads a multiple of 4R).
  */
 export type TiledLanes = 1 | 2 | 4;
+/**
+ * A way of prefill's attention_tiled (Ops.tiled, as Engine.tunePrefill keeps it): lanes a row group, the rows a group
+ * holds (its lanes, or 1: each row's head split over them; AttentionArgs.tiledRows), and keys a tile.
+ */
+export interface TiledWay {
+  lanes: TiledLanes;
+  rows: number;
+  keysPerTile: number;
+}
 /**
  * The kernel a decode row attends with once it scans at least `from` keys (Ops.longAttention), where a long span
  * wants another than the short one a whole decode step was timed with: Engine.tuneDecode times attention alone

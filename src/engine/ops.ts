@@ -10,18 +10,18 @@ import type { KernelLibrary } from './gpu/kernels';
 import { Scratch } from './model/scratch';
 import { checkQuantShape, isQuant, QUANT, scaleBase, type QuantType } from './quant';
 import { COMBINE_MAX, gemvDefines, gemvOwnBytes, gemvSgColumns, matmulBindings, matmulParams, stagedVec4s, tiledVariant, wDefines, yRange } from './matmul-launch';
-import { attendsDecodeRow, attentionSplits, cpuAttentionSplits, decodeAttentionKernels, foldsStep, GROUPED_KEYS_MAX, GROUPED_MAX, groupedFits, groupedKeysFits, keysSplits, KEYS_MAX_HEAD, LANES_MAX_HEAD, lanesSplits, longFor, TILED_MIN_ROWS, tiledSplits } from './attention-plan';
+import { attendsDecodeRow, attentionSplits, tiledLanesRun, tiledRowGroups, cpuAttentionSplits, decodeAttentionKernels, foldsStep, GROUPED_KEYS_MAX, GROUPED_MAX, groupedFits, groupedKeysFits, keysSplits, KEYS_MAX_HEAD, LANES_MAX_HEAD, lanesSplits, longFor, TILED_MIN_ROWS, tiledSplits } from './attention-plan';
 
 import type {
   AttentionArgs, AttentionVariant, EmbedArgs, GatherArgs, GemvVariant, GluArgs, MatmulArgs, MatmulProfile, MatmulVariant, RmsNormArgs, RopeScatterArgs,
-  KeysPerThread, AttentionSlices, AttentionStep, LongAttention, ScatterArgs, ScoresArgs, StoreDType, TiledLanes, WeightDType, WeightMatrix, XPrologue,
+  KeysPerThread, AttentionSlices, AttentionStep, LongAttention, ScatterArgs, ScoresArgs, StoreDType, TiledLanes, TiledWay, WeightDType, WeightMatrix, XPrologue,
 } from './ops-args';
 
 export { attentionSplits, decodeAttentionKernels, foldsStep, GROUPED_KEYS_MAX, GROUPED_MAX, groupedKeysFits, takesKeysPerThread, keyBounds, keysSplits, LANES_MAX_HEAD, MASKED_SCORE, tiledSplits, unmaskScores } from './attention-plan';
 export { COMBINE_MAX, gemvSgColumns, takesWideLoads } from './matmul-launch';
 export type {
   AttentionArgs, AttentionVariant, EmbedArgs, GatherArgs, GemvVariant, GluArgs, MatmulArgs, MatmulProfile, MatmulVariant, RmsNormArgs, RopeScatterArgs,
-  KeysPerThread, AttentionSlices, AttentionStep, LongAttention, ScatterArgs, ScoresArgs, StoreDType, TiledLanes, WeightDType, WeightMatrix, XPrologue,
+  KeysPerThread, AttentionSlices, AttentionStep, LongAttention, ScatterArgs, ScoresArgs, StoreDType, TiledLanes, TiledWay, WeightDType, WeightMatrix, XPrologue,
 } from './ops-args';
 
 const u = (v: number) => ({ u32: v });
@@ -45,10 +45,8 @@ export class Ops {
   decodeAttention?: AttentionVariant;
   /** attention_decode's keys an invocation a round where a call names none (default 1; Engine.tuneDecode measures it). */
   decodeKeysPerThread?: KeysPerThread;
-  /** attention_tiled's lanes a row group where a call names none (default 1; Engine.tunePrefill measures it). */
-  tiledLanes?: TiledLanes;
-  /** attention_tiled's keys a tile where a call names none (default 16; Engine.tunePrefill measures it). */
-  tiledKeysPerTile?: number;
+  /** attention_tiled's way where a call names none (default: one lane a row, 16 keys a tile; Engine.tunePrefill measures it). */
+  tiled?: TiledWay;
   /** Decode's kernel for rows that scan many keys, where it differs from the short spans' (Engine.tuneDecode measures it). */
   longAttention?: LongAttention;
   /**
@@ -269,7 +267,7 @@ export class Ops {
 
   /** Whether attention_tiled runs here with `lanes` lanes a row group, for heads of HD (see TiledLanes). */
   takesTiledLanes(HD: number, lanes: TiledLanes): boolean {
-    return lanes === 1 || (this.subgroupMin !== null && this.subgroupMin >= lanes && (HD / 4) % lanes === 0);
+    return tiledLanesRun(HD, lanes, this.subgroupMin);
   }
 
   /** Attends; returns the key slices where they are left for the consumer to merge (AttentionArgs.leaveSlices), else null. */
@@ -318,15 +316,13 @@ export class Ops {
       return this.attentionRun(a, pipe, params(splits), b, splits, a.T * a.NKV * splits * 64);
     }
     if (variant === 'tiled') {
-      const BK = this.attentionTile(a.HD, a.keysPerTile ?? this.tiledKeysPerTile);
+      const BK = this.attentionTile(a.HD, a.keysPerTile ?? this.tiled?.keysPerTile);
       if (BK < 4 || BK % 4 !== 0) throw new Error(`attention_tiled: ${BK} keys a tile (head ${a.HD}, ${this.wgStorage} B of workgroup memory)`);
-      const groups = Math.ceil(a.T / 64) * a.H;
+      const { R, G, blockRows } = tiledRowGroups(a, this.tiled, this.subgroupMin);
+      const groups = Math.ceil(a.T / blockRows) * a.H;
       const splits = Math.min(fit, a.splits ?? tiledSplits(groups, a.n));
-      // Lanes a row group: as asked (where they run), else the tuned ones where they run for this head.
-      const R = a.tiledLanes ?? (this.tiledLanes && this.takesTiledLanes(a.HD, this.tiledLanes) ? this.tiledLanes : 1);
-      if (!this.takesTiledLanes(a.HD, R)) throw new Error(`attention_tiled: ${R} lanes a row group need subgroups of at least ${R} lanes and heads a multiple of ${4 * R} (subgroups ${this.subgroupMin ?? 'none'}, head ${a.HD})`);
       const defines = { ...kv, BK, KV_F16: a.kvDtype === 'f16', SPLIT: splits > 1 };
-      const pipe = R === 1 ? this.lib.pipeline('attention_tiled', defines) : this.lib.pipeline('attention_tiled_sg', { ...defines, R, R4: R === 4 });
+      const pipe = R === 1 ? this.lib.pipeline('attention_tiled', defines) : this.lib.pipeline('attention_tiled_sg', { ...defines, R, G, R4: R === 4 });
       return this.attentionRun(a, pipe, params(splits), b, splits, groups * splits * 64);
     }
     // On CPU adapters several query rows per invocation share key loads; large heads keep one row to spare

@@ -131,7 +131,7 @@ async function tunePrefill(e: Engine): Promise<PrefillTuningInfo | null> {
   try {
     const t = await e.tunePrefill();
     if (!t) return null;
-    const kept = t.ways.find((w) => w.lanes === t.chosen.lanes && w.keysPerTile === t.chosen.keysPerTile)!;
+    const kept = t.ways.find((w) => describeTiledWay(w) === describeTiledWay(t.chosen))!;
     const refused = t.ways.filter((w) => w.error).map((w) => `${describeTiledWay(w)} (${w.error})`);
     return { chosen: describeTiledWay(t.chosen), us: kept.us, defaults: describeTiledWay(t.ways[0]), defaultUs: t.ways[0].us, ways: t.ways.length, rows: t.rows, keys: t.keys, ms: t.ms, refused };
   } catch (err) {

@@ -1,7 +1,8 @@
 /**
  * Parity of every WGSL kernel in kernels/ (matmul, matmul_tiled,
  * matmul_tiled128 and gemv with their shared matmul_io, rmsnorm, attention
- * and attention_tiled (and attention_tiled_sg, its row groups of subgroup lanes; both with attention_tile) with their shared attention_io (whole and in key slices, with attention_combine), attn_scores, kv_scatter, embed,
+ * and attention_tiled (and attention_tiled_sg, its row groups of subgroup lanes sharing rows or splitting one; both
+ * with attention_tile) with their shared attention_io (whole and in key slices, with attention_combine), attn_scores, kv_scatter, embed,
  * glu; argmax has its own file; common holds shared helpers) with its TypeScript twin in
  * src/engine/reference.ts, on SwiftShader through the `webgpu` package.
  * Tolerances: f32 paths within 2e-5 of the largest reference magnitude
@@ -58,19 +59,21 @@ function refusedWithoutSubgroups(h: Harness, variant: MatmulVariant): boolean {
 }
 
 /**
- * attention_tiled's lanes a row group that run on this device for heads of HD: 1 always; 2 and 4 (attention_tiled_sg)
- * where its subgroups have that many lanes and the head splits into that many vec4 shares. SwiftShader's subgroups
- * of 4 run both for heads of 64 and pairs for heads of 8; a device without subgroups must refuse them clearly.
+ * attention_tiled's row groups that run on this device for heads of HD: one lane; and 2 or 4 (attention_tiled_sg)
+ * where its subgroups have that many lanes and the head splits into that many vec4 shares, holding as many rows, or
+ * one. SwiftShader's subgroups of 4 run all for heads of 64, pairs for heads of 8; a device without subgroups must
+ * refuse them clearly.
  */
-function tiledLaneCounts(h: Harness, HD: number): TiledLanes[] {
-  const all = ([1, 2, 4] as const).filter((r) => h.ops.takesTiledLanes(HD, r));
+function tiledGroups(h: Harness, HD: number): { tiledLanes: TiledLanes; tiledRows: number }[] {
   if (!h.ops.subgroupMin) {
     const b = h.empty(64);
     const args = { q: b, k: b, v: b, qpos: b, kpos: b, out: b, bounds: b, qStride: 8, qOffset: 0, kvDtype: 'f32' as const, T: 1, n: 1, H: 1, NKV: 1, HD: 8, window: 0, scale: 1 };
     assert.throws(() => h.ops.attention({ ...args, variant: 'tiled', tiledLanes: 2 }), /lanes a row group need subgroups/);
   }
-  return all;
+  const lanes = ([1, 2, 4] as const).filter((r) => h.ops.takesTiledLanes(HD, r));
+  return lanes.flatMap((r): { tiledLanes: TiledLanes; tiledRows: number }[] => (r === 1 ? [{ tiledLanes: r, tiledRows: 1 }] : [{ tiledLanes: r, tiledRows: r }, { tiledLanes: r, tiledRows: 1 }]));
 }
+const groupText = (g: { tiledLanes: number; tiledRows: number }) => `${g.tiledLanes} lane(s) holding ${g.tiledRows} row(s)`;
 
 for (const wDtype of ['f32', 'f16'] as const) {
   for (const [T, N, K, variant] of MATMUL_SHAPES) {
@@ -223,9 +226,9 @@ for (const kvDtype of ['f32', 'f16'] as const) {
           // attention_tiled: one tile wider than all 11 keys, and tiles of 4 (11 is not a multiple); with pairs of
           // lanes a row group too (attention_tiled_sg; a head of 8 has two vec4s, one a lane).
           for (const keysPerTile of [undefined, 4, 32]) {
-            for (const tiledLanes of tiledLaneCounts(h, a.HD)) {
-              h.ops.attention({ ...common, v: kv(a.v), out, T: a.T, bounds: h.upload(bounds), splits, variant: 'tiled', keysPerTile, tiledLanes });
-              assertClose(await h.readF32(out, a.T * a.H * a.HD), ref.attention(a), 0, TILED_RT, `attention_tiled, ${splits} slices, ${keysPerTile ?? 'default'} keys a tile, ${tiledLanes} lanes a row group`);
+            for (const g of tiledGroups(h, a.HD)) {
+              h.ops.attention({ ...common, v: kv(a.v), out, T: a.T, bounds: h.upload(bounds), splits, variant: 'tiled', keysPerTile, ...g });
+              assertClose(await h.readF32(out, a.T * a.H * a.HD), ref.attention(a), 0, TILED_RT, `attention_tiled, ${splits} slices, ${keysPerTile ?? 'default'} keys a tile, ${groupText(g)}`);
             }
           }
           // attention_decode: a head of 8 (32 value groups), 11 keys in a round of 64 or 256.
@@ -285,12 +288,13 @@ for (const kvDtype of ['f32', 'f16'] as const) {
       // The full key range too, where the mask alone hides what sorted bounds would skip.
       for (const bounds of [args.bounds, h.upload(Uint32Array.from({ length: 2 * a.T }, (_, i) => (i % 2 ? a.n : 0)))]) {
         // 12 keys a tile: 75 keys in 7 tiles, the last partial.
-        // attention_tiled_sg: 70 rows in groups of 2 or 4 (the last group of 4 half past T), 4 or 2 vec4s a lane.
+        // attention_tiled_sg: 70 rows in groups of 2 or 4 (the last group of 4 half past T), 4 or 2 vec4s a lane; or
+        // one row a group, in blocks of 32 or 16 rows (70 rows: three blocks and a ragged one, or five).
         for (const keysPerTile of [undefined, 12, 32]) {
           for (const splits of [1, 3]) {
-            for (const tiledLanes of tiledLaneCounts(h, a.HD)) {
-              h.ops.attention({ ...args, bounds, variant: 'tiled', keysPerTile, splits, tiledLanes });
-              assertClose(await h.readF32(out, want.length), want, 0, TILED_RT, `attention_tiled, ${splits} slices, ${keysPerTile ?? 'default'} keys a tile, ${tiledLanes} lanes a row group`);
+            for (const g of tiledGroups(h, a.HD)) {
+              h.ops.attention({ ...args, bounds, variant: 'tiled', keysPerTile, splits, ...g });
+              assertClose(await h.readF32(out, want.length), want, 0, TILED_RT, `attention_tiled, ${splits} slices, ${keysPerTile ?? 'default'} keys a tile, ${groupText(g)}`);
             }
           }
         }

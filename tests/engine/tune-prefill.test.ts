@@ -19,15 +19,14 @@ const s = await openModel(join(import.meta.dirname, '../../public/models/stories
 const e = s.engine;
 after(() => s.close());
 
-/** A way as a short tag: lanes/keys a tile. */
-const tag = (w: TiledWay) => `${w.lanes}/${w.keysPerTile}`;
+/** A way as a short tag: lanes (x1 where they split one row) / keys a tile. */
+const tag = (w: TiledWay) => `${w.lanes}${w.rows === 1 && w.lanes > 1 ? 'x1' : ''}/${w.keysPerTile}`;
 
 /** Runs `fn` with the engine on the 'gpu' profile and no tuned way, restored after. */
 async function onGpuProfile<T>(fn: (e: Engine) => Promise<T>): Promise<T> {
-  const saved = { matmulProfile: e.ops.matmulProfile, tiledLanes: e.ops.tiledLanes, tiledKeysPerTile: e.ops.tiledKeysPerTile };
+  const saved = { matmulProfile: e.ops.matmulProfile, tiled: e.ops.tiled };
   e.ops.matmulProfile = 'gpu';
-  e.ops.tiledLanes = undefined;
-  e.ops.tiledKeysPerTile = undefined;
+  e.ops.tiled = undefined;
   try {
     return await fn(e);
   } finally {
@@ -42,12 +41,14 @@ test('the ways: one lane always, two and four where subgroups have them and the 
   assert.deepEqual(tiledLaneWays(e.ops, 72), [1, 2], 'a head of 18 vec4s: no share of four');
   assert.deepEqual(tiledLaneWays(e.ops, 4), [1]);
   assert.deepEqual(tiledWays(e.ops, 8).map(tag), ['1/16', '1/8', '2/16', '2/8']);
-  // Tiles as the workgroup memory holds them: SwiftShader's 32 KiB holds 12 keys of a head of 256, so 12 and 8.
-  assert.deepEqual(tiledWays(e.ops, 256).map(tag), ['1/12', '1/8', '2/12', '2/8', '4/12', '4/8']);
+  // Heads over 64 also split one row over the lanes; tiles as the workgroup memory holds them: SwiftShader's 32 KiB
+  // holds 12 keys of a head of 256, so 12 and 8.
+  assert.deepEqual(tiledWays(e.ops, 256).map(tag), ['1/12', '1/8', '2/12', '2/8', '2x1/12', '2x1/8', '4/12', '4/8', '4x1/12', '4x1/8']);
   // Without subgroups: one lane, at both tiles.
   assert.deepEqual(tiledWays({ takesTiledLanes: (_, r) => r === 1, attentionTile: (_, t = 16) => t }, 64).map(tag), ['1/16', '1/8']);
-  assert.deepEqual(tiledWays(e.ops, 64).slice(4).map(describeTiledWay), ['attention_tiled_sg, 4 lanes a row group, 16 keys a tile', 'attention_tiled_sg, 4 lanes a row group, 8 keys a tile']);
-  assert.equal(describeTiledWay({ lanes: 1, keysPerTile: 16 }), 'attention_tiled, 16 keys a tile');
+  assert.deepEqual(tiledWays(e.ops, 64).slice(4).map(describeTiledWay), ['attention_tiled_sg, 4 lanes sharing 4 rows, 16 keys a tile', 'attention_tiled_sg, 4 lanes sharing 4 rows, 8 keys a tile']);
+  assert.equal(describeTiledWay({ lanes: 1, rows: 1, keysPerTile: 16 }), 'attention_tiled, 16 keys a tile');
+  assert.equal(describeTiledWay({ lanes: 4, rows: 1, keysPerTile: 8 }), 'attention_tiled_sg, 4 lanes a row, 8 keys a tile');
 });
 
 test('every way in turns, the default first; the fastest kept past the margin, the default within it; nothing timed on the cpu profile', async () => {
@@ -59,18 +60,18 @@ test('every way in turns, the default first; the fastest kept past the margin, t
     const order = ['1/16', '1/8', '2/16', '2/8'];
     assert.deepEqual(seen, [...order, ...order]);
     assert.deepEqual(r.ways.map((w) => [tag(w), w.us]), order.map((t) => [t, t === '2/8' ? 60 : t === '2/16' ? 70 : 100]));
-    assert.deepEqual(r.chosen, { lanes: 2, keysPerTile: 8 });
-    assert.deepEqual([e.ops.tiledLanes, e.ops.tiledKeysPerTile], [2, 8]);
+    assert.deepEqual(r.chosen, { lanes: 2, rows: 2, keysPerTile: 8 });
+    assert.deepEqual(e.ops.tiled, { lanes: 2, rows: 2, keysPerTile: 8 });
     assert.deepEqual({ rows: r.rows, keys: r.keys }, { rows: 512, keys: Math.min(4096, e.config.maxPositions) });
     // 2% faster: within the margin, the default kept (and the earlier choice replaced).
     const close = (await tunePrefill(e, { reps: 1, measure: async (w) => (w.lanes === 2 ? 98 : 100) }))!;
-    assert.deepEqual(close.chosen, { lanes: 1, keysPerTile: 16 });
-    assert.deepEqual([e.ops.tiledLanes, e.ops.tiledKeysPerTile], [1, 16]);
+    assert.deepEqual(close.chosen, { lanes: 1, rows: 1, keysPerTile: 16 });
+    assert.deepEqual(e.ops.tiled, { lanes: 1, rows: 1, keysPerTile: 16 });
     // A timing that fails restores what was there and says why.
-    e.ops.tiledLanes = 2;
-    e.ops.tiledKeysPerTile = 8;
+    const earlier = { lanes: 2 as const, rows: 2, keysPerTile: 8 };
+    e.ops.tiled = earlier;
     await assert.rejects(tunePrefill(e, { reps: 1, measure: async (w) => (w.lanes === 2 ? Promise.reject(new Error('device lost')) : 100) }), /device lost/);
-    assert.deepEqual([e.ops.tiledLanes, e.ops.tiledKeysPerTile], [2, 8]);
+    assert.equal(e.ops.tiled, earlier);
   });
 });
 
@@ -85,8 +86,8 @@ test('a way whose output differs from the default way\'s on the device is neithe
     try {
       const r = (await tunePrefill(e, { reps: 1, measure: async (w) => (seen.push(tag(w)), w.lanes === 2 ? 10 : 100) }))!;
       assert.deepEqual(seen, ['1/16', '1/8'], 'only one lane timed');
-      assert.deepEqual(r.chosen, { lanes: 1, keysPerTile: 16 });
-      assert.equal(e.ops.tiledLanes, 1);
+      assert.deepEqual(r.chosen, { lanes: 1, rows: 1, keysPerTile: 16 });
+      assert.equal(e.ops.tiled!.lanes, 1);
       for (const w of r.ways.slice(2)) {
         assert.ok(Number.isNaN(w.us));
         assert.match(w.error!, /^its output differs from attention_tiled, 16 keys a tile's by \d\.\d\de-\d+ of a largest \d+\.\d{3} on this device$/);
@@ -122,7 +123,7 @@ test('kept, the way serves every tiled prefill and gives the default way\'s logi
     const one = await prefill();
     assert.deepEqual(one.kernels, ['attention_tiled BK=16 R=1']);
     await tunePrefill(e, { reps: 1, measure: async (w) => (w.lanes === 2 && w.keysPerTile === 8 ? 50 : 100) });
-    assert.deepEqual([e.ops.tiledLanes, e.ops.tiledKeysPerTile], [2, 8]);
+    assert.deepEqual(e.ops.tiled, { lanes: 2, rows: 2, keysPerTile: 8 });
     const two = await prefill();
     assert.deepEqual(two.kernels, ['attention_tiled_sg BK=8 R=2']);
     // attention_tiled_sg's bound (kernels.test's TILED_RT), carried through the model's layers.

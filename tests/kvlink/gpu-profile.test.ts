@@ -15,7 +15,8 @@
  * out a hair apart can round to neighbouring halves: full 2.0e-4, legolink:16 1.7e-4, naive 2.3e-4; tolerance 2e-3.
  * The recomputed rows are the same
  * static sets on both: full's all, legolink:16's chunk starts and the question, naive's question. legolink:16 from the
- * GPU tier also attends with attention_tiled_sg (2 and 4 lanes a row group), within the same tolerances. Fails with the GPU
+ * GPU tier also attends with attention_tiled_sg (2 and 4 lanes sharing rows or splitting one, 8-key tiles), within
+ * the same tolerances. Fails with the GPU
  * tier's rows placed one row off (2.5e-1) or attention_tiled dropping each row's last key (3.9e-1; checked by hand).
  */
 import { test } from 'node:test';
@@ -23,7 +24,7 @@ import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { Engine } from '../../src/engine/engine';
-import { tiledLaneWays } from '../../src/engine';
+import { describeTiledWay, tiledLaneWays } from '../../src/engine';
 import { loadModelFiles } from '../../src/engine/formats/load';
 import { nodeModelFiles } from '../../src/node/files';
 import { createNodeGpu, loadKernelSources } from '../../src/node/gpu';
@@ -74,21 +75,23 @@ test('on lavapipe, the GPU profile links SmolLM2\'s chunks from the GPU tier to 
         want.cache.destroy();
         // Full reads no cached row: from the host alone (the GPU profile's full recompute takes lavapipe seconds).
         for (const [where, chunks] of spec === 'full' ? [['host', onGpu.chunks] as const] : [['host', onGpu.chunks] as const, ['GPU tier', resident] as const]) {
-          // legolink:16's 40 rows attend with attention_tiled, and from the GPU tier with each way Engine.tunePrefill
-          // may keep (attention_tiled_sg's 2 and 4 lanes a row group: lavapipe has subgroups).
-          const ways = spec === 'legolink:16' && where === 'GPU tier' ? tiledLaneWays(onGpu.e.ops, c.headDim) : [1 as const];
-          if (spec === 'legolink:16' && where === 'GPU tier') assert.deepEqual(ways, [1, 2, 4]);
-          for (const lanes of ways) {
-            onGpu.e.ops.tiledLanes = lanes;
+          // legolink:16's 40 rows attend with attention_tiled, and from the GPU tier also with attention_tiled_sg's row
+          // groups as Engine.tunePrefill may keep them (lavapipe has subgroups): 2 and 4 lanes sharing as many rows,
+          // or splitting one row's head, with tiles of 8 keys.
+          const all = [{ lanes: 2, rows: 2 }, { lanes: 2, rows: 1 }, { lanes: 4, rows: 4 }, { lanes: 4, rows: 1 }] as const;
+          const ways = [{ lanes: 1 as const, rows: 1, keysPerTile: 16 }, ...(spec === 'legolink:16' && where === 'GPU tier' ? all.map((g) => ({ ...g, keysPerTile: 8 })) : [])];
+          if (spec === 'legolink:16') assert.deepEqual(tiledLaneWays(onGpu.e.ops, c.headDim), [1, 2, 4]);
+          for (const way of ways) {
+            onGpu.e.ops.tiled = way;
             const got = await link(onGpu.e, benchParts(chunks), parseAlgorithm(spec), { bosId: c.bosId });
             got.cache.destroy();
-            const how = `${spec} from the ${where}${lanes > 1 ? `, ${lanes} lanes a row group` : ''}`;
+            const how = `${spec} from the ${where}${way.lanes > 1 ? `, ${describeTiledWay(way)}` : ''}`;
             assert.equal(got.recomputed, want.recomputed, `${how}: the same rows recomputed`);
             const { d, range } = maxDiffOverRange(got.logits, want.logits);
             t.diagnostic(`${kvDtype} keys and values, ${how}: ${got.recomputed} rows recomputed, max |Δlogit| / range ${(d / range).toExponential(2)}`);
             assert.ok(d <= tolerance * range, `${kvDtype}, ${how}: max |Δlogit| ${d.toExponential(2)} over a range of ${range.toFixed(2)}`);
           }
-          onGpu.e.ops.tiledLanes = undefined;
+          onGpu.e.ops.tiled = undefined;
         }
       }
     } finally {

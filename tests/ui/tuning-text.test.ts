@@ -25,17 +25,17 @@ test('the defaults kept, another way kept, a long spans’ kernel, a failure', (
 });
 
 test('prefill attention: the way kept and its µs a layer, the default\'s beside it where another was kept, ways refused with why; a failed timing says why', () => {
-  const base = { chosen: 'attention_tiled_sg, 4 lanes a row group, 8 keys a tile', us: 812.4, defaults: 'attention_tiled, 16 keys a tile', defaultUs: 1203.9, ways: 6, rows: 512, keys: 4096, ms: 61, refused: [] };
+  const base = { chosen: 'attention_tiled_sg, 4 lanes sharing 4 rows, 8 keys a tile', us: 812.4, defaults: 'attention_tiled, 16 keys a tile', defaultUs: 1203.9, ways: 6, rows: 512, keys: 4096, ms: 61, refused: [] };
   assert.equal(
     prefillTuningText(base),
-    'Prefill attention, timed on this GPU (6 ways in 0.06 s): attention_tiled_sg, 4 lanes a row group, 8 keys a tile, 812 µs a layer for 512 rows over 4096 keys; ' +
+    'Prefill attention, timed on this GPU (6 ways in 0.06 s): attention_tiled_sg, 4 lanes sharing 4 rows, 8 keys a tile, 812 µs a layer for 512 rows over 4096 keys; ' +
       'the default (attention_tiled, 16 keys a tile) took 1204 µs',
   );
   assert.equal(
     prefillTuningText({ ...base, chosen: base.defaults, us: 1203.9, ways: 2 }),
     'Prefill attention, timed on this GPU (2 ways in 0.06 s): attention_tiled, 16 keys a tile, 1204 µs a layer for 512 rows over 4096 keys (the default)',
   );
-  const refused = "attention_tiled_sg, 2 lanes a row group, 16 keys a tile (its output differs from attention_tiled, 16 keys a tile's by 1.20e-1 of a largest 0.998 on this device)";
+  const refused = "attention_tiled_sg, 2 lanes sharing 2 rows, 16 keys a tile (its output differs from attention_tiled, 16 keys a tile's by 1.20e-1 of a largest 0.998 on this device)";
   assert.equal(
     prefillTuningText({ ...base, chosen: base.defaults, us: 1203.9, refused: [refused] }),
     `Prefill attention, timed on this GPU (6 ways in 0.06 s): attention_tiled, 16 keys a tile, 1204 µs a layer for 512 rows over 4096 keys (the default). Not used: ${refused}`,

@@ -5,9 +5,11 @@
  * LegoLink recompute over it on the H100 (gpu-h100-13.json). An invocation there holds a row and reads every key
  * and value from workgroup memory for four multiply-adds a read, which bounds it on GPUs where such reads are
  * scarcer than arithmetic. attention_tiled_sg lets 2 or 4 subgroup lanes share R rows, so each read serves R rows
- * (Ops.tiledLanes); tiles of 8 keys rather than 16 halve the scores an invocation holds (Ops.tiledKeysPerTile).
- * Which pays depends on the GPU, its subgroups and the model's heads, so the engine times a layer's attention each
- * way (1, 2 and 4 lanes a row group as the device runs them, at 16 and 8 keys a tile) over rows that see every key
+ * (Ops.tiled's lanes); for heads over 64, whose query and accumulator spill an invocation's registers, the lanes may
+ * instead split one row's head (its rows); tiles of 8 keys rather than 16 halve the scores an invocation holds
+ * (its keys a tile). Which pays depends on the GPU, its subgroups and the model's heads, so the engine times a
+ * layer's attention each way (tiledWays: 1, 2 and 4 lanes a row group as the device runs them, at 16 and 8 keys a
+ * tile) over rows that see every key
  * of a span, with the model's heads and cache precision, in turns, each way's figure the fastest of `reps` batches
  * of about BATCH_MS, and keeps the fastest where it beats the default (one lane, 16 keys) by more than the margin.
  *
@@ -17,16 +19,10 @@
  * random values, within AGREE of the largest output. A way that does not is never kept, and the tuning says so. CPU
  * adapters are not tuned: their prefill never takes attention_tiled.
  */
-import type { Ops, TiledLanes } from '../ops';
+import type { Ops, TiledLanes, TiledWay } from '../ops';
 import { keyBounds } from '../attention-plan';
 import { floatsToHalves } from '../f16';
 import type { AttentionTunable } from './tune-attention';
-
-/** A way of prefill's attention_tiled: lanes a row group (attention_tiled_sg where more than one) and keys a tile. */
-export interface TiledWay {
-  lanes: TiledLanes;
-  keysPerTile: number;
-}
 
 /** A way's microseconds for a layer's attention over the timed rows and keys (NaN where it was not timed). */
 export interface TiledWayTiming extends TiledWay {
@@ -41,7 +37,7 @@ export interface PrefillTuning {
   keys: number;
   /** The default way (attention_tiled, the engine's tile) first, then the others the device runs. */
   ways: TiledWayTiming[];
-  /** What was kept (now Ops.tiledLanes and Ops.tiledKeysPerTile). */
+  /** What was kept (now Ops.tiled). */
   chosen: TiledWay;
   ms: number;
 }
@@ -66,16 +62,19 @@ const BATCH_MS = 5;
 /** As decode's tuning: an alternative must beat the default by more than this to replace it. */
 const MARGIN = 0.03;
 /**
- * How far, relative to the largest output, a way may be from attention_tiled's output: about 10x the most measured on
- * SwiftShader and lavapipe (2.4e-7, over the kit's four model shapes with f32 and f16 keys and values, 2 and 4 lanes).
+ * How far, relative to the largest output, a way may be from the default way's output: about 10x the most measured on
+ * SwiftShader and lavapipe (2.4e-7, every way of the kit's four model shapes, f32 and f16 keys and values).
  */
 const AGREE = 2e-6;
 /** Keys a tile tried: the engine's default, and half of it (half the scores an invocation holds in registers). */
 const TILES = [16, 8];
+/** Heads wider than this also try one row a group: 64 floats of query and 64 of accumulator an invocation already. */
+const WIDE = 64;
 
-/** A way of prefill's attention in words: its kernel, the lanes a row group where more than one, its keys a tile. */
+/** A way of prefill's attention in words: its kernel, how its row groups share rows, its keys a tile. */
 export function describeTiledWay(w: TiledWay): string {
-  return `${w.lanes === 1 ? 'attention_tiled' : `attention_tiled_sg, ${w.lanes} lanes a row group`}, ${w.keysPerTile} keys a tile`;
+  const group = w.lanes === 1 ? '' : w.rows === 1 ? `, ${w.lanes} lanes a row` : `, ${w.lanes} lanes sharing ${w.rows} rows`;
+  return `attention_tiled${w.lanes === 1 ? '' : '_sg'}${group}, ${w.keysPerTile} keys a tile`;
 }
 
 /** The lanes a row group attention_tiled runs with on this device for heads of HD, one lane first. */
@@ -84,16 +83,20 @@ export function tiledLaneWays(ops: Pick<Ops, 'takesTiledLanes'>, HD: number): Ti
 }
 
 /**
- * The ways prefill's attention can take on this device for heads of HD: each lanes a row group it runs, at each keys a
- * tile of TILES its workgroup memory holds (Ops.attentionTile), the default (one lane, the engine's tile) first.
+ * The ways prefill's attention can take on this device for heads of HD: each lanes a row group it runs, sharing as
+ * many rows, and for heads over WIDE also one row a group (a head's query and accumulator then fit an invocation's
+ * registers), at each keys a tile of TILES its workgroup memory holds (Ops.attentionTile); the default (one lane,
+ * the engine's tile) first.
  */
 export function tiledWays(ops: Pick<Ops, 'takesTiledLanes' | 'attentionTile'>, HD: number): TiledWay[] {
   const tiles = [...new Set(TILES.map((t) => ops.attentionTile(HD, t)))].filter((t) => t >= 4);
-  return tiledLaneWays(ops, HD).flatMap((lanes) => tiles.map((keysPerTile) => ({ lanes, keysPerTile })));
+  const groups = tiledLaneWays(ops, HD).flatMap((lanes): { lanes: TiledLanes; rows: number }[] =>
+    lanes === 1 ? [{ lanes, rows: 1 }] : HD > WIDE ? [{ lanes, rows: lanes }, { lanes, rows: 1 }] : [{ lanes, rows: lanes }]);
+  return groups.flatMap((g) => tiles.map((keysPerTile) => ({ ...g, keysPerTile })));
 }
 
 /**
- * Times every way and keeps the fastest past the margin as Ops.tiledLanes and Ops.tiledKeysPerTile (the default way
+ * Times every way and keeps the fastest past the margin as Ops.tiled (the default way
  * otherwise); null, and nothing set, where prefill does not take attention_tiled (CPU adapters) or there is one way.
  */
 export async function tunePrefill(e: AttentionTunable, o: PrefillTuneOptions = {}): Promise<PrefillTuning | null> {
@@ -103,7 +106,7 @@ export async function tunePrefill(e: AttentionTunable, o: PrefillTuneOptions = {
   if (ops.pickAttention(rows, c.headDim) !== 'tiled') return null;
   const all = tiledWays(ops, c.headDim);
   if (all.length < 2) return null;
-  const saved = { lanes: ops.tiledLanes, keysPerTile: ops.tiledKeysPerTile };
+  const saved = ops.tiled;
   const bench = o.measure ? null : new TiledBench(e, rows, keys);
   try {
     const measure = o.measure ?? ((w: TiledWay) => bench!.time(w));
@@ -118,17 +121,15 @@ export async function tunePrefill(e: AttentionTunable, o: PrefillTuneOptions = {
     }
     const timed = ways.filter((w) => w.error === undefined);
     for (let rep = 0; rep < (o.reps ?? 3); rep++) {
-      for (const w of timed) w.us = Math.min(w.us, await measure({ lanes: w.lanes, keysPerTile: w.keysPerTile }));
+      for (const w of timed) w.us = Math.min(w.us, await measure({ lanes: w.lanes, rows: w.rows, keysPerTile: w.keysPerTile }));
     }
     const best = timed.reduce((a, b) => (b.us < a.us ? b : a));
     const kept = best.us < ways[0].us * (1 - (o.margin ?? MARGIN)) ? best : ways[0];
-    const chosen = { lanes: kept.lanes, keysPerTile: kept.keysPerTile };
-    ops.tiledLanes = chosen.lanes;
-    ops.tiledKeysPerTile = chosen.keysPerTile;
+    const chosen = { lanes: kept.lanes, rows: kept.rows, keysPerTile: kept.keysPerTile };
+    ops.tiled = chosen;
     return { rows, keys, ways, chosen, ms: performance.now() - t0 };
   } catch (err) {
-    ops.tiledLanes = saved.lanes;
-    ops.tiledKeysPerTile = saved.keysPerTile;
+    ops.tiled = saved;
     throw err;
   } finally {
     bench?.destroy();
@@ -163,7 +164,7 @@ export async function defaultWayDifference(e: AttentionTunable, w: TiledWay, bas
     };
     const out = (way: TiledWay) => {
       const o = upload(new Float32Array(T * W));
-      e.ops.attention({ ...args, out: o, tiledLanes: way.lanes, keysPerTile: way.keysPerTile });
+      e.ops.attention({ ...args, out: o, tiledLanes: way.lanes, tiledRows: way.rows, keysPerTile: way.keysPerTile });
       return o;
     };
     const [a, b] = await e.ops.d.readMany([out(base), out(w)].map((src) => ({ src, offset: 0, size: T * W * 4 })));
@@ -219,11 +220,11 @@ class TiledBench {
   async time(w: TiledWay): Promise<number> {
     const run = async (count: number) => {
       const t = performance.now();
-      for (let i = 0; i < count; i++) this.e.ops.attention({ ...this.args, tiledLanes: w.lanes, keysPerTile: w.keysPerTile });
+      for (let i = 0; i < count; i++) this.e.ops.attention({ ...this.args, tiledLanes: w.lanes, tiledRows: w.rows, keysPerTile: w.keysPerTile });
       await this.e.sync();
       return ((performance.now() - t) * 1000) / count;
     };
-    const key = `${w.lanes}/${w.keysPerTile}`;
+    const key = `${w.lanes}/${w.rows}/${w.keysPerTile}`;
     let count = this.batch.get(key);
     if (count === undefined) {
       // The first batch builds the pipeline; the second, short, says how many launches fill BATCH_MS.
