@@ -99,10 +99,11 @@ export async function timeAttention(e: Engine, c: AttentionCase, targetMs = 60):
         if (keysPerTile * (8 * c.HD + 4) <= dev.limits.maxComputeWorkgroupStorageSize) shapes.push({ variant: 'tiled', rowsPerThread: 1, splits: 'auto', keysPerTile });
       }
       // Subgroup lanes sharing rows (attention_tiled_sg), where the device runs them: each key read once for 2 or 4
-      // rows; with the engine's tile, and with 8 keys a tile (half the scores held in registers, 4R of them a key).
+      // rows; with the engine's tile, and with 8 keys a tile (half the scores held in registers, 4R of them a key); in
+      // 8 and 32 key slices beside the engine's own count.
       for (const tiledLanes of tiledLaneWays(e.ops, c.HD).filter((r) => r > 1)) {
         for (const keysPerTile of [undefined, 8]) shapes.push({ variant: 'tiled', rowsPerThread: 1, splits: 'auto', keysPerTile, tiledLanes });
-        for (const splits of TILED_SPLITS.filter((s) => s >= 8 && s <= c.n / 64 && fits(s))) shapes.push({ variant: 'tiled', rowsPerThread: 1, splits, tiledLanes });
+        for (const splits of [8, 32].filter((s) => s <= c.n / 64 && fits(s))) shapes.push({ variant: 'tiled', rowsPerThread: 1, splits, tiledLanes });
         // And the lanes splitting one row's head (blocks of 64 / lanes rows: fewer registers, each key read once a row).
         shapes.push({ variant: 'tiled', rowsPerThread: 1, splits: 'auto', tiledLanes, tiledRows: 1 });
       }
