@@ -96,8 +96,8 @@ export function tiledWays(ops: Pick<Ops, 'takesTiledLanes' | 'attentionTile'>, H
 }
 
 /**
- * Times every way and keeps the fastest past the margin as Ops.tiled (the default way
- * otherwise); null, and nothing set, where prefill does not take attention_tiled (CPU adapters) or there is one way.
+ * Times every way and keeps the fastest past the margin as Ops.tiled (the default way otherwise); null, and nothing
+ * set, where prefill does not take attention_tiled (CPU adapters) or there is one way.
  */
 export async function tunePrefill(e: AttentionTunable, o: PrefillTuneOptions = {}): Promise<PrefillTuning | null> {
   const t0 = performance.now();
@@ -111,7 +111,7 @@ export async function tunePrefill(e: AttentionTunable, o: PrefillTuneOptions = {
   try {
     const measure = o.measure ?? ((w: TiledWay) => bench!.time(w));
     const agree = o.agree ?? (async (w: TiledWay) => {
-      const { worst, big } = await defaultWayDifference(e, w, all[0]);
+      const { worst, big } = await wayDifference(e, w, all[0]);
       return worst <= AGREE * big ? null : `its output differs from ${describeTiledWay(all[0])}'s by ${worst.toExponential(2)} of a largest ${big.toFixed(3)} on this device`;
     });
     const ways: TiledWayTiming[] = [];
@@ -138,10 +138,10 @@ export async function tunePrefill(e: AttentionTunable, o: PrefillTuneOptions = {
 
 /**
  * How far way `w` is from way `base`'s output on this device, for the model's heads and cache precision (70 rows at
- * scattered causal positions over 96 keys, two 64-row blocks, random values): the largest difference, and the largest
- * output (the difference Infinity where an output is not a number).
+ * scattered causal positions over 96 keys, in ragged blocks whatever the way, random values): the largest difference,
+ * and the largest output (the difference Infinity where an output is not a number).
  */
-export async function defaultWayDifference(e: AttentionTunable, w: TiledWay, base: TiledWay): Promise<{ worst: number; big: number }> {
+export async function wayDifference(e: AttentionTunable, w: TiledWay, base: TiledWay): Promise<{ worst: number; big: number }> {
   const c = e.config, device = e.ops.lib.device;
   const T = 70, n = 96, W = c.nHeads * c.headDim, kvW = c.nKvHeads * c.headDim;
   let seed = 7;
