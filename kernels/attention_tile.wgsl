@@ -22,6 +22,17 @@ fn seen4(j: u32, c4: u32, lo: u32, hi: u32, qp: i32) -> vec4<bool> {
   return s;
 }
 
+// Workgroup wid's block: its first row, key slice, head and kv head, and whether it is one (the last row of
+// workgroups of a 2-D dispatch may be past them). Numbered with the row block fastest, so the workgroups running
+// together read the same keys of the same head.
+struct Block { t0: u32, split: u32, h: u32, kvh: u32, live: bool }
+fn block_of(wid: vec3<u32>, nwg: vec3<u32>) -> Block {
+  let blocks = (p.T + BQ - 1u) / BQ;
+  let wg = wid.x + wid.y * nwg.x;
+  let h = wg / (blocks * p.splits);
+  return Block((wg % blocks) * BQ, (wg / blocks) % p.splits, h, h / (p.H / p.NKV), wg < blocks * p.H * p.splits);
+}
+
 // The keys [first, last) the block from row t0 walks: the union of its rows' key ranges, cut to the cache and to
 // slice `split`. The same loop in every invocation, so the tile loop it bounds is uniform (the barriers need that).
 fn block_keys(t0: u32, split: u32) -> vec2<u32> {

@@ -23,15 +23,12 @@ const BQ: u32 = WG;
 @compute @workgroup_size(64, 1, 1)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
   // Everything up to the tile loop is uniform across the workgroup (the barriers need that), except the row's own state.
-  let blocks = (p.T + BQ - 1u) / BQ;
-  let wg = wid.x + wid.y * nwg.x;
-  if (wg >= blocks * p.H * p.splits) { return; }
-  let t0 = (wg % blocks) * BQ;
-  let split = (wg / blocks) % p.splits;
-  let h = wg / (blocks * p.splits);
-  let kvh = h / (p.H / p.NKV);
-
-  let span = block_keys(t0, split);
+  let b = block_of(wid, nwg);
+  if (!b.live) { return; }
+  let t0 = b.t0;
+  let h = b.h;
+  let kvh = b.kvh;
+  let span = block_keys(t0, b.split);
   let first = span.x;
   let last = span.y;
 
@@ -96,7 +93,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 
   if (!live) { return; }
 #if SPLIT
-  let slot = (t * p.H + h) * p.splits + split;
+  let slot = (t * p.H + h) * p.splits + b.split;
   ml[slot] = vec2<f32>(m, l);
   for (var i = 0u; i < HD4; i++) { out[slot * HD4 + i] = acc[i]; }
 #else

@@ -60,15 +60,12 @@ fn group_sum(d: vec4<f32>) -> vec4<f32> {
 @compute @workgroup_size(64, 1, 1)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32,
         @builtin(subgroup_invocation_id) sgi: u32) {
-  let blocks = (p.T + BQ - 1u) / BQ;
-  let wg = wid.x + wid.y * nwg.x;
-  if (wg >= blocks * p.H * p.splits) { return; }
-  let t0 = (wg % blocks) * BQ;
-  let split = (wg / blocks) % p.splits;
-  let h = wg / (blocks * p.splits);
-  let kvh = h / (p.H / p.NKV);
-
-  let span = block_keys(t0, split);
+  let b = block_of(wid, nwg);
+  if (!b.live) { return; }
+  let t0 = b.t0;
+  let h = b.h;
+  let kvh = b.kvh;
+  let span = block_keys(t0, b.split);
   let first = span.x;
   let last = span.y;
 
@@ -167,7 +164,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let t = t0 + slot * G + a;
     if (t >= p.T) { break; }
 #if SPLIT
-    let o = (t * p.H + h) * p.splits + split;
+    let o = (t * p.H + h) * p.splits + b.split;
     if (part == 0u) { ml[o] = vec2<f32>(m[a], l[a]); }
     for (var i = 0u; i < HDP; i++) { out[o * HD4 + i * R + part] = acc[a * HDP + i]; }
 #else
