@@ -231,14 +231,10 @@ export class ContextCache implements ContextCacheApi {
     return moduleSchemaPositions(chunkMessages(names, question), this.model.tokenizer, this.model.config.bosId, (id) => tokens[Number(id)]);
   }
 
-  /** Compiles a chunk and keeps it (keep). */
-  private async compileAndStore(tokens: number[], variant: CompileVariant, text?: string): Promise<CompiledChunk> {
-    return this.keep(await compileChunk(this.ctx(), tokens, variant), tokens, variant, text);
-  }
-
   /**
-   * Stores a chunk compiled from `tokens` (kept with it, to compile it again should its blob be damaged), and keeps it on the GPU too (the GPU tier), so that the first link after a compile
-   * moves no rows from the host; the tier evicts the least recently used chunks for it, never those a link holds.
+   * Stores a chunk compiled from `tokens` (kept with it, to compile it again should its blob be damaged), and keeps it
+   * on the GPU too (the GPU tier), so that the first link after a compile moves no rows from the host; the tier
+   * evicts the least recently used chunks for it, never those a link holds.
    */
   private async keep(chunk: CompiledChunk, tokens: number[], variant: CompileVariant, text?: string): Promise<CompiledChunk> {
     await this.store.put(
@@ -280,7 +276,7 @@ export class ContextCache implements ContextCacheApi {
     const src = sources.get(id);
     if (!src) throw new Error(`Cache ${id} is ${r.status === 'corrupt' ? `corrupt (${r.reason})` : 'not in the store'}; compile its chunk again`);
     const t0 = performance.now();
-    const chunk = await this.compileAndStore(src.tokens, src.variant);
+    const chunk = await this.keep(await compileChunk(this.ctx(), src.tokens, src.variant), src.tokens, src.variant);
     return { chunk, lookupMs: timing.lookupMs, loadMs: performance.now() - t0, tier: 'compiled' as const };
   }
 
