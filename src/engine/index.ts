@@ -10,7 +10,7 @@ export type { KVCache } from './model/kv-cache';
 export type { LayerRows, GpuLayerRows } from './model/kv-io';
 export type { ScoresRequest, ScoresResult } from './model/forward';
 export { MARGIN as TUNE_MARGIN, WARM_MS, describeSettings, takesWideLoadsAny, type DecodeSettings, type DecodeTrial, type DecodeTuning, type TuneOptions, type UploadTuning } from './model/tune';
-export { describeTiledWay, tiledLaneWays, tiledWays, type PrefillTuning, type TiledWayTiming } from './model/tune-prefill';
+export { describeTiledWay, sameTiledWay, tiledLaneWays, tiledWays, type PrefillTuning, type TiledWayTiming } from './model/tune-prefill';
 export { LONG_SPAN, attentionWays as decodeAttentionWays, describeAttentionWay, type AttentionWay, type AttentionWayTiming, type LongAttentionTuning } from './model/tune-attention';
 export { OutOfGpuMemoryError } from './model/gpu-model';
 export { DeviceLostError, GpuValidationError, type HostWrite } from './gpu/dispatcher';

@@ -9,7 +9,7 @@ import type { TierPut, TtftRow } from '../bench/ttft';
 import type { DecodeProfile, LinkProfile } from '../bench/profile';
 import { wayLabel, type DecodeAfterLink, type DecodeWay } from '../bench/fuse';
 import { mdTable } from './markdown';
-import { describeAttentionWay, describeTiledWay, type DecodeSettings, type DecodeTuning, type PrefillTuning, type UploadTuning } from '../engine';
+import { describeAttentionWay, describeTiledWay, sameTiledWay, type DecodeSettings, type DecodeTuning, type PrefillTuning, type UploadTuning } from '../engine';
 
 type KernelRow = { rows?: string; variant?: string; half?: boolean; wide?: boolean; rowsPerThread?: number; keysPerTile?: number; keysPerThread?: number; tiledLanes?: number; tiledRows?: number; splits?: number | string; T: number; K?: number; N?: number; n?: number; H?: number; HD?: number; ms: number; gflops: number; weightGBps?: number; chosen: boolean; clock?: string };
 type EngineRow = PrefillRow & { adapter: string; model: string; weight_bytes: number; weight_dtype: string; weights?: string; profile?: DecodeProfile | string; fuse?: DecodeWay[]; attention?: DecodeWay[]; gemv?: DecodeWay[]; combine?: DecodeWay[]; skipped?: string; error?: string };
@@ -190,7 +190,7 @@ function runDetails(file: string, r: GpuRun): string[] {
   const ups = [...(k.upload_tune ?? []), ...(k.real?.upload_tuning ? [{ ...k.real.upload_tuning, model: k.real.model }] : [])];
   if (ups.length) lines.push('Host-to-GPU uploads timed as the app times them when it loads a model (Engine.tuneUpload: 32 MiB in 256 KiB pieces each way, the fastest of 3 runs; mapped staging kept only when over 10% faster; the links below bring host rows the way kept):', '', table(['model', 'writeBuffer GB/s', 'mapped staging GB/s', 'kept'], ups.map((u) => [u.model, n1(u.gbPerS.write), n1(u.gbPerS.mapped), u.chosen === 'mapped' ? 'mapped staging' : 'writeBuffer'])), '');
   const pre = [...(k.prefill_tune ?? []), ...(k.real?.prefill_tuning ? [{ ...k.real.prefill_tuning, model: k.real.model }] : [])];
-  if (pre.length) lines.push(`Prefill's attention timed as the app times it when it loads a model (Engine.tunePrefill: a layer's attention for ${pre[0].rows} rows over ${pre[0].keys} keys each way, µs, the fastest of 3 runs in turns; a way kept only when over 3% faster than the first, and timed only where its output agrees with the first's on the GPU):`, '', table(['model', 'way', 'µs', 'kept'], pre.flatMap((x) => x.ways.map((w) => [x.model, describeTiledWay(w), w.error ? `not timed: ${w.error}` : n0(w.us), describeTiledWay(w) === describeTiledWay(x.chosen) ? 'yes' : '']))), '');
+  if (pre.length) lines.push(`Prefill's attention timed as the app times it when it loads a model (Engine.tunePrefill: a layer's attention for ${pre[0].rows} rows over ${pre[0].keys} keys each way, µs, the fastest of 3 runs in turns; a way kept only when over 3% faster than the first, and timed only where its output agrees with the first's on the GPU):`, '', table(['model', 'way', 'µs', 'kept'], pre.flatMap((x) => x.ways.map((w) => [x.model, describeTiledWay(w), w.error ? `not timed: ${w.error}` : n0(w.us), sameTiledWay(w, x.chosen) ? 'yes' : '']))), '');
   lines.push(...quantAndProfiles(k.quant ?? [], eng, bw));
   const notes = [...eng.filter((x) => x.skipped || x.error), ...(t?.rows ?? []).filter((x) => x.skipped || x.error)];
   for (const x of notes) lines.push(`- ${x.model}: ${x.skipped ?? x.error}`);

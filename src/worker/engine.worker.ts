@@ -4,7 +4,7 @@
  * protocol.ts's `Calls` map has one handler here (`handlers`, checked by
  * type); errors go back serialised by name (errors.ts).
  */
-import { createGpuContext, Engine, OutOfGpuMemoryError, bundledKernelSources, hfConfigToModelConfig, isQuant, describeAttentionWay, describeSettings, describeTiledWay, type GpuContext, type LoadedModel } from '../engine';
+import { createGpuContext, Engine, OutOfGpuMemoryError, bundledKernelSources, hfConfigToModelConfig, isQuant, describeAttentionWay, describeSettings, describeTiledWay, sameTiledWay, type GpuContext, type LoadedModel } from '../engine';
 import { decodeTokens, TextStream } from '../generate/generate';
 import { parseModel, resolveSource } from './sources';
 import { deleteCachedModel, listCachedModels, opfsRoot } from './opfs-cache';
@@ -131,7 +131,7 @@ async function tunePrefill(e: Engine): Promise<PrefillTuningInfo | null> {
   try {
     const t = await e.tunePrefill();
     if (!t) return null;
-    const kept = t.ways.find((w) => describeTiledWay(w) === describeTiledWay(t.chosen))!;
+    const kept = t.ways.find((w) => sameTiledWay(w, t.chosen))!;
     const refused = t.ways.filter((w) => w.error).map((w) => `${describeTiledWay(w)} (${w.error})`);
     return { chosen: describeTiledWay(t.chosen), us: kept.us, defaults: describeTiledWay(t.ways[0]), defaultUs: t.ways[0].us, ways: t.ways.length, rows: t.rows, keys: t.keys, ms: t.ms, refused };
   } catch (err) {

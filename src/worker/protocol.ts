@@ -117,7 +117,7 @@ export interface ModelInfo {
 export type PrefillTuningInfo =
   | {
       chosen: string; us: number; defaults: string; defaultUs: number; ways: number; rows: number; keys: number; ms: number;
-      /** Ways not timed because their output differed from attention_tiled's on this GPU, each with why. */
+      /** Ways not timed because their output differed from the default way's on this GPU, each with why. */
       refused: string[];
     }
   | { error: string };

@@ -77,6 +77,11 @@ export function describeTiledWay(w: TiledWay): string {
   return `attention_tiled${w.lanes === 1 ? '' : '_sg'}${group}, ${w.keysPerTile} keys a tile`;
 }
 
+/** Whether two ways are the same way (a timing and the way it times, say). */
+export function sameTiledWay(a: TiledWay, b: TiledWay): boolean {
+  return a.lanes === b.lanes && a.rows === b.rows && a.keysPerTile === b.keysPerTile;
+}
+
 /** The lanes a row group attention_tiled runs with on this device for heads of HD, one lane first. */
 export function tiledLaneWays(ops: Pick<Ops, 'takesTiledLanes'>, HD: number): TiledLanes[] {
   return ([1, 2, 4] as const).filter((r) => ops.takesTiledLanes(HD, r));
