@@ -3,6 +3,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { floatsToHalves, roundToHalf } from '../../src/engine/f16';
 import { CorruptBlobError, crc32, decodeBlob, encodeBlob, payloadBytes, readBlobHeader, sameBytes, verifyBlob } from '../../src/kvstore';
+import { crc32Bytewise } from '../../src/kvstore/crc32';
 import { fakeLayers } from './helpers';
 
 const meta = { id: 'c0ffee', modelId: 'stories260K', kvDim: 16 };
@@ -13,6 +14,29 @@ test('crc32 is CRC-32/IEEE', () => {
   const b = new TextEncoder().encode('The quick brown fox jumps over the lazy dog');
   assert.equal(crc32(b), 0x414fa339);
   assert.equal(crc32(b.subarray(11), crc32(b.subarray(0, 11))), 0x414fa339, 'continues from an earlier value');
+  assert.equal(crc32Bytewise(b), 0x414fa339);
+});
+
+test('crc32 reads words where it can: every start offset and length agrees with the bytewise reference', () => {
+  const buf = new Uint8Array(4099);
+  let x = 12345;
+  for (let i = 0; i < buf.length; i++) buf[i] = (x = (Math.imul(x, 1103515245) + 12345) >>> 0) >>> 24;
+  for (let off = 0; off < 8; off++) {
+    for (const len of [0, 1, 3, 4, 5, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 1000, 4091]) {
+      const s = buf.subarray(off, off + len);
+      assert.equal(crc32(s), crc32Bytewise(s), `offset ${off}, ${len} bytes`);
+      const cut = len >> 1 | 1;
+      if (cut < len) assert.equal(crc32(s.subarray(cut), crc32(s.subarray(0, cut))), crc32Bytewise(s), `offset ${off}, ${len} bytes, continued at ${cut}`);
+    }
+  }
+  // A flipped bit anywhere changes it.
+  const s = buf.subarray(1, 1001);
+  const want = crc32(s);
+  for (const at of [0, 2, 3, 500, 997, 999]) {
+    s[at] ^= 0x10;
+    assert.notEqual(crc32(s), want, `bit flipped at ${at}`);
+    s[at] ^= 0x10;
+  }
 });
 
 test('f32 round trip is exact; header fields', () => {
