@@ -3,7 +3,8 @@
  * IndexedDB index through idb-keyval): entries survive a reload and a browser
  * restart, a blob damaged in OPFS is dropped, and writes cut short by a reload
  * (before the rename, before the index commit) leave nothing behind; a
- * dedicated worker and the page share the entries.
+ * dedicated worker (which reads through sync access handles) and the page
+ * share the entries.
  * The page e2e/pages/kvstore.html (built into dist-e2e with the app, vite.config.ts) puts the module on `window`.
  */
 import { test, expect, chromium, type Page } from '@playwright/test';
@@ -194,8 +195,12 @@ test('a dedicated worker and the page share entries', async ({ page }) => {
     const pageGet = await pageStore.get('w');
     await pageStore.put({ id: 'p', modelId: 'm', dtype: 'f32', kvDim: SMALL.kvDim }, kvTest.layers(SMALL.layers, SMALL.tokens, SMALL.kvDim, 6));
     const fromPage = await kvTest.worker({ op: 'get', id: 'p', seed: 6, dims: SMALL, fresh: true });
+    // The worker reads through a read-only sync access handle: a byte damaged in the file is found there too.
+    const file = (await kvTest.files()).find((f) => f.startsWith('p.'))!;
+    await kvTest.flipByte(file, 100);
+    const damaged = await kvTest.worker({ op: 'get', id: 'p', seed: 6, dims: SMALL, fresh: true });
     return {
-      put, workerGet, fromPage,
+      put, workerGet, fromPage, damaged, filesAfter: await kvTest.files(),
       pageGet: { status: pageGet.status, diff: pageGet.status === 'hit' ? kvTest.maxDiff(pageGet.layers, kvTest.layers(BIG.layers, BIG.tokens, BIG.kvDim, 5)) : -1 },
     };
   }, { SMALL, BIG });
@@ -205,6 +210,8 @@ test('a dedicated worker and the page share entries', async ({ page }) => {
   expect(r.pageGet.status).toBe('hit');
   expect(r.pageGet.diff).toBe(r.workerGet.diff);
   expect(r.fromPage).toMatchObject({ status: 'hit', tier: 'opfs', diff: 0 });
+  expect(r.damaged.status).toBe('corrupt');
+  expect(r.filesAfter.filter((f) => f.startsWith('p.'))).toEqual([]);
   const t = r.workerGet.timing!;
   console.log(`worker: put 3 MiB f16 in ${r.put.ms.toFixed(1)} ms; get from OPFS ${t.ms.toFixed(1)} ms (read ${t.readMs.toFixed(1)}, check+decode (halves kept) ${t.decodeMs.toFixed(1)})`);
 });
