@@ -6,7 +6,8 @@
  *    for shifts of tens and thousands of positions and back to position 0,
  *    also on the Llama fixture (llama3-scaled RoPE);
  *  - attention scores and probabilities for chosen layer, head and rows;
- *  - decode steps equal one prefill.
+ *  - decode steps equal one prefill;
+ *  - an f16 cache's exported pre-RoPE keys are halves rounded on the GPU.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -248,4 +249,28 @@ test('decode steps equal one prefill (f16 KV)', async () => {
     assertClose(l, all.subarray(i * 512, (i + 1) * 512), 1e-4, 1e-4, `decode ${i}`);
   }
   e.destroy();
+});
+
+// An f16 cache's compile captures its pre-RoPE keys as halves on the GPU (no widening or rounding on the host). In
+// layer 0, whose keys no cached row has touched yet, they are the f32 cache's keys rounded to f16: equal on
+// SwiftShader and lavapipe (round to nearest even, as floatsToHalves); a GPU that rounds ties otherwise may differ by
+// one f16 step, which is the tolerance. The values come back as halves too.
+test('f16 KV: exported pre-RoPE keys are halves, the f32 keys rounded', async (t) => {
+  const tokens = seq(40, 3, 512);
+  const exported = async (kvDtype: 'f32' | 'f16') => {
+    const e = await engineFor('stories', kvDtype);
+    const c = e.newCache();
+    const rows = await e.exportRows(c, await e.prefill(c, tokens, undefined, { logits: 'none', capturePreRopeK: true }), 0, tokens.length);
+    e.destroy();
+    return rows;
+  };
+  const [wide, half] = [await exported('f32'), await exported('f16')];
+  assert.ok(half.every((l) => l.halves), 'f16 rows come back as halves');
+  const want = floatsToHalves(wide[0].k);
+  const got = half[0].halves!.k;
+  assert.equal(got.length, want.length);
+  let differ = 0;
+  for (let i = 0; i < want.length; i++) if (got[i] !== want[i]) differ++, assert.ok(Math.abs(got[i] - want[i]) <= 1, `key ${i}: ${got[i]} against ${want[i]}`);
+  t.diagnostic(`${differ} of ${want.length} keys differ by an f16 step`);
+  assert.ok(differ <= want.length / 100, `${differ} of ${want.length} keys differ by a step`);
 });

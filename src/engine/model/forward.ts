@@ -222,9 +222,10 @@ export class ForwardPass {
       ops.rmsnorm({ x: qkv, w: Lw.qkNorm, wOffset: HD, T, D: HD, G: c.nKvHeads, stride: W, offset: qDim, eps, plusOne });
     }
     if (opts.capturePreRopeK) {
-      const dst = this.s.preRopeK(l, this.T);
+      // In the cache's precision: an f16 cache's keys are rounded here as its values are, and read back as halves.
+      const dst = this.s.preRopeK(l, this.T, kv);
       const ident = this.s.putIdentity(T, blk.a, k);
-      ops.scatter({ src: qkv, stride: W, offset: qDim, idx: ident, dst, dstDtype: 'f32', T, W: kvDim });
+      ops.scatter({ src: qkv, stride: W, offset: qDim, idx: ident, dst, dstDtype: kv, T, W: kvDim });
       this.preRopeK[l] = dst;
     }
     // One launch rotates the q and k heads of each row and writes its k and v heads into the cache; a decode step

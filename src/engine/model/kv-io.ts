@@ -16,7 +16,7 @@ import type { Scratch } from './scratch';
 import { inverseFrequencies, ropeTable } from './rope';
 import type { Ops } from '../ops';
 import type { HostWrite } from '../gpu/dispatcher';
-import { floatsToHalves, halfRows } from '../f16';
+import { halfRows } from '../f16';
 
 export type { LayerRows, GpuLayerRows };
 
@@ -215,14 +215,14 @@ export async function readRows(ops: Ops, cache: KVCache, layer: number, start: n
 
 /**
  * What KVCompile stores of rows [start, start + count): every layer's keys as a pass captured them before RoPE
- * (`preRopeK`, f32 [count, kvDim] from row 0) and the cache's values, read back in one wait. An f16 cache's rows come
- * as halves, the keys rounded as the cache rounds.
+ * (`preRopeK`, [count, kvDim] from row 0, in the cache's precision) and the cache's values, read back in one wait.
+ * An f16 cache's rows come as halves, rounded on the GPU (so nothing is converted on the host).
  */
 export async function readCompiled(ops: Ops, cache: KVCache, preRopeK: GPUBuffer[], start: number, count: number): Promise<LayerRows[]> {
-  const raw = await ops.d.readMany(preRopeK.flatMap((k, l) => [{ src: k, offset: 0, size: count * cache.kvDim * 4 }, storedRange(cache, cache.v[l], start, count)]));
+  const raw = await ops.d.readMany(preRopeK.flatMap((k, l) => [{ src: k, offset: 0, size: Math.max(4, count * cache.rowBytes) }, storedRange(cache, cache.v[l], start, count)]));
   return preRopeK.map((_, l) => {
-    const k = new Float32Array(raw[2 * l]), v = asStored(cache, raw[2 * l + 1], count);
-    return v instanceof Uint16Array ? halfRows(floatsToHalves(k), v) : { k, v };
+    const k = asStored(cache, raw[2 * l], count), v = asStored(cache, raw[2 * l + 1], count);
+    return k instanceof Uint16Array ? halfRows(k, v as Uint16Array) : { k, v: v as Float32Array };
   });
 }
 

@@ -20,6 +20,7 @@
  */
 import type { LayerKind } from './config';
 import type { Scratch } from './scratch';
+import type { StoreDType } from '../ops-args';
 
 /** Buffers each block of a pass's rows has of its own (block 0 under the plain name, block k under `name#k`). */
 type PerBlock = 'rows' | 'qpos' | 'csrows' | `cs.${LayerKind}` | `bounds.${LayerKind}` | 'x0' | 'x1' | 'ident';
@@ -136,9 +137,12 @@ export class RunState {
   putIdentity(T: number, first = 0, block = 0) {
     return this.put(named('ident', block), Uint32Array.from({ length: T }, (_, i) => first + i));
   }
-  /** [T, kvDim] (every row of the pass): layer l's keys after the k-norm and before RoPE, one buffer per layer. */
-  preRopeK(l: number, T: number) {
-    return this.get(`prek${l}`, T * this.dims.kvDim * 4);
+  /**
+   * [T, kvDim] (every row of the pass): layer l's keys after the k-norm and before RoPE, one buffer per layer, in the
+   * cache's precision (f32, or halves packed two a u32).
+   */
+  preRopeK(l: number, T: number, dtype: StoreDType) {
+    return this.get(`prek${l}`, T * this.dims.kvDim * (dtype === 'f16' ? 2 : 4));
   }
   /** u32 [R]: the pass rows whose attention scores are read. */
   putProbeRows(rows: Uint32Array) {
