@@ -7,6 +7,8 @@
  *      host apart from its work (dispatch.ts);
  *   3. matmul: each matmul kernel variant alone, on Llama-3.2-1B's products (--matmul-model)
  *      (prefill's and decode's), so the per-adapter choice can be checked;
+ *      f16: where the adapter offers shader-f16 (on NVIDIA with a Dawn toggle; f16-stage.ts), the f16 path's
+ *      parity tests and those products' tiled kernels with f16 math and without;
  *   4. attention: the attention kernels alone (attention.wgsl in each launch
  *      shape: rows per invocation, key slices; attention_tiled.wgsl beside it,
  *      by key slices and tile size; attention_decode.wgsl where rows are few,
@@ -32,7 +34,6 @@
  *     [--lengths 512,2048,8192] [--contexts 8192,32768] [--link-models smollm2-135m]
  *     [--budget-s 300] [--tests a.test.mjs,...] [--real-model DIR[,DIR...]] [--real-lengths 512,2048] [--real-contexts 8000]
  */
-import { spawnSync } from 'node:child_process';
 import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -48,11 +49,13 @@ import { copyStage, type CopyReport } from './copy-stage';
 import { formatLinkProfile, formatProfile, profileDecode, profileLink } from './profile';
 import { decodeAfterLink, decodeAttentionWays, decodeBothWays, decodeGemvWays, decodeSwitchWays, formatFuse, tuneAsTheApp, tunePrefillAsTheApp, tuneUploadAsTheApp } from './fuse';
 import { realStage } from './real-model';
+import { runTests } from './run-tests';
+import { F16_TESTS, f16Stage } from './f16-stage';
 
 const { values: a } = parseArgs({
   options: {
     out: { type: 'string', default: '.' },
-    stages: { type: 'string', default: 'parity,copy,quant,matmul,attention,engine,profile,link' },
+    stages: { type: 'string', default: 'parity,copy,quant,matmul,f16,attention,engine,profile,link' },
     'quant-model': { type: 'string', default: 'llama-3.2-1b' },
     'quant-types': { type: 'string', default: 'f16,q4_k,q4_0,q8_0' },
     'quant-lengths': { type: 'string', default: '512,2048' },
@@ -94,25 +97,13 @@ const report: Record<string, unknown> = { started: new Date().toISOString(), nod
 const save = () => writeFileSync(file, JSON.stringify({ ...report, elapsed_s: (performance.now() - t0) / 1000 }, null, 1));
 const log = (line: string) => console.log(`[${((performance.now() - t0) / 1000).toFixed(0).padStart(4)} s] ${line}`);
 
-/** Stage 1: the carried test files, one process, one file at a time (each makes its own device). */
+/** Stage 1: the carried test files, one process, one file at a time (each makes its own device); the f16 stage's apart. */
 function parity() {
   const dir = join(import.meta.dirname, '../../tests');
-  const files = a.tests ? a.tests.split(',').map((f) => join(dir, f)) : findTests(dir);
-  // Run from inside another test run (the CI rehearsal), node --test would report to its parent instead of printing.
-  const env = { ...process.env };
-  delete env.NODE_TEST_CONTEXT;
-  const r = spawnSync(process.execPath, ['--test', '--test-concurrency=1', '--test-reporter=spec', ...files], {
-    env, encoding: 'utf8', maxBuffer: 1 << 26, timeout: Math.round(Math.max(30, left() - 60) * 1000),
-  });
-  const out = `${r.stdout}\n${r.stderr}`;
-  const count = (re: RegExp) => Number(re.exec(out)?.[1] ?? NaN);
-  const failed = [...out.matchAll(/^\s*✖ (.+?) \(\d/gm)].map((m) => m[1]);
-  report.parity = {
-    files: files.map((f) => f.slice(dir.length + 1)), status: r.status, signal: r.signal,
-    pass: count(/^ℹ pass (\d+)$/m), fail: count(/^ℹ fail (\d+)$/m), skipped: count(/^ℹ skipped (\d+)$/m),
-    failed: [...new Set(failed)], tail: out.slice(-4000),
-  };
-  log(`parity: ${JSON.stringify({ pass: count(/^ℹ pass (\d+)$/m), fail: count(/^ℹ fail (\d+)$/m) })}`);
+  const files = a.tests ? a.tests.split(',').map((f) => join(dir, f)) : findTests(dir).filter((f) => !F16_TESTS.some((t) => f.endsWith(t)));
+  const r = runTests(dir, files, { timeoutS: Math.max(30, left() - 60) });
+  report.parity = r;
+  log(`parity: ${JSON.stringify({ pass: r.pass, fail: r.fail })}`);
 }
 
 function findTests(dir: string): string[] {
@@ -213,6 +204,15 @@ async function main() {
     } finally {
       e.destroy();
     }
+  }
+  if (stages.has('f16')) {
+    // The prefill products of the matmul stage's model, with f16 math and without (f16-stage.ts).
+    const c = shapeConfig(a['matmul-model']!);
+    const qkv = (c.nHeads + 2 * c.nKvHeads) * c.headDim, qDim = c.nHeads * c.headDim;
+    const shapes: [number, number, number][] = [[2048, c.hidden, qkv], [2048, qDim, c.hidden], [2048, c.hidden, 2 * c.intermediate], [2048, c.intermediate, c.hidden]];
+    report.f16 = await f16Stage({ testsDir: join(import.meta.dirname, '../../tests'), shapes, timeoutS: Math.min(60, Math.max(10, left(QUANT_END))), log })
+      .catch((err) => ({ error: String(err?.stack ?? err) }));
+    save();
   }
   if (stages.has('attention')) {
     const e = Engine.create(gpu, loadKernelSources());
@@ -347,6 +347,8 @@ async function main() {
   // A failed parity test or a stage that threw makes the run fail (the rehearsal in CI relies on it).
   const p = report.parity as { status: number | null; pass: number } | undefined;
   const errors = ['quant', 'matmul', 'attention', 'engine', 'link'].flatMap((k) => ((report[k] as { error?: string }[] | undefined) ?? []).filter((r) => r.error));
+  const f16 = report.f16 as { error?: string; parity?: { status: number | null } } | undefined;
+  if (f16?.error || (f16?.parity && f16.parity.status !== 0)) errors.push({ error: f16.error ?? 'the f16 tests failed' });
   const real = report.real as { error?: string; check?: { pass: boolean } } | undefined;
   const dispatch = (report.copy as CopyReport | undefined)?.dispatch;
   if ((p && (p.status !== 0 || !(p.pass > 0))) || errors.length || (dispatch && 'error' in dispatch) || (real && (real.error || !real.check?.pass))) process.exitCode = 1;

@@ -37,6 +37,8 @@ export interface GpuRun {
     parity?: { pass: number; fail: number; skipped: number; failed: string[]; files: string[] };
     copy?: { gbytes_per_s: number; upload?: { block: number; gbytes_per_s: number }[]; upload_mapped?: { block: number; gbytes_per_s: number } };
     matmul?: KernelRow[];
+    /** shader-f16's path with Dawn's toggle for NVIDIA (f16-stage.ts). */
+    f16?: { toggle: string; adapter: string; shader_f16: boolean; parity?: { pass: number; fail: number; skipped: number; failed: string[] }; matmul?: KernelRow[]; skipped?: string; error?: string };
     attention?: KernelRow[];
     engine?: EngineRow[];
     quant?: EngineRow[];
@@ -159,12 +161,13 @@ function runDetails(file: string, r: GpuRun): string[] {
     lines.push('These kernel timings are wall-clock slopes between two repetition counts. Submission and read-back jitter was as large as the work, so single figures can be off by several times (rows faster than the GPU can compute are left out); later runs time kernels with GPU timestamps.', '');
   }
   // A kernel cannot beat the adapter's peak: such a row timed refused work (a validation error) or jitter.
-  const plausible = (x: KernelRow) => x.ms && x.gflops < PEAK_GFLOPS;
+  const plausible = (x: KernelRow) => !!x.ms && x.gflops < PEAK_GFLOPS;
   const mm = (k.matmul ?? []).filter(plausible);
   if (mm.length) {
     lines.push('Each matmul kernel alone on the products of a Llama-3.2-1B layer (f16 weights; *chosen* is what the engine picks for that shape):', '');
     lines.push(table(['variant', '[T×K]·[K×N]', 'ms', 'GFLOP/s', 'weights GB/s', 'chosen'], mm.map((x) => [`${x.variant!}${x.half ? ' (f16 math)' : ''}${x.wide ? ' (16-byte loads)' : ''}`, `[${x.T}×${x.K}]·[${x.K}×${x.N}]`, x.ms.toFixed(3), n0(x.gflops), n0(x.weightGBps), x.chosen ? 'yes' : ''])), '');
   }
+  if (k.f16) lines.push(...f16Lines(k.f16, plausible));
   const at = (k.attention ?? []).filter(plausible);
   if (at.length) {
     lines.push('The attention kernels alone, every query row seeing every key except in rows marked *linked* (the rows legolink:16 recomputes over those keys in 512-token chunks, each seeing the keys up to its own position; GFLOP/s counts the keys seen) (*rows*: attention.wgsl, rows per invocation; *tiled*: attention_tiled.wgsl, or attention_tiled_sg.wgsl where R lanes a row group share R rows; *keys*: attention_decode.wgsl, a workgroup per row; *lanes*: the same with each invocation walking keys of its own; *grouped*: attention_grouped.wgsl, lanes for all the q heads of a kv head in one workgroup; *grouped-keys*: attention_decode.wgsl in rounds for all the q heads of a kv head in one workgroup; key slices; *chosen* is what this run\'s engine picked):', '');
@@ -349,4 +352,23 @@ function quantAndProfiles(quant: EngineRow[], eng: EngineRow[], bw: number): str
     ])), '');
   }
   return lines;
+}
+
+/** The f16 stage: shader-f16 asked for with Dawn's toggle, the f16 kernels' tests, and the tiled products both ways. */
+function f16Lines(f: NonNullable<GpuRun['kit']['f16']>, plausible: (x: KernelRow) => boolean): string[] {
+  const head = `With Dawn's toggle \`${f.toggle}\` (Dawn offers \`shader-f16\` on NVIDIA's Vulkan driver only with it), ${f.adapter} ${f.shader_f16 ? 'offers' : 'still offers no'} \`shader-f16\``;
+  const p = f.parity;
+  const tests = p ? `; the f16 path's tests (half-kernels.test): **${p.pass} passed, ${p.fail} failed**${p.failed.length ? ` (${p.failed.join('; ')})` : ''}` : '';
+  const out = [`${head}${tests}${f.skipped ? `; ${f.skipped}` : ''}${f.error ? `; the timings failed: ${f.error.split('\n')[0]}` : ''}.`, ''];
+  const rows = (f.matmul ?? []).filter(plausible);
+  if (!rows.length) return out;
+  // Each tiled kernel's f32-math row beside its f16-math row, one line per kernel and product.
+  const key = (x: KernelRow) => `${x.variant} ${x.T} ${x.K} ${x.N}`;
+  const f32 = new Map(rows.filter((x) => !x.half).map((x) => [key(x), x]));
+  out.push('The tiled products of a Llama-3.2-1B layer at 2048 tokens, with f16 math (kernels/matmul_half.wgsl) and with f32 math, side by side:', '');
+  out.push(table(['variant', '[T×K]·[K×N]', 'f32 math ms', 'f16 math ms', 'f16 math GFLOP/s', 'f16 / f32 speed'], rows.filter((x) => x.half).map((x) => {
+    const w = f32.get(key(x));
+    return [x.variant!, `[${x.T}×${x.K}]·[${x.K}×${x.N}]`, w ? w.ms.toFixed(3) : '–', x.ms.toFixed(3), n0(x.gflops), w ? `${(w.ms / x.ms).toFixed(2)}×` : '–'];
+  })), '');
+  return out;
 }

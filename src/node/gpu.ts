@@ -59,7 +59,18 @@ export function nodeBackend(): (typeof BACKENDS)[number] {
   return b as (typeof BACKENDS)[number];
 }
 
-export async function createNodeGpu(): Promise<NodeGpu> {
+/**
+ * Dawn toggles to enable (`enable-dawn-features`), from `opts.enable` and LEGOKV_DAWN_ENABLE (comma-separated):
+ * the GPU kit asks for `vulkan_enable_f16_on_nvidia`, without which Dawn offers no `shader-f16` on NVIDIA's Vulkan
+ * driver (blocklisted for driver bugs, crbug.com/42251215), to check and time the f16 path there.
+ */
+function dawnToggles(enable: string[] = []): string[] {
+  const all = [...enable, ...(process.env.LEGOKV_DAWN_ENABLE ?? '').split(',')].map((t) => t.trim()).filter(Boolean);
+  for (const t of all) if (!/^[a-z0-9_]+$/.test(t)) throw new Error(`Dawn toggle names are lower_snake_case, not ${JSON.stringify(t)}`);
+  return all.length ? [`enable-dawn-features=${[...new Set(all)].join(',')}`] : [];
+}
+
+export async function createNodeGpu(opts: { enable?: string[] } = {}): Promise<NodeGpu> {
   const backend = nodeBackend();
   if (backend === 'opengles') process.env.EGL_PLATFORM ??= 'surfaceless';
   else if (backend === 'lavapipe') {
@@ -71,7 +82,7 @@ export async function createNodeGpu(): Promise<NodeGpu> {
   // LEGOKV_WEBGPU_MODULE: the `webgpu` package's index.js at another path (the GPU kit unpacks its own copy).
   const webgpu = (await import(process.env.LEGOKV_WEBGPU_MODULE ?? 'webgpu')) as typeof import('webgpu');
   Object.assign(globalThis, webgpu.globals);
-  let gpu: GPU | null = webgpu.create(backend === 'opengles' ? ['backend=opengles'] : onSwiftShader() ? [SWIFTSHADER_ZERO_INIT] : []);
+  let gpu: GPU | null = webgpu.create([...(backend === 'opengles' ? ['backend=opengles'] : onSwiftShader() ? [SWIFTSHADER_ZERO_INIT] : []), ...dawnToggles(opts.enable)]);
   let ctx: GpuContext;
   try {
     ctx = await createGpuContext(gpu, backend === 'opengles' ? { featureLevel: 'compatibility' } : {});

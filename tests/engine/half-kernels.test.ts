@@ -1,8 +1,11 @@
 /**
  * Parity of the tiled matmuls' `shader-f16` fast path (HALF: kernels/matmul_half.wgsl, in matmul_tiled and
  * matmul_tiled128) with its TypeScript twin, reference.ts's matmulHalf, on Mesa's lavapipe: the one adapter in
- * reach that offers `shader-f16` (SwiftShader and llvmpipe's GL path do not; Dawn does not offer it on NVIDIA's
- * Vulkan driver). scripts/fetch-lavapipe.mjs fetches it (npm test does); without it these tests skip and say so.
+ * reach that offers `shader-f16` (SwiftShader and llvmpipe's GL path do not; Dawn offers it on NVIDIA's Vulkan
+ * driver only with the toggle vulkan_enable_f16_on_nvidia). scripts/fetch-lavapipe.mjs fetches it (npm test does);
+ * without it these tests skip and say so. The GPU kit runs this file on the lent GPU's own driver
+ * (LEGOKV_NODE_BACKEND=vulkan, LEGOKV_DAWN_ENABLE=vulkan_enable_f16_on_nvidia; gpu-check's f16 stage), where the
+ * tests skip if the adapter still offers no `shader-f16`.
  *
  * Measured on lavapipe (Mesa 25.0.7, LLVM 15), worst over the cases below:
  *   against matmulHalf: 0 without bias and residual (lavapipe rounds each product and each sum, as the
@@ -13,7 +16,7 @@
  * Each case fails when the kernel's slices are summed wrongly (checked by hand: the per-slice reset of the
  * f16 sums dropped, and the f32 accumulation made f16).
  */
-import { test } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import * as ref from '../../src/engine/reference';
@@ -24,9 +27,19 @@ import { assertClose, harness, rand, relErr, weightMatrix } from '../helpers/gpu
 const HALF_RT = 1e-6;
 const F32_RT = 1e-2;
 
-// This file's one device is lavapipe's (src/node/gpu.ts points the Vulkan loader at it before Dawn loads).
-process.env.LEGOKV_NODE_BACKEND = 'lavapipe';
-const missing = existsSync(LAVAPIPE_ICD) ? false : 'lavapipe is not fetched (node scripts/fetch-lavapipe.mjs)';
+// This file's one device is lavapipe's (src/node/gpu.ts points the Vulkan loader at it before Dawn loads), unless
+// the caller names another backend (the GPU kit: its GPU's own Vulkan driver).
+process.env.LEGOKV_NODE_BACKEND ??= 'lavapipe';
+const onLavapipe = process.env.LEGOKV_NODE_BACKEND === 'lavapipe';
+const missing = !onLavapipe || existsSync(LAVAPIPE_ICD) ? false : 'lavapipe is not fetched (node scripts/fetch-lavapipe.mjs)';
+
+/** A device with `shader-f16` (lavapipe's must have it), or why this test skips. */
+async function halfHarness(t: TestContext) {
+  const h = await harness();
+  if (onLavapipe || h.ops.shaderF16) return h;
+  t.skip(`${h.gpu.adapter.description} offers no shader-f16`);
+  return null;
+}
 
 // Ragged tiles in every dimension, K not a multiple of the 16-deep slices; the quantized ones whole blocks.
 const CASES: [number, number, number, 'tiled' | 'tiled128', WeightDType][] = [
@@ -35,15 +48,17 @@ const CASES: [number, number, number, 'tiled' | 'tiled128', WeightDType][] = [
   [70, 40, 256, 'tiled', 'q4_k'], [130, 140, 256, 'tiled128', 'q8_0'], [40, 24, 512, 'tiled', 'q6_k'],
 ];
 
-test('lavapipe offers shader-f16, and the engine enables it', { skip: missing }, async () => {
+test('the adapter offers shader-f16 (lavapipe must), and the engine enables it', { skip: missing }, async (t) => {
   const h = await harness();
-  assert.match(h.gpu.adapter.description, /llvmpipe/);
+  if (onLavapipe) assert.match(h.gpu.adapter.description, /llvmpipe/);
+  else if (!h.gpu.adapter.hasF16) return t.skip(`${h.gpu.adapter.description} offers no shader-f16`);
   assert.ok(h.gpu.adapter.hasF16 && h.ops.shaderF16, 'shader-f16 on the adapter and the device');
 });
 
 for (const [T, N, K, variant, dtype] of CASES) {
   test(`${variant} half ${dtype} T=${T} N=${N} K=${K}: as matmulHalf, with bias and residual`, { skip: missing }, async (t) => {
-    const h = await harness();
+    const h = await halfHarness(t);
+    if (!h) return;
     // Activations of an LLM's scale, and one outlier in the first row: past f16's range, where it must saturate
     // (the f16 weights are under 1, so its product stays finite), or an activation outlier of a real model's size.
     const x = rand(T * K, 1, 4);
@@ -72,8 +87,9 @@ for (const [T, N, K, variant, dtype] of CASES) {
   });
 }
 
-test('Ops.half = false keeps f32 math on the same device; f32 weights never get half', { skip: missing }, async () => {
-  const h = await harness();
+test('Ops.half = false keeps f32 math on the same device; f32 weights never get half', { skip: missing }, async (t) => {
+  const h = await halfHarness(t);
+  if (!h) return;
   const [T, N, K] = [70, 130, 36];
   const x = rand(T * K, 5);
   const w = weightMatrix(h, 'f16', N, K, 6);

@@ -48,6 +48,9 @@ test('npm run gpu:kit builds a kit under 60 MiB whose smoke run passes on this a
   // llama2c's 12 (kernels.test.mjs builds its pipelines in milliseconds on SwiftShader now: 28 s).
   assert.ok(r.parity.pass >= 98 && r.parity.fail === 0, `parity ${r.parity.pass} passed, ${r.parity.fail} failed`);
   assert.match(r.adapter.description, /\S/);
+  // The f16 stage asks for Dawn's toggle for NVIDIA; SwiftShader offers no shader-f16 even so: nothing is run or timed.
+  assert.deepEqual([r.f16.adapter, r.f16.toggle, r.f16.shader_f16, r.f16.parity], [r.adapter.description, 'vulkan_enable_f16_on_nvidia', false, undefined]);
+  assert.match(r.f16.skipped, /no shader-f16, even with the toggle/);
   // Upload bandwidth in the blocks a link writes, beside the copy rate.
   const upload = r.copy.upload as { block: number; gbytes_per_s: number }[];
   assert.deepEqual(upload.map((u) => u.block), [512 * 192 * 4, 4 << 20]);
