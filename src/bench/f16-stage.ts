@@ -7,12 +7,15 @@
  * only where they pass times the tiled prefill products with f16 math and with f32 math side by side.
  */
 import { join } from 'node:path';
-import { createNodeGpu } from '../node/gpu';
-import { loadKernelSources } from '../node/gpu';
+import { createNodeGpu, loadKernelSources, type NodeGpu } from '../node/gpu';
 import { Engine } from '../engine';
 import type { MatmulVariant } from '../engine';
 import { timeMatmuls, type MatmulTiming } from './matmul';
 import { runTests, type TestRun } from './run-tests';
+import { shapeConfig, syntheticWeights } from './shapes';
+
+/** The rows of the products and of the prefill timed. */
+const PREFILL = 2048;
 
 /** The tests of the f16 path, which the kit runs here rather than in its parity stage (paths under tests/). */
 export const F16_TESTS = ['engine/half-kernels.test.mjs'];
@@ -26,13 +29,21 @@ export interface F16Report {
   shader_f16: boolean;
   parity?: TestRun;
   matmul?: (MatmulTiming & { adapter: string })[];
+  /** A real-shape model's prefill with f16 math and with f32 math, each the fastest of its runs, taken in turns. */
+  prefill?: { model: string; tokens: number; f32_ms: number; f16_ms: number; runs: number }[];
   /** Why nothing was timed. */
   skipped?: string;
   error?: string;
 }
 
-/** [T, K, N] products to time with f16 math and without. */
-export async function f16Stage(o: { testsDir: string; shapes: [number, number, number][]; timeoutS: number; log: (l: string) => void }): Promise<F16Report> {
+/**
+ * On `model`'s real shape (random weights): its tiled prefill products at 2048 rows, and then its whole prefill of
+ * 2048 tokens, each with f16 math and with f32 math.
+ */
+export async function f16Stage(o: { testsDir: string; model: string; timeoutS: number; log: (l: string) => void }): Promise<F16Report> {
+  const c = shapeConfig(o.model);
+  const qkv = (c.nHeads + 2 * c.nKvHeads) * c.headDim, qDim = c.nHeads * c.headDim;
+  const shapes: [number, number, number][] = [[PREFILL, c.hidden, qkv], [PREFILL, qDim, c.hidden], [PREFILL, c.hidden, 2 * c.intermediate], [PREFILL, c.intermediate, c.hidden]];
   const gpu = await createNodeGpu({ enable: [F16_TOGGLE] });
   const adapter = gpu.adapter.description;
   const r: F16Report = { toggle: F16_TOGGLE, adapter, shader_f16: gpu.adapter.hasF16 };
@@ -53,7 +64,7 @@ export async function f16Stage(o: { testsDir: string; shapes: [number, number, n
   try {
     const rows: (MatmulTiming & { adapter: string })[] = [];
     const t0 = performance.now();
-    for (const [T, K, N] of o.shapes) {
+    for (const [T, K, N] of shapes) {
       if ((performance.now() - t0) / 1000 > o.timeoutS / 2) break;
       const tiled = e.ops.matmulVariants(T).filter((v): v is MatmulVariant => v === 'tiled' || v === 'tiled128');
       for (const m of await timeMatmuls(e, T, K, N, 'f16', 60, tiled)) {
@@ -61,11 +72,45 @@ export async function f16Stage(o: { testsDir: string; shapes: [number, number, n
         o.log(`f16: matmul ${m.variant}${m.half ? ' (f16 math)' : ' (f32 math)'} [${T}x${K}]·[${K}x${N}]: ${m.ms.toFixed(3)} ms, ${m.gflops.toFixed(0)} GFLOP/s`);
       }
     }
-    return { ...r, matmul: rows };
+    r.matmul = rows;
+    if ((performance.now() - t0) / 1000 < o.timeoutS / 2) r.prefill = [await prefillBothWays(gpu, o.model, o.log)];
+    return r;
   } catch (err) {
     return { ...r, error: String((err as Error)?.stack ?? err) };
   } finally {
     e.destroy();
     gpu.release();
+  }
+}
+
+/** The model's prefill with f32 math and with f16 math (Ops.half), once each untimed, then 3 turns each; the fastest of each. */
+async function prefillBothWays(gpu: NodeGpu, model: string, log: (l: string) => void) {
+  const c = shapeConfig(model);
+  const e = Engine.create(gpu, loadKernelSources());
+  try {
+    // Built without tuning: both ways attend alike.
+    const w = syntheticWeights(c, 1);
+    await e.load(c, w, { weightDtype: 'f16' });
+    w.clear();
+    const tokens = Array.from({ length: PREFILL }, (_, i) => 3 + ((i * 7919) % (c.vocabSize - 3)));
+    const cache = e.newCache(PREFILL);
+    const best = { f32: Infinity, f16: Infinity };
+    const RUNS = 3;
+    for (let run = -1; run < RUNS; run++) {
+      for (const half of [false, true]) {
+        e.ops.half = half;
+        cache.truncate(0);
+        const t = performance.now();
+        await e.prefill(cache, tokens, undefined, { logits: 'last' });
+        const ms = performance.now() - t;
+        if (run >= 0) best[half ? 'f16' : 'f32'] = Math.min(best[half ? 'f16' : 'f32'], ms);
+      }
+    }
+    e.ops.half = undefined;
+    cache.destroy();
+    log(`f16: ${model} prefill of ${PREFILL}: ${best.f32.toFixed(1)} ms with f32 math, ${best.f16.toFixed(1)} ms with f16 math (fastest of ${RUNS} each)`);
+    return { model, tokens: PREFILL, f32_ms: best.f32, f16_ms: best.f16, runs: RUNS };
+  } finally {
+    e.destroy();
   }
 }

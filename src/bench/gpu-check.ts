@@ -206,11 +206,7 @@ async function main() {
     }
   }
   if (stages.has('f16')) {
-    // The prefill products of the matmul stage's model, with f16 math and without (f16-stage.ts).
-    const c = shapeConfig(a['matmul-model']!);
-    const qkv = (c.nHeads + 2 * c.nKvHeads) * c.headDim, qDim = c.nHeads * c.headDim;
-    const shapes: [number, number, number][] = [[2048, c.hidden, qkv], [2048, qDim, c.hidden], [2048, c.hidden, 2 * c.intermediate], [2048, c.intermediate, c.hidden]];
-    report.f16 = await f16Stage({ testsDir: join(import.meta.dirname, '../../tests'), shapes, timeoutS: Math.min(60, Math.max(10, left(QUANT_END))), log })
+    report.f16 = await f16Stage({ testsDir: join(import.meta.dirname, '../../tests'), model: a['matmul-model']!, timeoutS: Math.min(80, Math.max(10, left(QUANT_END))), log })
       .catch((err) => ({ error: String(err?.stack ?? err) }));
     save();
   }

@@ -38,7 +38,10 @@ export interface GpuRun {
     copy?: { gbytes_per_s: number; upload?: { block: number; gbytes_per_s: number }[]; upload_mapped?: { block: number; gbytes_per_s: number } };
     matmul?: KernelRow[];
     /** shader-f16's path with Dawn's toggle for NVIDIA (f16-stage.ts). */
-    f16?: { toggle: string; adapter: string; shader_f16: boolean; parity?: { pass: number; fail: number; skipped: number; failed: string[] }; matmul?: KernelRow[]; skipped?: string; error?: string };
+    f16?: {
+      toggle: string; adapter: string; shader_f16: boolean; parity?: { pass: number; fail: number; skipped: number; failed: string[] }; matmul?: KernelRow[];
+      prefill?: { model: string; tokens: number; f32_ms: number; f16_ms: number; runs: number }[]; skipped?: string; error?: string;
+    };
     attention?: KernelRow[];
     engine?: EngineRow[];
     quant?: EngineRow[];
@@ -360,12 +363,15 @@ function f16Lines(f: NonNullable<GpuRun['kit']['f16']>, plausible: (x: KernelRow
   const p = f.parity;
   const tests = p ? `; the f16 path's tests (half-kernels.test): **${p.pass} passed, ${p.fail} failed**${p.failed.length ? ` (${p.failed.join('; ')})` : ''}` : '';
   const out = [`${head}${tests}${f.skipped ? `; ${f.skipped}` : ''}${f.error ? `; the timings failed: ${f.error.split('\n')[0]}` : ''}.`, ''];
+  for (const p of f.prefill ?? []) {
+    out.push(`${p.model}'s prefill of ${p.tokens} tokens (random weights; the fastest of ${p.runs} runs each, taken in turns): ${n1(p.f32_ms)} ms with f32 math, ${n1(p.f16_ms)} ms with f16 math, **${(p.f32_ms / p.f16_ms).toFixed(2)}×** the speed.`, '');
+  }
   const rows = (f.matmul ?? []).filter(plausible);
   if (!rows.length) return out;
   // Each tiled kernel's f32-math row beside its f16-math row, one line per kernel and product.
   const key = (x: KernelRow) => `${x.variant} ${x.T} ${x.K} ${x.N}`;
   const f32 = new Map(rows.filter((x) => !x.half).map((x) => [key(x), x]));
-  out.push('The tiled products of a Llama-3.2-1B layer at 2048 tokens, with f16 math (kernels/matmul_half.wgsl) and with f32 math, side by side:', '');
+  out.push('The tiled products of a layer of that model at 2048 tokens, with f16 math (kernels/matmul_half.wgsl) and with f32 math, side by side:', '');
   out.push(table(['variant', '[T×K]·[K×N]', 'f32 math ms', 'f16 math ms', 'f16 math GFLOP/s', 'f16 / f32 speed'], rows.filter((x) => x.half).map((x) => {
     const w = f32.get(key(x));
     return [x.variant!, `[${x.T}×${x.K}]·[${x.K}×${x.N}]`, w ? w.ms.toFixed(3) : '–', x.ms.toFixed(3), n0(x.gflops), w ? `${(w.ms / x.ms).toFixed(2)}×` : '–'];

@@ -146,6 +146,25 @@ test('npm run gpu:kit builds a kit under 60 MiB whose smoke run passes on this a
   assert.match(readFileSync(join(out, 'gpu-check.log'), 'utf8'), /parity: \{"pass":\d+,"fail":0\}/);
 });
 
+// The f16 stage's whole path where the adapter offers shader-f16: on SwiftShader (above) it stops at the adapter.
+test('the kit\'s f16 stage on lavapipe (shader-f16): the f16 tests pass there, then products and a prefill are timed both ways', async (t) => {
+  if (!existsSync(LAVAPIPE_ICD)) return t.skip('lavapipe is not fetched (node scripts/fetch-lavapipe.mjs; npm test fetches it)');
+  assert.ok(existsSync(join(kit, 'MANIFEST.json')), 'the first test built the kit');
+  const out = join(dir, 'out-f16');
+  const env = { ...kitEnv(), VK_ICD_FILENAMES: LAVAPIPE_ICD, LD_LIBRARY_PATH: ['/usr/lib/chromium', process.env.LD_LIBRARY_PATH].filter(Boolean).join(':') };
+  const run = spawnSync('bash', ['scripts/gpu-check.sh', '--kit', kit, '--out', out, '--smoke', '--no-torch', '--', '--stages', 'f16'], { cwd: ROOT, encoding: 'utf8', env });
+  assert.equal(run.status, 0, run.stdout.slice(-3000) + run.stderr.slice(-3000));
+  const f = JSON.parse(readFileSync(join(out, 'gpu-check.json'), 'utf8')).f16;
+  assert.match(f.adapter, /llvmpipe/);
+  assert.deepEqual([f.shader_f16, f.parity.files, f.parity.pass, f.parity.fail, f.skipped, f.error], [true, ['engine/half-kernels.test.mjs'], 10, 0, undefined, undefined], JSON.stringify(f).slice(0, 3000));
+  // tiny-llama's four products at 2048 rows, each tiled kernel with f32 math and with f16 math; then its prefill.
+  const mm = f.matmul as { variant: string; half: boolean; T: number; ms: number }[];
+  assert.equal(mm.length, 16, JSON.stringify(mm));
+  assert.ok(mm.every((m) => m.T === 2048 && m.ms > 0) && mm.filter((m) => m.half).length === 8, JSON.stringify(mm));
+  assert.deepEqual(f.prefill.map((p: { model: string; tokens: number }) => [p.model, p.tokens]), [['tiny-llama', 2048]]);
+  assert.ok(f.prefill[0].f32_ms > 0 && f.prefill[0].f16_ms > 0, JSON.stringify(f.prefill));
+});
+
 const SMOLLM2 = join(ROOT, '.cache/models/SmolLM2-135M-Instruct.Q4_1.gguf');
 
 test('a real GGUF that npm run gpu:model cuts into carried parts is joined, checked against llama.cpp and timed by the kit', async (t) => {
