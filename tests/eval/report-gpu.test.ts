@@ -1,7 +1,7 @@
 /**
  * RESULTS.md's GPU section from a kit run: the upload bandwidth beside the copy rate, and the link from rows kept
  * as halves beside the host and GPU tiers, with its own line among the targets; decode timed each way, and its
- * kernels as tuned at load.
+ * kernels as tuned at load; the f16 stage (Dawn's toggle for NVIDIA), or why it ran nothing.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -235,4 +235,23 @@ test('with several runs, RESULTS.md has each run\'s targets, oldest first, and t
   const one = gpuSection(runs.slice(0, 1));
   assert.doesNotMatch(one, /run by run|GPU-RUNS/);
   assert.match(one, /### Test GPU · 2026-11-27 · `gpu-test-2\.json`/);
+});
+
+test('the f16 stage: the toggle, the f16 tests\' outcome, the prefill both ways and each product\'s f16 / f32 speed; or why nothing ran', () => {
+  const run = (f16: NonNullable<GpuRun['kit']['f16']>) => gpuRunsPage([{ file: 'gpu-test.json', r: {
+    command: 'bash scripts/gpu-check.sh',
+    kit: { started: '2026-11-29T00:00:00Z', budget_s: 300, node: 'v20', adapter: { description: 'Test GPU', vendor: 'nvidia', features: [], limits: {} }, f16 },
+    torch: null,
+  } as GpuRun }]);
+  const mm = (half: boolean, ms: number) => ({ variant: 'tiled128', half, T: 2048, K: 2048, N: 3072, ms, gflops: (2 * 2048 * 2048 * 3072) / ms / 1e6, chosen: false });
+  const md = run({
+    toggle: 'vulkan_enable_f16_on_nvidia', adapter: 'Test GPU', shader_f16: true, parity: { pass: 10, fail: 0, skipped: 0, failed: [] },
+    matmul: [mm(false, 2), mm(true, 1)], prefill: [{ model: 'llama-3.2-1b', tokens: 2048, f32_ms: 160, f16_ms: 100, runs: 3 }],
+  });
+  assert.match(md, /With Dawn's toggle `vulkan_enable_f16_on_nvidia` [^\n]*Test GPU offers `shader-f16`; the f16 path's tests \(half-kernels\.test\): \*\*10 passed, 0 failed\*\*\./);
+  assert.match(md, /llama-3\.2-1b's prefill of 2048 tokens [^\n]*160\.0 ms with f32 math, 100\.0 ms with f16 math, \*\*1\.60×\*\* the speed\./);
+  assert.match(md, /\| tiled128 \| \[2048×2048\]·\[2048×3072\] \| 2\.000 \| 1\.000 \| 25770 \| 2\.00× \|/);
+  const none = run({ toggle: 'vulkan_enable_f16_on_nvidia', adapter: 'Test GPU', shader_f16: false, skipped: 'the adapter offers no shader-f16, even with the toggle' });
+  assert.match(none, /Test GPU still offers no `shader-f16`; the adapter offers no shader-f16, even with the toggle\./);
+  assert.doesNotMatch(none, /f16 math ms/);
 });
