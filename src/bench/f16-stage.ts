@@ -4,7 +4,9 @@
  * toggle vulkan_enable_f16_on_nvidia (blocklisted there for driver bugs, crbug.com/42251215), so no run of the kit
  * had it. The stage asks for the toggle on a device of its own; where the adapter then offers `shader-f16` it checks
  * the kernels first (half-kernels.test, in a process of its own, so a driver fault cannot take the kit down), and
- * only where they pass times the tiled prefill products with f16 math and with f32 math side by side.
+ * only where they pass times the tiled prefill products, and then a whole prefill, with f16 math and with f32 math
+ * side by side. Within `timeoutS`: the tests a third of it, the products until a third, the prefill if two thirds
+ * are left.
  */
 import { join } from 'node:path';
 import { createNodeGpu, loadKernelSources, type NodeGpu } from '../node/gpu';
@@ -54,7 +56,9 @@ export async function f16Stage(o: { testsDir: string; model: string; timeoutS: n
   }
   // The kernels' tests first, on the lent GPU's own Vulkan driver (or whatever backend this run was pointed at).
   const env = { LEGOKV_NODE_BACKEND: process.env.LEGOKV_NODE_BACKEND ?? 'vulkan', LEGOKV_DAWN_ENABLE: F16_TOGGLE };
-  r.parity = runTests(o.testsDir, F16_TESTS.map((f) => join(o.testsDir, f)), { env, timeoutS: Math.max(20, o.timeoutS / 2) });
+  const t0 = performance.now();
+  const elapsedS = () => (performance.now() - t0) / 1000;
+  r.parity = runTests(o.testsDir, F16_TESTS.map((f) => join(o.testsDir, f)), { env, timeoutS: Math.max(20, o.timeoutS / 3) });
   o.log(`f16: half-kernels.test ${JSON.stringify({ pass: r.parity.pass, fail: r.parity.fail, skipped: r.parity.skipped })}`);
   if (r.parity.status !== 0 || r.parity.fail > 0 || !(r.parity.pass > 0)) {
     gpu.release();
@@ -63,9 +67,8 @@ export async function f16Stage(o: { testsDir: string; model: string; timeoutS: n
   const e = Engine.create(gpu, loadKernelSources());
   try {
     const rows: (MatmulTiming & { adapter: string })[] = [];
-    const t0 = performance.now();
     for (const [T, K, N] of shapes) {
-      if ((performance.now() - t0) / 1000 > o.timeoutS / 2) break;
+      if (elapsedS() > o.timeoutS / 3) break;
       const tiled = e.ops.matmulVariants(T).filter((v): v is MatmulVariant => v === 'tiled' || v === 'tiled128');
       for (const m of await timeMatmuls(e, T, K, N, 'f16', 60, tiled)) {
         rows.push({ adapter, ...m });
@@ -73,7 +76,8 @@ export async function f16Stage(o: { testsDir: string; model: string; timeoutS: n
       }
     }
     r.matmul = rows;
-    if ((performance.now() - t0) / 1000 < o.timeoutS / 2) r.prefill = [await prefillBothWays(gpu, o.model, o.log)];
+    if (elapsedS() < o.timeoutS / 3) r.prefill = [await prefillBothWays(gpu, o.model, o.log)];
+    else o.log(`f16: ${o.model} prefill not timed (${elapsedS().toFixed(0)} s of the stage's ${o.timeoutS.toFixed(0)} gone)`);
     return r;
   } catch (err) {
     return { ...r, error: String((err as Error)?.stack ?? err) };
