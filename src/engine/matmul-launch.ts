@@ -66,6 +66,17 @@ export function gemvDefines(a: MatmulArgs, o: { sg: boolean; cols: number; xk4: 
   };
 }
 
+/**
+ * A key equal for two launches whenever gemvDefines gives them the same defines: every input it reads (K whole,
+ * where it reads K % 8 and T·K). Ops.gemv keeps its pipelines by it, since building the defines and comparing them
+ * with each pipeline's was a seventh of the host's time recording SmolLM2's decode step (bench:record).
+ */
+export function gemvKey(a: MatmulArgs, o: { sg: boolean; cols: number; xk4: number; wide: boolean }): string {
+  const p = a.pre;
+  const pre = !p ? '-' : 'glu' in p ? `g${p.glu}` : 'combine' in p ? `c${p.combine.heads}` : p.post ? 'np' : 'n';
+  return `${a.T} ${a.wDtype} ${a.K} ${a.bias ? 1 : 0}${a.residual ? 1 : 0}${yRange(a) ? 1 : 0} ${pre} ${o.sg ? o.cols : 0} ${o.xk4} ${o.wide ? 1 : 0}`;
+}
+
 /** gemv_sg's columns a workgroup: one per subgroup of the device's smallest size (256 invocations), 8 to 64. */
 export const gemvSgColumns = (subgroupMin: number) => Math.max(8, Math.min(64, Math.floor(256 / subgroupMin)));
 

@@ -9,7 +9,7 @@ import type { Dispatcher, Param } from './gpu/dispatcher';
 import type { KernelLibrary } from './gpu/kernels';
 import { Scratch } from './model/scratch';
 import { checkQuantShape, isQuant, QUANT, scaleBase, type QuantType } from './quant';
-import { COMBINE_MAX, gemvDefines, gemvOwnBytes, gemvSgColumns, matmulBindings, matmulParams, stagedVec4s, tiledVariant, wDefines, yRange } from './matmul-launch';
+import { COMBINE_MAX, gemvDefines, gemvKey, gemvOwnBytes, gemvSgColumns, matmulBindings, matmulParams, stagedVec4s, tiledVariant, wDefines, yRange } from './matmul-launch';
 import { attendsDecodeRow, attentionSplits, tiledLanesRun, tiledRowGroups, cpuAttentionSplits, decodeAttentionKernels, foldsStep, GROUPED_KEYS_MAX, GROUPED_MAX, groupedFits, groupedKeysFits, keysSplits, KEYS_MAX_HEAD, LANES_MAX_HEAD, lanesSplits, longFor, TILED_MIN_ROWS, tiledSplits } from './attention-plan';
 
 import type {
@@ -200,7 +200,8 @@ export class Ops {
     const cols = sg ? gemvSgColumns(this.subgroupMin!) : 8;
     const xk4 = !comb && this.stageX === true ? stagedVec4s(a.T, a.K, sg, !!a.pre && 'norm' in a.pre, this.wgStorage) : 0;
     if (a.pre && 'norm' in a.pre && a.pre.post && !xk4) throw new Error('gemv: a post-norm folds in only where x is staged (Ops.stageX, workgroup memory for it)');
-    const pipe = this.lib.pipeline('gemv', gemvDefines(a, { sg, cols, xk4, wide: this.gemvWide === true }));
+    const o = { sg, cols, xk4, wide: this.gemvWide === true };
+    const pipe = this.lib.keyed('gemv', gemvKey(a, o), () => gemvDefines(a, o));
     // One workgroup (of 256) per `cols` output columns.
     this.d.run1d(pipe, matmulParams(a), matmulBindings(a), Math.ceil(a.N / cols) * 64);
   }

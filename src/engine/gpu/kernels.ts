@@ -75,6 +75,19 @@ export class KernelLibrary {
     return pipe;
   }
 
+  /**
+   * The pipeline of `name` for a launch whose defines `key` determines (the caller's promise: equal keys, equal
+   * defines), built or found by `defines()` only the first time the key is seen: for launches made every decode
+   * step, whose defines cost more to build and compare than a string key to look up.
+   */
+  keyed(name: string, key: string, defines: () => Defines): GPUComputePipeline {
+    const k = `${name} ${key}`;
+    let pipe = this.byKey.get(k);
+    if (!pipe) this.byKey.set(k, (pipe = this.pipeline(name, defines())));
+    return pipe;
+  }
+  private byKey = new Map<string, GPUComputePipeline>();
+
   /** Compilation messages for a kernel (used by tests to surface WGSL errors). */
   async check(name: string, defines: Defines = {}): Promise<string[]> {
     const module = this.device.createShaderModule({ code: preprocess(name, this.sources, defines) });
