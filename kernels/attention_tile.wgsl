@@ -22,15 +22,21 @@ fn seen4(j: u32, c4: u32, lo: u32, hi: u32, qp: i32) -> vec4<bool> {
   return s;
 }
 
-// Workgroup wid's block: its first row, key slice, head and kv head, and whether it is one (the last row of
-// workgroups of a 2-D dispatch may be past them). Numbered with the row block fastest, so the workgroups running
-// together read the same keys of the same head.
-struct Block { t0: u32, split: u32, h: u32, kvh: u32, live: bool }
+// Workgroup wid's block: its first row, key slice, head and kv head, the keys [first, last) it walks (block_keys),
+// and whether it is one (the last row of workgroups of a 2-D dispatch may be past them: no keys). Numbered with the
+// row block fastest, so the workgroups running together read the same keys of the same head. Uniform across the
+// workgroup, as the tile loop's barriers need.
+struct Block { t0: u32, split: u32, h: u32, kvh: u32, first: u32, last: u32, live: bool }
 fn block_of(wid: vec3<u32>, nwg: vec3<u32>) -> Block {
   let blocks = (p.T + BQ - 1u) / BQ;
   let wg = wid.x + wid.y * nwg.x;
   let h = wg / (blocks * p.splits);
-  return Block((wg % blocks) * BQ, (wg / blocks) % p.splits, h, h / (p.H / p.NKV), wg < blocks * p.H * p.splits);
+  let t0 = (wg % blocks) * BQ;
+  let split = (wg / blocks) % p.splits;
+  let live = wg < blocks * p.H * p.splits;
+  var span = vec2<u32>(0u);
+  if (live) { span = block_keys(t0, split); }
+  return Block(t0, split, h, h / (p.H / p.NKV), span.x, span.y, live);
 }
 
 // The keys [first, last) the block from row t0 walks: the union of its rows' key ranges, cut to the cache and to

@@ -25,29 +25,23 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   // Everything up to the tile loop is uniform across the workgroup (the barriers need that), except the row's own state.
   let b = block_of(wid, nwg);
   if (!b.live) { return; }
-  let t0 = b.t0;
-  let h = b.h;
-  let kvh = b.kvh;
-  let span = block_keys(t0, b.split);
-  let first = span.x;
-  let last = span.y;
 
   // This invocation's row; a row past T keeps an empty range and so never computes.
-  let live = t0 + lid < p.T;
-  let t = min(t0 + lid, p.T - 1u);
+  let live = b.t0 + lid < p.T;
+  let t = min(b.t0 + lid, p.T - 1u);
   let qp = qpos[t];
   let rb = bounds[t];
-  let lo = max(rb.x, first);
-  let hi = select(0u, min(rb.y, last), live);
+  let lo = max(rb.x, b.first);
+  let hi = select(0u, min(rb.y, b.last), live);
   var qv: array<vec4<f32>, HD4>;
-  let qbase = (t * p.q_stride + p.q_offset) / 4u + h * HD4;
+  let qbase = (t * p.q_stride + p.q_offset) / 4u + b.h * HD4;
   for (var i = 0u; i < HD4; i++) { qv[i] = q[qbase + i] * (p.scale * LOG2E); }
   var acc: array<vec4<f32>, HD4>;
   var m = NEG;
   var l = 0.0;
 
-  for (var j0 = first; j0 < last; j0 += BK) {
-    stage_tile(j0, last, kvh, lid);
+  for (var j0 = b.first; j0 < b.last; j0 += BK) {
+    stage_tile(j0, b.last, b.kvh, lid);
     workgroupBarrier();
 
     // Rows whose range misses the tile, or that no key of it reaches by position or window, skip it.
@@ -93,12 +87,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 
   if (!live) { return; }
 #if SPLIT
-  let slot = (t * p.H + h) * p.splits + b.split;
+  let slot = (t * p.H + b.h) * p.splits + b.split;
   ml[slot] = vec2<f32>(m, l);
   for (var i = 0u; i < HD4; i++) { out[slot * HD4 + i] = acc[i]; }
 #else
   let inv = select(0.0, 1.0 / l, l > 0.0);
-  let ob = (t * p.H + h) * HD4;
+  let ob = (t * p.H + b.h) * HD4;
   for (var i = 0u; i < HD4; i++) { out[ob + i] = acc[i] * inv; }
 #endif
 }

@@ -62,12 +62,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         @builtin(subgroup_invocation_id) sgi: u32) {
   let b = block_of(wid, nwg);
   if (!b.live) { return; }
-  let t0 = b.t0;
-  let h = b.h;
-  let kvh = b.kvh;
-  let span = block_keys(t0, b.split);
-  let first = span.x;
-  let last = span.y;
 
   // This lane's group and share: the group's first lane draws its slot, and the group reads it from that lane.
   if (lid == 0u) { atomicStore(&next_slot, 0u); }
@@ -86,13 +80,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   var m: array<f32, G>;
   var l: array<f32, G>;
   for (var a = 0u; a < G; a++) {
-    let tt = t0 + slot * G + a;
+    let tt = b.t0 + slot * G + a;
     let t = min(tt, p.T - 1u);
     qp[a] = qpos[t];
     let rb = bounds[t];
-    lo[a] = max(rb.x, first);
-    hi[a] = select(0u, min(rb.y, last), tt < p.T);
-    let qbase = (t * p.q_stride + p.q_offset) / 4u + h * HD4;
+    lo[a] = max(rb.x, b.first);
+    hi[a] = select(0u, min(rb.y, b.last), tt < p.T);
+    let qbase = (t * p.q_stride + p.q_offset) / 4u + b.h * HD4;
     for (var i = 0u; i < HDP; i++) {
       qv[a * HDP + i] = q[qbase + i * R + part] * (p.scale * LOG2E);
       acc[a * HDP + i] = vec4<f32>(0.0);
@@ -101,8 +95,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     l[a] = 0.0;
   }
 
-  for (var j0 = first; j0 < last; j0 += BK) {
-    stage_tile(j0, last, kvh, lid);
+  for (var j0 = b.first; j0 < b.last; j0 += BK) {
+    stage_tile(j0, b.last, b.kvh, lid);
     workgroupBarrier();
 
     // Scores of four keys at a time for the G rows: this lane's share of each key read once, then the group's sum.
@@ -161,15 +155,15 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   }
 
   for (var a = 0u; a < G; a++) {
-    let t = t0 + slot * G + a;
+    let t = b.t0 + slot * G + a;
     if (t >= p.T) { break; }
 #if SPLIT
-    let o = (t * p.H + h) * p.splits + b.split;
+    let o = (t * p.H + b.h) * p.splits + b.split;
     if (part == 0u) { ml[o] = vec2<f32>(m[a], l[a]); }
     for (var i = 0u; i < HDP; i++) { out[o * HD4 + i * R + part] = acc[a * HDP + i]; }
 #else
     let inv = select(0.0, 1.0 / l[a], l[a] > 0.0);
-    let ob = (t * p.H + h) * HD4;
+    let ob = (t * p.H + b.h) * HD4;
     for (var i = 0u; i < HDP; i++) { out[ob + i * R + part] = acc[a * HDP + i] * inv; }
 #endif
   }
