@@ -14,14 +14,14 @@ import { attendsDecodeRow, attentionSplits, tiledLanesRun, tiledRowGroups, cpuAt
 
 import type {
   AttentionArgs, AttentionVariant, EmbedArgs, GatherArgs, GemvVariant, GluArgs, MatmulArgs, MatmulProfile, MatmulVariant, RmsNormArgs, RopeScatterArgs,
-  KeysPerThread, AttentionSlices, AttentionStep, LongAttention, ScatterArgs, ScoresArgs, StoreDType, TiledLanes, TiledWay, WeightDType, WeightMatrix, XPrologue,
+  KeysPerThread, AttentionSlices, AttentionStep, LongAttention, OpsSettings, ScatterArgs, ScoresArgs, StoreDType, TiledLanes, TiledWay, WeightDType, WeightMatrix, XPrologue,
 } from './ops-args';
 
 export { attentionSplits, decodeAttentionKernels, foldsStep, GROUPED_KEYS_MAX, GROUPED_MAX, groupedKeysFits, takesKeysPerThread, keyBounds, keysSplits, LANES_MAX_HEAD, MASKED_SCORE, tiledSplits, unmaskScores } from './attention-plan';
 export { COMBINE_MAX, gemvSgColumns, takesWideLoads } from './matmul-launch';
 export type {
   AttentionArgs, AttentionVariant, EmbedArgs, GatherArgs, GemvVariant, GluArgs, MatmulArgs, MatmulProfile, MatmulVariant, RmsNormArgs, RopeScatterArgs,
-  KeysPerThread, AttentionSlices, AttentionStep, LongAttention, ScatterArgs, ScoresArgs, StoreDType, TiledLanes, TiledWay, WeightDType, WeightMatrix, XPrologue,
+  KeysPerThread, AttentionSlices, AttentionStep, LongAttention, ScatterArgs, ScoresArgs, StoreDType, TiledLanes, TiledWay, WeightDType, WeightMatrix, XPrologue, OpsSettings,
 } from './ops-args';
 
 const u = (v: number) => ({ u32: v });
@@ -29,45 +29,12 @@ const f = (v: number) => ({ f32: v });
 
 const isGemv = (v: MatmulVariant | undefined): v is GemvVariant => v === 'gemv' || v === 'gemv_sg';
 
+/** Ops has the settings of OpsSettings (ops-args.ts): what tuning keeps and tests force. */
+export interface Ops extends OpsSettings {}
+
 export class Ops {
   /** The matmul family used when a call names no variant; chosen per adapter (see Engine). */
   matmulProfile: MatmulProfile = 'cpu';
-  /**
-   * Whether decode folds its RMSNorm and GLU launches into the GEMVs after them (XPrologue), and a step's
-   * rope_scatter into attention_decode where that attends (AttentionArgs.step); default: on the 'gpu' profile. CPU adapters keep separate launches: only gemv has the prologues, and its workgroup barriers
-   * are what they handle worst (SwiftShader, stories260K decode: 6 tok/s fused against 220 unfused; gemv alone
-   * 30-100x slower than the register matmul). Tests (LEGOKV_FUSE=on|off) and the GPU kit force either way.
-   */
-  fuse?: boolean;
-  /** The attention kernel every call that names none gets, instead of pickAttention's choice (the GPU kit times decode both ways). */
-  attentionVariant?: AttentionVariant;
-  /** The attention kernel pickAttention gives decode's few rows on the 'gpu' profile, where set (Engine.tuneDecode measures it). */
-  decodeAttention?: AttentionVariant;
-  /** attention_decode's keys an invocation a round where a call names none (default 1; Engine.tuneDecode measures it). */
-  decodeKeysPerThread?: KeysPerThread;
-  /** attention_tiled's way where a call names none (default: one lane a row, 16 keys a tile; Engine.tunePrefill measures it). */
-  tiled?: TiledWay;
-  /** Decode's kernel for rows that scan many keys, where it differs from the short spans' (Engine.tuneDecode measures it). */
-  longAttention?: LongAttention;
-  /**
-   * Whether a fused decode step's output projection merges attention's key slices as it reads them (gemv's
-   * COMBINE), so no attention_combine launch runs; default on wherever decode fuses. Engine.tuneDecode measures it.
-   */
-  foldCombine?: boolean;
-  /**
-   * Whether gemv reads x from workgroup memory, worked out there once a workgroup (a fused RMSNorm's or GLU's, or x
-   * as stored: STAGE), rather than from x's buffer in every column's lanes for each weight they read, and the
-   * prologue with it; default off. Engine.tuneDecode measures it.
-   */
-  stageX?: boolean;
-  /** The GEMV kernel every product of at most 4 rows gets on the 'gpu' profile, instead of pickGemv's (the GPU kit times decode with each). */
-  gemvVariant?: GemvVariant;
-  /**
-   * Whether gemv reads packed f16 weights 16 bytes a load (W8: twice the bytes in flight for the same lanes, where a
-   * GEMV of few columns has too few lanes to fill the memory pipe) rather than 8, where K is a multiple of 8; default
-   * off. Engine.tuneDecode measures it.
-   */
-  gemvWide?: boolean;
   /**
    * The device's smallest subgroup size where it has the `subgroups` feature (createGpuContext enables it where
    * the adapter offers it), else null: gemv_sg needs it.
@@ -75,12 +42,6 @@ export class Ops {
   readonly subgroupMin: number | null;
   /** Whether the device has `shader-f16` (createGpuContext enables it where the adapter offers it). */
   readonly shaderF16: boolean;
-  /**
-   * Whether the tiled matmuls stage and multiply f16 weights' products in f16 (kernels/matmul_half.wgsl);
-   * default: where the device has `shader-f16`. f32 weights always keep f32 math. The GPU kit times both.
-   */
-  half?: boolean;
-
   constructor(
     readonly lib: KernelLibrary,
     readonly d: Dispatcher,

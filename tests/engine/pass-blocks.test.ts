@@ -14,7 +14,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { Engine } from '../../src/engine/engine';
-import { rowBlocks } from '../../src/engine/model/forward';
+import { rowBlocks } from '../../src/engine/model/row-blocks';
 import { loadModelFiles } from '../../src/engine/formats/load';
 import { loadHfFolder } from '../../src/engine/formats/hf';
 import { nodeFolderFiles, nodeModelFiles } from '../../src/node/files';

@@ -7,44 +7,24 @@
  * slot had last time (compared object by object, as a repeated step finds
  * it), then by a key built from them.
  */
-export type Param = { u32: number } | { i32: number } | { f32: number };
-export type Binding = GPUBuffer | { buffer: GPUBuffer; offset?: number; size?: number };
-
 import { GpuTimer } from './timer';
+import { StagingUploads, UPLOADS_IN_FLIGHT, type HostWrite } from './staging';
+import { flatBindings, slotMatches, type Binding } from './bindings';
+import { DeviceLostError, GpuValidationError } from './errors';
+
+export type { Binding } from './bindings';
+export type { HostWrite } from './staging';
+export { DeviceLostError, GpuValidationError } from './errors';
+
+export type Param = { u32: number } | { i32: number } | { f32: number };
 
 const SLOT = 256;
 
-/** The device is gone (driver reset, GPU removed, or destroyed); a new one must be created. */
-export class DeviceLostError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'DeviceLostError';
-  }
-}
-
-/**
- * WebGPU rejected work the engine recorded (a validation error): a bug in LegoKV. The command it names did not run,
- * so whatever was computed since the previous check cannot be trusted, and is not returned.
- */
-export class GpuValidationError extends Error {
-  constructor(message: string) {
-    super(`WebGPU rejected the engine's work, so its result was discarded (a bug in LegoKV; please report it): ${message}`);
-    this.name = 'GpuValidationError';
-  }
-}
 const MAX_WG = 65535;
-/** Host bytes for a GPU buffer at a byte offset (Dispatcher.upload; offset and length multiples of 4). */
-export interface HostWrite {
-  dst: GPUBuffer;
-  offset: number;
-  data: ArrayBufferView;
-}
 
 /** Bytes a staging buffer of Dispatcher.readMany takes at most (a range larger than this gets one of its own). */
 const READ_BATCH = 64 * 2 ** 20;
 
-/** Mapped staging buffers that uploads may have in flight before Dispatcher.uploadRoom waits for one. */
-const UPLOADS_IN_FLIGHT = 3;
 
 export class Dispatcher {
   private arena = new ArrayBuffer(SLOT * 256);
@@ -70,6 +50,7 @@ export class Dispatcher {
 
   constructor(private device: GPUDevice) {
     this.uniform = this.makeUniform(this.arena.byteLength);
+    this.uploads = new StagingUploads(device);
     device.addEventListener('uncapturederror', this.onError);
   }
 
@@ -227,20 +208,7 @@ export class Dispatcher {
     this.encoder = null;
     this.pass = null;
     this.slot = 0;
-    // Staging buffers the submitted copies read: mapped again once the GPU is done with them, then reused.
-    for (const b of this.submittedUploads.splice(0)) {
-      // The pool keeps the most recent: buffers of sizes no longer asked for (an earlier link's) make way.
-      const remap = b.mapAsync(GPUMapMode.WRITE).then(
-        () => {
-          if (this.destroyed) return b.destroy();
-          this.uploadStaging.push(b);
-          if (this.uploadStaging.length > UPLOADS_IN_FLIGHT + 1) this.uploadStaging.shift()!.destroy();
-        },
-        () => b.destroy(),
-      );
-      this.remaps.add(remap);
-      void remap.finally(() => this.remaps.delete(remap));
-    }
+    this.uploads.submitted();
   }
 
   /**
@@ -250,11 +218,8 @@ export class Dispatcher {
    * (gpu-h100-7..10.json). Engine.tuneUpload times both on a real GPU and sets this.
    */
   uploadWay: 'write' | 'mapped' = 'write';
-  /** Mapped staging buffers ready to fill, and those copied from by recorded work not yet submitted. */
-  private uploadStaging: GPUBuffer[] = [];
-  private submittedUploads: GPUBuffer[] = [];
-  private remaps = new Set<Promise<void>>();
-  private destroyed = false;
+  /** The mapped staging buffers of 'mapped' uploads. */
+  private uploads: StagingUploads;
 
   /**
    * Resolves once an upload can go without making a staging buffer: at most UPLOADS_IN_FLIGHT of them submitted and
@@ -264,48 +229,26 @@ export class Dispatcher {
    * with writeBuffer uploads.
    */
   async uploadRoom(): Promise<void> {
-    while (this.uploadWay === 'mapped' && this.remaps.size + this.submittedUploads.length >= UPLOADS_IN_FLIGHT) {
-      if (!this.remaps.size) this.flush();
-      await Promise.race(this.remaps);
+    while (this.uploadWay === 'mapped' && this.uploads.inFlight >= UPLOADS_IN_FLIGHT) {
+      if (!(await this.uploads.next())) this.flush();
     }
   }
 
   /** Resolves once every submitted staging buffer is mapped again (ready for reuse) or dropped. */
-  async uploadsSettled(): Promise<void> {
-    await Promise.allSettled([...this.remaps]);
+  uploadsSettled(): Promise<void> {
+    return this.uploads.settled();
   }
 
   /**
    * Writes host bytes into GPU buffers, in order with the work recorded around the call (later dispatches see
    * them). 'mapped' packs every piece into one staging buffer and records a copy per run of pieces that lie end to
-   * end in the same destination. Offsets and sizes must be multiples of 4.
+   * end in the same destination (StagingUploads). Offsets and sizes must be multiples of 4.
    */
   upload(writes: HostWrite[]) {
-    if (this.uploadWay === 'write') {
-      // Recorded work reads these buffers as they were: submit it first (queue writes land before later submits).
-      this.flush();
-      for (const w of writes) this.device.queue.writeBuffer(w.dst, w.offset, w.data.buffer, w.data.byteOffset, w.data.byteLength);
-      return;
-    }
-    const total = writes.reduce((a, w) => a + w.data.byteLength, 0);
-    if (!total) return;
-    const at = this.uploadStaging.findIndex((b) => b.size >= total && b.size <= 4 * total + 4096);
-    const staging = at >= 0 ? this.uploadStaging.splice(at, 1)[0]
-      : this.device.createBuffer({ label: 'upload staging', size: Math.ceil(total / 4) * 4, usage: GPUBufferUsage.MAP_WRITE | GPUBufferUsage.COPY_SRC, mappedAtCreation: true });
-    const bytes = new Uint8Array(staging.getMappedRange(0, Math.ceil(total / 4) * 4));
-    const copies: { dst: GPUBuffer; from: number; to: number; size: number }[] = [];
-    let o = 0;
-    for (const w of writes) {
-      bytes.set(new Uint8Array(w.data.buffer, w.data.byteOffset, w.data.byteLength), o);
-      const last = copies[copies.length - 1];
-      if (last && last.dst === w.dst && last.to + last.size === w.offset && last.from + last.size === o) last.size += w.data.byteLength;
-      else copies.push({ dst: w.dst, from: o, to: w.offset, size: w.data.byteLength });
-      o += w.data.byteLength;
-    }
-    staging.unmap();
-    const enc = this.commandEncoder();
-    for (const c of copies) enc.copyBufferToBuffer(staging, c.from, c.dst, c.to, c.size);
-    this.submittedUploads.push(staging);
+    if (this.uploadWay === 'mapped') return this.uploads.record(writes, () => this.commandEncoder());
+    // Recorded work reads these buffers as they were: submit it first (queue writes land before later submits).
+    this.flush();
+    for (const w of writes) this.device.queue.writeBuffer(w.dst, w.offset, w.data.buffer, w.data.byteOffset, w.data.byteLength);
   }
 
   /** Idle staging buffers, reused so a decode step does not allocate one per read. */
@@ -355,39 +298,13 @@ export class Dispatcher {
   }
 
   destroy() {
-    this.destroyed = true;
     this.device.removeEventListener('uncapturederror', this.onError);
     this.timer?.destroy();
-    for (const b of [...this.staging, ...this.uploadStaging, ...this.submittedUploads]) b.destroy();
+    for (const b of this.staging) b.destroy();
     this.staging = [];
-    this.uploadStaging = [];
-    this.submittedUploads = [];
+    this.uploads.destroy();
     this.uniform.destroy();
     this.bindCache.clear();
     this.bySlot = [];
   }
-}
-
-/** A dispatch's bindings as [binding, buffer, offset, size, ...] in binding order (what slotMatches compares). */
-function flatBindings(bindings: Record<number, Binding>): unknown[] {
-  const parts: unknown[] = [];
-  for (const k in bindings) {
-    const b = bindings[k];
-    if ('mapAsync' in b) parts.push(k, b, 0, -1);
-    else parts.push(k, b.buffer, b.offset ?? 0, b.size ?? -1);
-  }
-  return parts;
-}
-
-/** Whether `bindings` bind the same buffers, ranges and slots as `parts` (flatBindings), without building a key. */
-function slotMatches(parts: unknown[], bindings: Record<number, Binding>): boolean {
-  let i = 0;
-  for (const k in bindings) {
-    const b = bindings[k];
-    if (i + 4 > parts.length || parts[i] !== k) return false;
-    if ('mapAsync' in b ? parts[i + 1] !== b || parts[i + 2] !== 0 || parts[i + 3] !== -1
-      : parts[i + 1] !== b.buffer || parts[i + 2] !== (b.offset ?? 0) || parts[i + 3] !== (b.size ?? -1)) return false;
-    i += 4;
-  }
-  return i === parts.length;
 }

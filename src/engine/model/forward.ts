@@ -29,31 +29,11 @@ import type { KVCache } from './kv-cache';
 import { ropeTable } from './rope';
 import type { Scratch } from './scratch';
 import { RunState } from './run-state';
-import { joinScores, wantsLayer, type ScoresRequest, type ScoresResult } from './pass-scores';
-import { foldsStep, keyBounds, unmaskScores, type AttentionStep, type Ops, type WeightMatrix, type XPrologue } from '../ops';
+import { joinScores, requestScores, wantsLayer, type ScoresRequest, type ScoresResult } from './pass-scores';
+import { rowBlocks } from './row-blocks';
+import { foldsStep, keyBounds, type AttentionStep, type Ops, type WeightMatrix, type XPrologue } from '../ops';
 
 export type { ScoresRequest, ScoresResult } from './pass-scores';
-
-/**
- * The pass's rows [a, b) in blocks of at most `maxRows`, cut only where the position rises. Throws when the rows
- * need more than one block and their positions decrease, since no cut is then exact.
- */
-export function rowBlocks(pos: ArrayLike<number>, maxRows: number, what: () => string): [number, number][] {
-  const T = pos.length;
-  if (T <= maxRows) return [[0, T]];
-  for (let i = 1; i < T; i++) {
-    if (pos[i] < pos[i - 1]) throw new Error(`${what()}, and its rows' positions decrease (row ${i}), so they cannot be computed in blocks`);
-  }
-  const out: [number, number][] = [];
-  for (let a = 0; a < T; ) {
-    let b = Math.min(T, a + maxRows);
-    while (b < T && b > a && pos[b] === pos[b - 1]) b--;
-    if (b === a) throw new Error(`${what()}, and more than ${maxRows} of its rows share position ${pos[a]}`);
-    out.push([a, b]);
-    a = b;
-  }
-  return out;
-}
 
 /** Rows [a, b) of the pass, computed together in each layer, and their residual stream (one of block k's x pair). */
 interface Block {
@@ -241,7 +221,7 @@ export class ForwardPass {
     };
     // Where decode fuses, the output projection merges a few key slices as it reads them: no attention_combine.
     const slices = ops.attention(args);
-    if (scores) this.requestScores(opts.scores!, l, args, blk);
+    if (scores) this.pendingScores.push(...requestScores(ops, this.s, opts.scores!, l, args, blk, this.rows));
 
     if (slices) this.residual(blk, slices.part, Lw.wo, qDim, Lw.postAttnNorm, { pre: { combine: slices } });
     else this.residual(blk, att, Lw.wo, qDim, Lw.postAttnNorm);
@@ -325,27 +305,6 @@ export class ForwardPass {
   /** Every block's pending sandwich norm added: before x is read otherwise than by a norm's GEMV. */
   private settle() {
     for (const blk of this.blocks) if (blk.post) this.settleBlock(blk);
-  }
-
-  /** Scores of the requested rows in this block (q is the block's), read back once the work is submitted. */
-  private requestScores(req: ScoresRequest, layer: number, common: Parameters<Ops['attnScores']>[0] extends infer A ? Omit<A, 'rows' | 'R' | 'head' | 'out'> : never, blk: Block) {
-    const mine = req.rows.filter((r) => r >= blk.a && r < blk.b);
-    const R = mine.length;
-    if (!R) return;
-    const n = this.cache.length;
-    const rowsBuf = this.s.putProbeRows(Uint32Array.from(mine, (r) => r - blk.a));
-    const cacheRows = mine.map((r) => this.rows[r]);
-    for (const head of req.heads) {
-      const out = this.s.probe(head, R, n);
-      this.ops.attnScores({ ...common, rows: rowsBuf, R, head, out });
-      const read = this.ops.d.read(out, 0, R * n * 4).then((b) => ({
-        layer, head, rows: cacheRows, scores: unmaskScores(new Float32Array(b)), keys: n,
-      }));
-      // A lost device rejects it while the caller awaits another read (a token, or a step recorded before): the
-      // rejection surfaces from scores(), not as an unhandled one.
-      read.catch(() => {});
-      this.pendingScores.push(read);
-    }
   }
 
   /** Scores requested during the pass (resolved after the work is submitted): one result per layer and head. */
