@@ -40,7 +40,7 @@ if (a.help) {
 const OUT = resolve(a.out);
 const LIMIT = 60 * 2 ** 20;
 /** Test files that matter on a real adapter: every kernel's parity, whole models against outside references, KVLink's invariants. */
-export const KIT_TESTS = ['engine/kernels.test.ts', 'engine/attention-step.test.ts', 'engine/argmax.test.ts', 'engine/quant-kernels.test.ts', 'engine/fused-kernels.test.ts', 'engine/combine-fold.test.ts', 'engine/fused-model.test.ts', 'engine/quant-model.test.ts', 'engine/llama2c.test.ts', 'engine/hf-models.test.ts', 'engine/engine-api.test.ts', 'kvlink/kvlink.test.ts', 'engine/kv-gather.test.ts', 'kvstore/gpu-tier.test.ts', 'generate/decode-ahead.test.ts', 'engine/dispatcher.test.ts', 'engine/attention-grouped.test.ts', 'engine/attention-grouped-keys.test.ts', 'engine/tune-attention.test.ts', 'engine/gemv-wide.test.ts', 'engine/half-kernels.test.ts'];
+export const KIT_TESTS = ['engine/kernels.test.ts', 'engine/attention-step.test.ts', 'engine/argmax.test.ts', 'engine/quant-kernels.test.ts', 'engine/fused-kernels.test.ts', 'engine/combine-fold.test.ts', 'engine/fused-model.test.ts', 'engine/quant-model.test.ts', 'engine/llama2c.test.ts', 'engine/hf-models.test.ts', 'engine/engine-api.test.ts', 'kvlink/kvlink.test.ts', 'engine/kv-gather.test.ts', 'kvstore/gpu-tier.test.ts', 'generate/decode-ahead.test.ts', 'engine/step-replay.test.ts', 'engine/dispatcher.test.ts', 'engine/attention-grouped.test.ts', 'engine/attention-grouped-keys.test.ts', 'engine/tune-attention.test.ts', 'engine/gemv-wide.test.ts', 'engine/half-kernels.test.ts'];
 /** Debian packages of the Vulkan loader and EGL (the device tool's recipe). */
 const GL_DEBS = ['libvulkan1', 'libegl1', 'libglvnd0', 'libopengl0', 'libgl1', 'libglx0', 'libgles2'];
 

@@ -117,6 +117,13 @@ export class Engine {
    * temporary holds (ForwardPass.maxRows). Tests set fewer to exercise the blocks on small models.
    */
   maxPassRows?: number;
+  /**
+   * Whether greedySteps replays a step from the tape of an earlier one whose launches were the same (the same
+   * kernels, slices and buffers; only the new row's values differ: ForwardPass.stepKey), instead of choosing,
+   * sizing and binding each launch again: the host's recording of a step is then its launches alone. Default on;
+   * bench:record times both ways.
+   */
+  replaySteps = true;
 
   private constructor(readonly gpu: GpuContext, sources: KernelSources) {
     const d = new Dispatcher(gpu.device);

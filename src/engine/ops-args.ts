@@ -118,7 +118,14 @@ export interface AttentionArgs {
    * written. Default 0: always merged into `out`. See Ops.combineFold.
    */
   leaveSlices?: number;
+  /** Where this pass's step values sit among those a replayed tape patches (Param.tag): a decode step's. */
+  tags?: StepTags;
 }
+/**
+ * The indices, in a decode step's values (ForwardPass.stepValues), of what attention's parameters take from the
+ * step: the cache's length, the row's position and cache row, and the keys its layer kind scans.
+ */
+export interface StepTags { n: number; qp: number; row: number; first: number; last: number }
 /** What attention_decode's STEP needs that rope_scatter took from buffers: see AttentionArgs.step. */
 export interface AttentionStep {
   /** The model's RoPE table by position (PositionTable), and the row's position: it is rotated by row qp. */

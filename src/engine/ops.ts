@@ -21,7 +21,7 @@ export { attentionSplits, decodeAttentionKernels, foldsStep, GROUPED_KEYS_MAX, G
 export { COMBINE_MAX, gemvSgColumns, takesWideLoads } from './matmul-launch';
 export type {
   AttentionArgs, AttentionVariant, EmbedArgs, GatherArgs, GemvVariant, GluArgs, MatmulArgs, MatmulProfile, MatmulVariant, RmsNormArgs, RopeScatterArgs,
-  KeysPerThread, AttentionSlices, AttentionStep, LongAttention, ScatterArgs, ScoresArgs, StoreDType, TiledLanes, TiledWay, WeightDType, WeightMatrix, XPrologue, OpsSettings,
+  KeysPerThread, AttentionSlices, AttentionStep, LongAttention, ScatterArgs, ScoresArgs, StoreDType, TiledLanes, TiledWay, WeightDType, WeightMatrix, XPrologue, StepTags, OpsSettings,
 } from './ops-args';
 
 const u = (v: number) => ({ u32: v });
@@ -234,18 +234,34 @@ export class Ops {
 
   /** Attends; returns the key slices where they are left for the consumer to merge (AttentionArgs.leaveSlices), else null. */
   attention(a: AttentionArgs): AttentionSlices | null {
+    const s = a.step, t = a.tags;
+    const l = this.attentionLaunch(a);
+    const params = [
+      u(a.T), { u32: a.n, tag: t?.n }, u(a.H), u(a.NKV), u(a.qStride), u(a.qOffset), u(a.window), f(a.scale), u(l.splits),
+      ...(s ? [{ i32: s.qp, tag: t?.qp }, { u32: s.row, tag: t?.row }, { u32: s.first, tag: t?.first }, { u32: s.last, tag: t?.last }] : []),
+      ...(s?.qkNorm ? [f(s.qkNorm.eps), f(s.qkNorm.plusOne ? 1 : 0)] : []),
+    ];
+    const b: Record<number, GPUBuffer> = s ? { 1: a.q, 2: a.k, 3: a.v, 4: s.cs, 5: a.kpos, 6: a.out } : { 1: a.q, 2: a.k, 3: a.v, 4: a.qpos, 5: a.kpos, 6: a.out, 7: a.bounds };
+    if (s?.qkNorm) b[9] = s.qkNorm.w;
+    return this.attentionRun(a, l.pipe, params, b, l.splits, l.invocations);
+  }
+
+  /**
+   * How `a` attends, as a string: its kernel and defines, key slices and workgroups, and whether the slices are
+   * left to the consumer. Equal for two calls that launch alike (a decode step's replay depends on it: ForwardPass.stepKey).
+   */
+  attentionKey(a: AttentionArgs): string {
+    const l = this.attentionLaunch(a);
+    return `${l.pipe.label}/${l.splits}/${l.invocations}/${l.splits > 1 && l.splits <= (a.leaveSlices ?? 0) ? 'left' : 'merged'}`;
+  }
+
+  /** The kernel attention runs for `a`, its key slices and its invocations (Ops.attention launches it). */
+  private attentionLaunch(a: AttentionArgs): { pipe: GPUComputePipeline; splits: number; invocations: number } {
     checkAligned(a.qStride, a.qOffset, a.HD);
     // The slices' partial outputs are one binding: never more slices than it can hold.
     const fit = Math.max(1, Math.floor(this.maxBinding / (a.T * a.H * a.HD * 4)));
     const kv = { HD4: a.HD / 4 };
     const s = a.step;
-    const params = (splits: number) => [
-      u(a.T), u(a.n), u(a.H), u(a.NKV), u(a.qStride), u(a.qOffset), u(a.window), f(a.scale), u(splits),
-      ...(s ? [{ i32: s.qp }, u(s.row), u(s.first), u(s.last)] : []),
-      ...(s?.qkNorm ? [f(s.qkNorm.eps), f(s.qkNorm.plusOne ? 1 : 0)] : []),
-    ];
-    const b: Record<number, GPUBuffer> = s ? { 1: a.q, 2: a.k, 3: a.v, 4: s.cs, 5: a.kpos, 6: a.out } : { 1: a.q, 2: a.k, 3: a.v, 4: a.qpos, 5: a.kpos, 6: a.out, 7: a.bounds };
-    if (s?.qkNorm) b[9] = s.qkNorm.w;
     // A step knows the keys its row scans: a sliding-window layer's (Gemma 3) are its window, not the cache.
     const keys = s ? Math.max(1, s.last - s.first) : a.n;
     // The long spans' kernel where it applies (looked up once: decode calls this every layer).
@@ -266,7 +282,7 @@ export class Ops {
       if (QG > 1 && !groupedKeysFits(a.HD, QG, KPT, this.wgStorage)) throw new Error(`attention_decode: ${QG} q heads of ${a.HD} at ${KPT} keys a thread need more than the device's ${this.wgStorage} B of workgroup memory`);
       const splits = Math.min(fit, a.splits ?? (lanes ? lanesSplits(rows, keys) : keysSplits(rows, keys, KPT)));
       const pipe = this.lib.pipeline('attention_decode', { HD4: kv.HD4, KPT, QG, LANES: lanes, KV_F16: a.kvDtype === 'f16', SPLIT: splits > 1, STEP: !!s, INTERLEAVED: !!s?.interleaved, QKNORM: !!s?.qkNorm });
-      return this.attentionRun(a, pipe, params(splits), b, splits, rows * splits * 64);
+      return { pipe, splits, invocations: rows * splits * 64 };
     }
     if (variant === 'grouped') {
       // A workgroup of 64 invocations for each q head of a kv head's group (tuned models only: Ops.decodeAttention).
@@ -275,7 +291,7 @@ export class Ops {
       // LANES' slices for the same heads: as many invocations, QG times fewer and larger workgroups.
       const splits = Math.min(fit, a.splits ?? lanesSplits(a.T * a.H, keys));
       const pipe = this.lib.pipeline('attention_grouped', { HD4: kv.HD4, QG, WGS: 64 * QG, KV_F16: a.kvDtype === 'f16', SPLIT: splits > 1, STEP: !!s, INTERLEAVED: !!s?.interleaved });
-      return this.attentionRun(a, pipe, params(splits), b, splits, a.T * a.NKV * splits * 64);
+      return { pipe, splits, invocations: a.T * a.NKV * splits * 64 };
     }
     if (variant === 'tiled') {
       const BK = this.attentionTile(a.HD, a.keysPerTile ?? this.tiled?.keysPerTile);
@@ -285,7 +301,7 @@ export class Ops {
       const splits = Math.min(fit, a.splits ?? tiledSplits(groups, a.n));
       const defines = { ...kv, BK, KV_F16: a.kvDtype === 'f16', SPLIT: splits > 1 };
       const pipe = R === 1 ? this.lib.pipeline('attention_tiled', defines) : this.lib.pipeline('attention_tiled_sg', { ...defines, R, G, R4: R === 4 });
-      return this.attentionRun(a, pipe, params(splits), b, splits, groups * splits * 64);
+      return { pipe, splits, invocations: groups * splits * 64 };
     }
     // On CPU adapters several query rows per invocation share key loads; large heads keep one row to spare
     // registers. GPUs keep one row per invocation: four rows' accumulators would spill and cut occupancy.
@@ -293,7 +309,7 @@ export class Ops {
     const work = Math.ceil(a.T / TQ) * a.H;
     const splits = Math.min(fit, a.splits ?? (this.matmulProfile === 'gpu' ? attentionSplits(work, a.n) : cpuAttentionSplits(a.T, work, a.n)));
     const pipe = this.lib.pipeline('attention', { ...kv, TQ, KV_F16: a.kvDtype === 'f16', SPLIT: splits > 1 });
-    return this.attentionRun(a, pipe, params(splits), b, splits, work * splits);
+    return { pipe, splits, invocations: work * splits };
   }
 
   /** Launches an attention kernel over `invocations`; with key slices, into partials that attention_combine merges. */
@@ -316,6 +332,11 @@ export class Ops {
 
   /** Working buffers of the ops themselves (attention's slice partials), kept between calls and grown as needed. */
   private temps: Scratch;
+
+  /** Bumped whenever one of the ops' own buffers is made or replaced (Scratch.version; ForwardPass.stepKey). */
+  get tempsVersion(): number {
+    return this.temps.version;
+  }
 
   destroy() {
     this.temps.destroy();

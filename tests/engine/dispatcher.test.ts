@@ -96,6 +96,57 @@ test('a repeated step reuses its bind groups; a changed buffer, range or pipelin
   d.check();
 });
 
+test('a tape replays its launches in their slots with the tagged words patched, submits where the recording did, and is refused from another slot or arena', async () => {
+  // x[i] += f32(p.add) * p.scale: an integer word to tag, a float word to keep.
+  const tagged = dev.createComputePipeline({ layout: 'auto', compute: { entryPoint: 'main', module: dev.createShaderModule({ code: `struct P { add: u32, scale: f32 }
+@group(0) @binding(0) var<uniform> p: P;
+@group(0) @binding(1) var<storage, read_write> x: array<f32>;
+@compute @workgroup_size(64, 1, 1)
+fn main(@builtin(global_invocation_id) g: vec3<u32>) { if (g.x < arrayLength(&x)) { x[g.x] = x[g.x] + f32(p.add) * p.scale; } }` }) } });
+  const a = buffer(), b = buffer();
+  const launches: string[] = [];
+  d.onLaunch = (_p, _bg, groups, words) => launches.push(`${groups.join(',')}: ${Array.from(d.lastWords(words)).join(',')}`);
+  try {
+    d.flush();
+    const submits0 = d.submits;
+    d.startTape();
+    d.run(tagged, [{ u32: 1, tag: 0 }, { f32: 1 }], { 1: a }, [2, 1, 1]);
+    d.flush();
+    d.run(tagged, [{ u32: 2, tag: 1 }, { f32: 10 }], { 1: b }, [1, 1, 1]);
+    const tape = d.endTape()!;
+    d.flush();
+    assert.equal(d.submits - submits0, 2);
+    assert.deepEqual(tape.segments.map((s) => [s.slot0, s.launches.length, s.flush]), [[0, 1, true], [0, 1, false]], 'two segments, the first submitted');
+    assert.deepEqual([[...new Set(await values(a))], [...new Set((await values(b)).subarray(0, 64))]], [[1], [20]]);
+
+    const recorded = launches.splice(0);
+    const r0 = d.replayed, s0 = d.submits;
+    assert.ok(d.replay(tape, [5, 7]));
+    assert.equal(d.replayed - r0, 2);
+    assert.equal(d.submits - s0, 1, 'submitted after its first segment, as the recording was');
+    d.flush();
+    assert.deepEqual([[...new Set(await values(a))], [...new Set((await values(b)).subarray(0, 64))]], [[6], [90]], 'the tagged words took 5 and 7');
+    const replayed = launches.splice(0);
+    assert.deepEqual(replayed, recorded.map((l, i) => l.replace(/^([\d,]+: )\d+/, `$1${[5, 7][i]}`)), 'the same launches, the tagged word patched');
+
+    // From another slot: refused, nothing issued.
+    d.run(tagged, [{ u32: 0 }, { f32: 0 }], { 1: a }, [1, 1, 1]);
+    assert.equal(d.replay(tape, [1, 1]), false);
+    d.flush();
+    // Recorded while the arena grew (its bind groups bind the old one): no tape.
+    d.startTape();
+    for (let i = 0; i < 300; i++) d.run(tagged, [{ u32: 0 }, { f32: 0 }], { 1: a }, [1, 1, 1]);
+    assert.equal(d.endTape(), null);
+    d.flush();
+    // A tape from before the arena grew: refused.
+    assert.equal(d.replay(tape, [1, 1]), false);
+    assert.deepEqual([...new Set(await values(a))], [6]);
+    d.check();
+  } finally {
+    d.onLaunch = undefined;
+  }
+});
+
 test('a kernel\'s pipeline is found again by its defines, in any order; any define that differs builds another', () => {
   const lib = new KernelLibrary(dev, { k: '#if A\nconst a = {{N}}u;\n#endif\n@compute @workgroup_size(1) fn main() {}' });
   let made = 0;

@@ -150,7 +150,7 @@ test('f16 weights: gemv\'s 16-byte loads are the last choice tried, and kept whe
     assert.equal(m.dtype, 'f32');
     const lmHead = { ...m.lmHead, dtype: 'f16' as const, parts: m.lmHead.parts.map((p) => ({ ...p, dtype: 'f16' as const })) };
     const f16: Tunable = {
-      ops: e.ops, config: e.config, kvDtype: e.kvDtype, submitEachLayer: e.submitEachLayer, model: { lmHead, layers: m.layers },
+      ops: e.ops, config: e.config, kvDtype: e.kvDtype, submitEachLayer: e.submitEachLayer, replaySteps: e.replaySteps, model: { lmHead, layers: m.layers },
       pass: (c) => e.pass(c), newCache: (n) => e.newCache(n), sync: () => e.sync(),
     };
     const r = (await tuneDecode(f16, { measure: async (x) => (x.wide ? 9 : 10), warmMs: 0 }))!;

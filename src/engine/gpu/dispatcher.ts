@@ -5,18 +5,25 @@
  * repeats the same dispatches on the same buffers, bind groups are cached by
  * (pipeline, slot, buffers) and reused from step to step: first by what each
  * slot had last time (compared object by object, as a repeated step finds
- * it), then by a key built from them.
+ * it), then by a key built from them. A run of launches can be recorded into
+ * a tape and issued again with some parameters changed (replay: tape.ts).
  */
 import { GpuTimer } from './timer';
+import type { Tape, TapeSegment } from './tape';
 import { StagingUploads, UPLOADS_IN_FLIGHT, type HostWrite } from './staging';
 import { flatBindings, slotMatches, type Binding } from './bindings';
 import { DeviceLostError, GpuValidationError } from './errors';
 
 export type { Binding } from './bindings';
 export type { HostWrite } from './staging';
+export type { Tape } from './tape';
 export { DeviceLostError, GpuValidationError } from './errors';
 
-export type Param = { u32: number } | { i32: number } | { f32: number };
+/**
+ * A uniform parameter. `tag`, on an integer, names the entry of a step's values that it holds, so a tape of
+ * launches can be issued again for a later step with that entry patched (Tape, replay).
+ */
+export type Param = { u32: number; tag?: number } | { i32: number; tag?: number } | { f32: number };
 
 const SLOT = 256;
 
@@ -40,6 +47,8 @@ export class Dispatcher {
   private nextId = 1;
   /** Dispatches recorded since creation (for tests and profiling). */
   count = 0;
+  /** Of those, the ones issued again from a tape (replay). */
+  replayed = 0;
   /**
    * Host milliseconds spent in flush's finish and submit since creation (profiling): where the WebGPU
    * implementation turns the recorded commands into the driver's (Dawn does so at submit), apart from recording.
@@ -90,11 +99,16 @@ export class Dispatcher {
     if (params.length > SLOT / 4) throw new Error('too many params');
     if ((this.slot + 1) * SLOT > this.arena.byteLength) this.growArena();
     const base = this.slot * SLOT;
-    params.forEach((p, i) => {
-      if ('u32' in p) this.view.setUint32(base + 4 * i, p.u32, true);
-      else if ('i32' in p) this.view.setInt32(base + 4 * i, p.i32, true);
-      else this.view.setFloat32(base + 4 * i, p.f32, true);
-    });
+    const seg = this.taping;
+    for (let i = 0; i < params.length; i++) {
+      const p = params[i];
+      if ('f32' in p) this.view.setFloat32(base + 4 * i, p.f32, true);
+      else {
+        if ('u32' in p) this.view.setUint32(base + 4 * i, p.u32, true);
+        else this.view.setInt32(base + 4 * i, p.i32, true);
+        if (p.tag !== undefined && seg) seg.tags.push((this.slot - seg.slot0) * (SLOT / 4) + i, p.tag);
+      }
+    }
     // What this slot had last time first: a decode step repeats its dispatches slot for slot. Then the cache key,
     // and the entries only on a miss.
     const last = this.bySlot[this.slot];
@@ -116,6 +130,7 @@ export class Dispatcher {
       }
       this.bySlot[this.slot] = { pipeline, parts, bg };
     }
+    seg?.launches.push({ pipeline, bg, groups, params: params.length });
     this.slot++;
     this.count++;
     // Profiling gives each dispatch a pass of its own, timed and labelled with its pipeline and workgroup count.
@@ -123,7 +138,84 @@ export class Dispatcher {
     const pass = this.beginPass(this.profiling ? `${pipeline.label}#${groups[0] * groups[1] * groups[2]}` : undefined);
     pass.setPipeline(pipeline);
     pass.setBindGroup(0, bg);
-    pass.dispatchWorkgroups(groups[0], groups[1], groups[2]);
+    dispatch(pass, groups);
+    this.onLaunch?.(pipeline, bg, groups, params.length);
+  }
+
+  /** Called after every launch, recorded or replayed, with its slot's words in the arena (tests compare the two). */
+  onLaunch?: (pipeline: GPUComputePipeline, bg: GPUBindGroup, groups: readonly number[], words: number) => void;
+
+  /** The slot's words as written, for onLaunch (the slot just launched). */
+  lastWords(words: number): Uint32Array {
+    return new Uint32Array(this.arena, (this.slot - 1) * SLOT, words);
+  }
+
+  /** The tape being recorded (startTape), if any: the segments closed so far, and the one being recorded. */
+  private tape: TapeSegment[] | null = null;
+  private taping: TapeSegment | null = null;
+  private tapeEpoch = 0;
+  /** Bumped whenever the uniform arena is replaced: bind groups made before then bind the old one. */
+  private epoch = 0;
+
+  /** The uniform slot the next launch takes (a replay starts where its tape did). */
+  get slotInUse(): number {
+    return this.slot;
+  }
+
+  /** Starts recording the launches (and submissions) that follow into a tape, until endTape. */
+  startTape() {
+    this.tape = [];
+    this.taping = { slot0: this.slot, words: new Uint32Array(), tags: [], launches: [], flush: false };
+    this.tapeEpoch = this.epoch;
+  }
+
+  /** Closes the segment being recorded, its slots' words as they stand (before a submission resets the slots). */
+  private closeSegment(flush: boolean) {
+    const seg = this.taping!;
+    seg.words = new Uint32Array(this.arena.slice(seg.slot0 * SLOT, this.slot * SLOT));
+    seg.flush = flush;
+    this.tape!.push(seg);
+    this.taping = flush ? { slot0: 0, words: new Uint32Array(), tags: [], launches: [], flush: false } : null;
+  }
+
+  /**
+   * The launches recorded since startTape, or null where they cannot be issued again as they are: the arena was
+   * replaced meanwhile (their bind groups hold the old one), or each launch was timed in a pass of its own.
+   */
+  endTape(): Tape | null {
+    if (!this.tape) return null;
+    this.closeSegment(false);
+    const segments = this.tape;
+    this.tape = null;
+    return this.tapeEpoch === this.epoch && !this.profiling ? { segments, epoch: this.epoch } : null;
+  }
+
+  /**
+   * Issues a tape's launches again, in the same slots, with each tagged parameter set to `values[tag]`, and
+   * submits where the recording submitted. The caller's promise: the same buffers are bound now as then, and only
+   * the tagged values differ (ForwardPass.stepKey says when). False, and nothing issued, where the tape cannot go:
+   * another slot to start from, the arena replaced, or launches being timed one by one.
+   */
+  replay(t: Tape, values: ArrayLike<number>): boolean {
+    if (this.tape || t.epoch !== this.epoch || t.segments[0].slot0 !== this.slot || this.profiling) return false;
+    const words = new Uint32Array(this.arena);
+    for (const seg of t.segments) {
+      const at = (this.slot * SLOT) / 4;
+      words.set(seg.words, at);
+      for (let i = 0; i < seg.tags.length; i += 2) words[at + seg.tags[i]] = values[seg.tags[i + 1]];
+      for (const l of seg.launches) {
+        this.slot++;
+        this.count++;
+        this.replayed++;
+        const pass = this.beginPass();
+        pass.setPipeline(l.pipeline);
+        pass.setBindGroup(0, l.bg);
+        dispatch(pass, l.groups);
+        this.onLaunch?.(l.pipeline, l.bg, l.groups, l.params);
+      }
+      if (seg.flush) this.flush();
+    }
+    return true;
   }
 
   private profiling = false;
@@ -138,6 +230,7 @@ export class Dispatcher {
     this.uniform = this.makeUniform(bigger.byteLength);
     this.bindCache.clear();
     this.bySlot = [];
+    this.epoch++;
   }
 
   private beginPass(label?: string): GPUComputePassEncoder {
@@ -199,6 +292,7 @@ export class Dispatcher {
   /** Uploads parameters and submits everything recorded so far. */
   flush() {
     if (!this.encoder) return;
+    if (this.taping) this.closeSegment(true);
     if (this.pass) this.pass.end();
     const t = performance.now();
     this.device.queue.writeBuffer(this.uniform, 0, this.arena, 0, Math.max(this.slot, 1) * SLOT);
@@ -307,4 +401,11 @@ export class Dispatcher {
     this.bindCache.clear();
     this.bySlot = [];
   }
+}
+
+/** dispatchWorkgroups with the trailing 1s left out: each argument costs a conversion in Dawn's Node binding. */
+function dispatch(pass: GPUComputePassEncoder, g: readonly number[]) {
+  if (g[2] !== 1) pass.dispatchWorkgroups(g[0], g[1], g[2]);
+  else if (g[1] !== 1) pass.dispatchWorkgroups(g[0], g[1]);
+  else pass.dispatchWorkgroups(g[0]);
 }

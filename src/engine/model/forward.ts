@@ -31,9 +31,15 @@ import type { Scratch } from './scratch';
 import { RunState } from './run-state';
 import { joinScores, requestScores, wantsLayer, type ScoresRequest, type ScoresResult } from './pass-scores';
 import { rowBlocks } from './row-blocks';
-import { foldsStep, keyBounds, type AttentionStep, type Ops, type WeightMatrix, type XPrologue } from '../ops';
+import { foldsStep, keyBounds, type AttentionArgs, type AttentionStep, type Ops, type StepTags, type WeightMatrix, type XPrologue } from '../ops';
 
 export type { ScoresRequest, ScoresResult } from './pass-scores';
+
+/** Where each layer kind's attention finds its step values in a pass's stepValues (Param.tag). */
+const STEP_TAGS: Record<LayerKind, StepTags> = {
+  global: { n: 0, qp: 1, row: 2, first: 3, last: 4 },
+  local: { n: 0, qp: 1, row: 2, first: 5, last: 6 },
+};
 
 /** Rows [a, b) of the pass, computed together in each layer, and their residual stream (one of block k's x pair). */
 interface Block {
@@ -184,20 +190,15 @@ export class ForwardPass {
     const qkv = this.s.qkv(T);
     const att = this.s.att(T);
     const rowsBuf = this.s.rows(k);
-    const kind = c.layerKinds[l];
+    const kv = this.cache.dtype;
 
     this.normMatmul(Lw.attnNorm, xn, { x: blk.x, w: Lw.wqkv, y: qkv, T, K: D, bias: Lw.bqkv }, blk);
-    // The table as it is now: a link's RowWriter may have grown it since setRows.
-    const cs = this.ropeByPosition ? this.m.positionTable(kind).buffer! : this.s.rope(kind, k);
-    const csRows = this.ropeByPosition ? this.s.qpos(k) : this.s.csRows(k);
-    const interleaved = c.ropeStyle === 'interleaved';
-    const kv = this.cache.dtype;
     const scores = !!opts.scores && wantsLayer(opts.scores.layer, l);
-    const step = this.stepOf(kind, cs, interleaved, scores, !!Lw.qkNorm && !opts.capturePreRopeK);
+    const args = this.attentionArgs(l, k, scores, !!opts.capturePreRopeK);
+    const step = args.step;
     // Gemma 3's q/k norm: inside a decode step's attention where it has one (and no pre-RoPE key is captured from
     // qkv, which must then hold it normalised), else two launches in place.
-    if (Lw.qkNorm && step && !opts.capturePreRopeK) step.qkNorm = { w: Lw.qkNorm, eps, plusOne };
-    else if (Lw.qkNorm) {
+    if (Lw.qkNorm && !step?.qkNorm) {
       ops.rmsnorm({ x: qkv, w: Lw.qkNorm, T, D: HD, G: c.nHeads, stride: W, offset: 0, eps, plusOne });
       ops.rmsnorm({ x: qkv, w: Lw.qkNorm, wOffset: HD, T, D: HD, G: c.nKvHeads, stride: W, offset: qDim, eps, plusOne });
     }
@@ -210,15 +211,7 @@ export class ForwardPass {
     }
     // One launch rotates the q and k heads of each row and writes its k and v heads into the cache; a decode step
     // that fuses does it inside attention_decode instead.
-    if (!step) ops.ropeScatter({ x: qkv, cs, csRows, idx: rowsBuf, dstK: this.cache.k[l], dstV: this.cache.v[l], dstDtype: kv, T, H: c.nHeads, NKV: c.nKvHeads, HD, stride: W, interleaved });
-    const window = kind === 'local' ? c.slidingWindow : 0;
-    // Written out, not spread from a shared object: this runs for every layer of every decode step, and spreading
-    // was a tenth of the host's time recording a step (a CPU profile on lavapipe).
-    const args = {
-      q: qkv, qStride: W, qOffset: 0, k: this.cache.k[l], v: this.cache.v[l], kvDtype: kv, qpos: this.s.qpos(k), kpos: this.cache.kpos,
-      out: att, T, n: this.cache.length, H: c.nHeads, NKV: c.nKvHeads, HD, window, scale: c.attnScale, bounds: this.s.bounds(kind, k), step: step ?? undefined,
-      leaveSlices: ops.combineFold(T, qDim, c.nHeads),
-    };
+    if (!step) ops.ropeScatter({ x: qkv, cs: args.cs, csRows: args.csRows, idx: rowsBuf, dstK: this.cache.k[l], dstV: this.cache.v[l], dstDtype: kv, T, H: c.nHeads, NKV: c.nKvHeads, HD, stride: W, interleaved: c.ropeStyle === 'interleaved' });
     // Where decode fuses, the output projection merges a few key slices as it reads them: no attention_combine.
     const slices = ops.attention(args);
     if (scores) this.pendingScores.push(...requestScores(ops, this.s, opts.scores!, l, args, blk, this.rows));
@@ -237,6 +230,52 @@ export class ForwardPass {
       // against f16's 65504): the down projection keeps f32 math where the others take f16 slices (Ops.half).
       this.residual(blk, act, Lw.wDown, I, Lw.postFfnNorm, { half: false });
     }
+  }
+
+  /**
+   * Layer l's attention for block k (the q/k/v rows in qkv), with the RoPE table and rows it rotates by and, for a
+   * decode step that folds them, its RoPE and cache write (step; with Gemma 3's q/k norm unless pre-RoPE keys are
+   * captured, which must then be normalised in qkv).
+   */
+  private attentionArgs(l: number, k: number, scores: boolean, capture: boolean): AttentionArgs & { cs: GPUBuffer; csRows: GPUBuffer } {
+    const c = this.c, kind = c.layerKinds[l], Lw = this.m.layers[l];
+    // The table as it is now: a link's RowWriter may have grown it since setRows.
+    const cs = this.ropeByPosition ? this.m.positionTable(kind).buffer! : this.s.rope(kind, k);
+    const csRows = this.ropeByPosition ? this.s.qpos(k) : this.s.csRows(k);
+    const step = this.stepOf(kind, cs, c.ropeStyle === 'interleaved', scores, !!Lw.qkNorm && !capture);
+    if (Lw.qkNorm && step && !capture) step.qkNorm = { w: Lw.qkNorm, eps: c.rmsEps, plusOne: c.normPlusOne };
+    const T = this.blocks[k].b - this.blocks[k].a;
+    // Written out, not spread from a shared object: this runs for every layer of every decode step, and spreading
+    // was a tenth of the host's time recording a step (a CPU profile on lavapipe).
+    return {
+      q: this.s.qkv(T), qStride: this.m.qDim + 2 * this.m.kvDim, qOffset: 0, k: this.cache.k[l], v: this.cache.v[l], kvDtype: this.cache.dtype,
+      qpos: this.s.qpos(k), kpos: this.cache.kpos, out: this.s.att(T), T, n: this.cache.length, H: c.nHeads, NKV: c.nKvHeads, HD: c.headDim,
+      window: kind === 'local' ? c.slidingWindow : 0, scale: c.attnScale, bounds: this.s.bounds(kind, k), step: step ?? undefined,
+      leaveSlices: this.ops.combineFold(T, this.m.qDim, c.nHeads), tags: STEP_TAGS[kind], cs, csRows,
+    };
+  }
+
+  /**
+   * What a decode step's launches depend on besides its step values (stepValues), for the step to be replayed from
+   * an earlier one's tape (Dispatcher.replay, which also needs the tape to start at the uniform slot in use): how each layer kind attends
+   * (Ops.attentionKey: kernel, key slices, workgroups), the one launch whose shape follows the keys a step scans;
+   * and the versions of every buffer the layers bind (the scratch's, the ops' own, the cache's, the RoPE tables').
+   * Null where a pass is not replayed: more than one row. Call it after `begin`, before the layers.
+   */
+  stepKey(): string | null {
+    if (this.T !== 1 || this.blocks.length !== 1) return null;
+    let key = `${this.s.version}|${this.ops.tempsVersion}|${this.cache.version}|${this.ropeByPosition ? 1 : 0}`;
+    for (const kind of ['global', 'local'] as const) {
+      const l = this.c.layerKinds.indexOf(kind);
+      if (l >= 0) key += `|${kind} ${this.m.positionTable(kind).version} ${this.ops.attentionKey(this.attentionArgs(l, 0, false, false))}`;
+    }
+    return key;
+  }
+
+  /** A decode step's values, as its launches' tagged parameters take them (STEP_TAGS): n, the row's position and row, each kind's keys. */
+  stepValues(): Int32Array {
+    const row = this.rows[0], g = this.oneRowBounds.global ?? [0, 0], lo = this.oneRowBounds.local ?? [0, 0];
+    return Int32Array.of(this.cache.length, this.cache.positions[row], row, g[0], g[1], lo[0], lo[1]);
   }
 
   /**

@@ -7,6 +7,7 @@
  * hundred dispatches) hides behind the GPU's work instead of adding to it.
  * Steps recorded past a stop token are undone by truncating the cache.
  */
+import type { Tape } from '../gpu/dispatcher';
 import type { Ops } from '../ops';
 import type { ModelConfig } from './config';
 import type { ForwardPass, ScoresRequest, ScoresResult } from './forward';
@@ -38,7 +39,12 @@ export interface Stepper {
   readonly ops: Ops;
   readonly config: ModelConfig;
   readonly submitEachLayer: boolean;
+  /** Whether steps are replayed from an earlier step's tape where their launches are the same (Engine.replaySteps). */
+  readonly replaySteps: boolean;
 }
+
+/** Tapes a run keeps (the newest): a key changes only as the keys a step scans change its attention's shape. */
+const TAPES_KEPT = 4;
 
 /** Runs the steps, feeding `token` first; returns the tokens picked (see Engine.greedySteps). */
 export async function greedySteps(e: Stepper, cache: KVCache, token: number, o: GreedyStepsOptions): Promise<GreedyStepsResult> {
@@ -52,6 +58,9 @@ export async function greedySteps(e: Stepper, cache: KVCache, token: number, o: 
   const req = o.scores && { ...o.scores, rows: [0] };
   let fed: number | GPUBuffer = token;
   let stopped = false;
+  // Recorded steps by ForwardPass.stepKey, each with the buffer its token lands in: later steps of the same key are
+  // replayed (Dispatcher.replay), their launches issued again with the new row's values instead of chosen anew.
+  const tapes = e.replaySteps && !req ? new Map<string, { tape: Tape; fed: GPUBuffer }>() : null;
   const take = async () => {
     const t = await reads[out.length];
     scores.push(req ? await passes[out.length].scores() : []);
@@ -68,11 +77,27 @@ export async function greedySteps(e: Stepper, cache: KVCache, token: number, o: 
       // A submission a layer lets an idle GPU start the step's first layers while the host records the rest; once
       // steps are in flight the GPU is not idle, and each submission costs the host what it records ahead for.
       const eachLayer = e.submitEachLayer && (depth === 1 || reads.length === out.length);
-      for (let l = 0; l < e.config.nLayers; l++) {
-        pass.layer(l, { scores: req });
-        if (eachLayer) e.ops.d.flush();
+      // Steps submitted layer by layer (the first, on a real GPU) are never taped: the steady state is not.
+      const step = tapes && !eachLayer ? pass.stepKey() : null;
+      // A tape binds the uniform slots it was recorded in: it replays from the same slot (after begin's launches).
+      const key = step !== null ? `${e.ops.d.slotInUse} ${step}` : null;
+      const kept = key !== null ? tapes!.get(key) : undefined;
+      if (kept && e.ops.d.replay(kept.tape, pass.stepValues())) fed = kept.fed;
+      else {
+        if (key !== null) e.ops.d.startTape();
+        for (let l = 0; l < e.config.nLayers; l++) {
+          pass.layer(l, { scores: req });
+          if (eachLayer) e.ops.d.flush();
+        }
+        fed = pass.greedyOn();
+        const tape = key !== null ? e.ops.d.endTape() : null;
+        // Keyed as the step stands now: buffers made while it was recorded are what its launches bind.
+        const now = tape && pass.stepKey();
+        if (tape && now !== null) {
+          tapes!.set(`${tape.segments[0].slot0} ${now}`, { tape, fed });
+          if (tapes!.size > TAPES_KEPT) tapes!.delete(tapes!.keys().next().value!);
+        }
       }
-      fed = pass.greedyOn();
       if (req) passes.push(pass);
       // The read's copy is recorded now, before the next step overwrites the token; its result is awaited later.
       const read = e.ops.d.read(fed, 0, 4).then((b) => new Uint32Array(b)[0]);

@@ -50,6 +50,8 @@ export class KVCache {
   positions: Int32Array;
   kpos: GPUBuffer;
   length = 0;
+  /** Bumped whenever the buffers are replaced (reserve, destroy): work recorded before binds the old ones. */
+  version = 0;
   /** Rows [dirtyFrom, dirtyTo) hold positions the GPU's copy lacks: the next pass uploads them alone. */
   private dirtyFrom = 0;
   private dirtyTo = 0;
@@ -123,6 +125,7 @@ export class KVCache {
     this.kpos = this.makePos(cap);
     this.markDirty(0, this.length);
     this.capacity = cap;
+    this.version++;
   }
 
   /** Sets the positions of rows [start, start + p.length) and extends length to cover them. */
@@ -170,5 +173,6 @@ export class KVCache {
     else for (const b of [...this.k, ...this.v, this.kpos]) b.destroy();
     this.k = [];
     this.v = [];
+    this.version++;
   }
 }

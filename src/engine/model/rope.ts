@@ -60,6 +60,8 @@ export function ropeTable(inv: Float32Array, positions: ArrayLike<number>, sign 
 export class PositionTable {
   private buf: GPUBuffer | null = null;
   private rows = 0;
+  /** Bumped whenever the buffer is replaced (work recorded before binds the old one: Dispatcher.replay). */
+  version = 0;
 
   constructor(
     private device: GPUDevice,
@@ -85,6 +87,7 @@ export class PositionTable {
     this.buf = this.device.createBuffer({ label: 'rope by position', size: bytes, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST });
     this.device.queue.writeBuffer(this.buf, 0, table.buffer, table.byteOffset, table.byteLength);
     this.rows = rows;
+    this.version++;
     return this.buf;
   }
 
@@ -92,5 +95,6 @@ export class PositionTable {
     this.buf?.destroy();
     this.buf = null;
     this.rows = 0;
+    this.version++;
   }
 }

@@ -45,6 +45,11 @@ export class RunState {
     private dims: RunDims,
   ) {}
 
+  /** The scratch's version (Scratch.version): bumped whenever one of these buffers is made or replaced. */
+  get version(): number {
+    return this.scratch.version;
+  }
+
   private get(name: Name, bytes: number) {
     return this.scratch.get(name, bytes);
   }

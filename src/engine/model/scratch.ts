@@ -9,6 +9,8 @@ import { bufferLimit } from './gpu-plan';
 
 export class Scratch {
   private bufs = new Map<string, { buf: GPUBuffer; bytes: number }>();
+  /** Bumped whenever a buffer is made or replaced: work recorded before binds what was there then (Dispatcher.replay). */
+  version = 0;
 
   /** `beforeWrite` submits recorded work first, so pending dispatches see the old contents. */
   constructor(
@@ -36,6 +38,7 @@ export class Scratch {
     }
     const buf = this.device.createBuffer({ label: name, size, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST });
     this.bufs.set(name, { buf, bytes: size });
+    this.version++;
     return buf;
   }
 
@@ -50,5 +53,6 @@ export class Scratch {
   destroy() {
     for (const { buf } of this.bufs.values()) buf.destroy();
     this.bufs.clear();
+    this.version++;
   }
 }
