@@ -42,6 +42,12 @@ export interface PrefillRow {
   decode_record_ms?: number;
   /** Of decode_record_ms, the milliseconds in finish and submit (Dispatcher.submitMs). */
   decode_submit_ms?: number;
+  /**
+   * The same run recorded ahead with every step recorded anew (Engine.replaySteps off), right after: tok/s and the
+   * host's milliseconds a step, beside the replayed figures above.
+   */
+  decode_unreplayed_tokens_per_s?: number;
+  decode_unreplayed_record_ms?: number;
   /** Decode reading back each step's logits (sampling with a temperature). */
   decode_logits_tokens_per_s?: number;
   decode_context?: number;
@@ -135,6 +141,16 @@ export async function benchPrefillDecode(e: Engine, opts: PrefillBenchOptions): 
         row.decode_ahead = e.decodeAhead;
         row.decode_record_ms = stats.recordMs / steps;
         row.decode_submit_ms = (e.ops.d.submitMs - s3) / steps;
+        const live = { recordMs: 0 };
+        e.replaySteps = false;
+        try {
+          const t4 = performance.now();
+          await e.greedySteps(cache, tokens[2], { count: steps, stopIds: [], stats: live });
+          row.decode_unreplayed_tokens_per_s = (steps / (performance.now() - t4)) * 1000;
+          row.decode_unreplayed_record_ms = live.recordMs / steps;
+        } finally {
+          e.replaySteps = true;
+        }
         row.decode_context = n;
         row.decode_wall_ms = 1000 / row.decode_tokens_per_s;
         row.decode_gflops = decodeFlops(c, n + steps / 2) / row.decode_wall_ms / 1e6;
@@ -148,7 +164,7 @@ export async function benchPrefillDecode(e: Engine, opts: PrefillBenchOptions): 
       rows.push(row);
       log(
         `prefill ${n}: ${ms.toFixed(0)} ms, ${row.tokens_per_s.toFixed(0)} tok/s, ${gflops.toFixed(1)} GFLOP/s ` +
-          `(${(row.attention_share * 100).toFixed(0)}% attention)` + (row.decode_tokens_per_s ? `; decode ${row.decode_tokens_per_s.toFixed(1)} tok/s greedy, ${row.decode_ahead_tokens_per_s!.toFixed(1)} with steps recorded ahead (${row.decode_record_ms!.toFixed(2)} ms a step to record, ${row.decode_submit_ms!.toFixed(2)} of them in finish and submit), ${row.decode_logits_tokens_per_s!.toFixed(1)} reading logits` : '') +
+          `(${(row.attention_share * 100).toFixed(0)}% attention)` + (row.decode_tokens_per_s ? `; decode ${row.decode_tokens_per_s.toFixed(1)} tok/s greedy, ${row.decode_ahead_tokens_per_s!.toFixed(1)} with steps recorded ahead (${row.decode_record_ms!.toFixed(2)} ms a step to record, ${row.decode_submit_ms!.toFixed(2)} of them in finish and submit; ${row.decode_unreplayed_tokens_per_s!.toFixed(1)} tok/s and ${row.decode_unreplayed_record_ms!.toFixed(2)} ms with no step replayed), ${row.decode_logits_tokens_per_s!.toFixed(1)} reading logits` : '') +
           (row.decode_gpu_ms !== undefined ? ` (GPU busy ${row.decode_gpu_ms.toFixed(2)} of ${row.decode_wall_ms!.toFixed(2)} ms a step)` : ''),
       );
     } finally {

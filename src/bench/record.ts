@@ -5,9 +5,11 @@
  * (Engine.greedySteps), on a model of real shape with random weights, after `context` cached rows, with the
  * GPU's work dropped at submit (queue.submit does nothing; command buffers are still recorded and finished, and
  * parameters still written). Small models on fast GPUs are bound by it: SmolLM2 on the H100 took 3.35 ms a step
- * to record against 2.05 ms of GPU time (gpu-h100-13.json). Prints milliseconds a step, launches a step and
- * microseconds a launch, the fastest of `reps` runs, with the adapter's name. The GPU profile's kernels can be
- * forced on any adapter (`--profile gpu`, the default), since nothing runs.
+ * to record against 2.05 ms of GPU time (gpu-h100-13.json). Times it both ways in turns: steps replayed from an
+ * earlier step's tape where their launches are the same (Engine.replaySteps, as the app decodes) and every step
+ * recorded anew; prints milliseconds a step, launches a step and microseconds a launch, the fastest of `reps` runs
+ * each way, and the ratio, with the adapter's name. The GPU profile's kernels can be forced on any adapter
+ * (`--profile gpu`, the default), since nothing runs.
  */
 import { parseCommand } from '../cli/options';
 import { createNodeGpu, loadKernelSources } from '../node/gpu';
@@ -46,20 +48,28 @@ try {
       cache.truncate(context);
       const submit = queue.submit;
       queue.submit = () => {};
-      let best = Infinity, launches = 0;
+      const best = { on: Infinity, off: Infinity };
+      let launches = 0, replayed = 0;
       try {
-        for (let r = 0; r < a.reps; r++) {
-          const d0 = e.ops.d.count, t0 = performance.now();
+        for (let r = 0; r < 2 * a.reps; r++) {
+          const way = r % 2 ? 'off' : 'on';
+          e.replaySteps = way === 'on';
+          const d0 = e.ops.d.count, r0 = e.ops.d.replayed, t0 = performance.now();
           await e.greedySteps(cache, 5, { count: a.steps, stopIds: [] });
-          const ms = (performance.now() - t0) / a.steps;
+          best[way] = Math.min(best[way], (performance.now() - t0) / a.steps);
           launches = (e.ops.d.count - d0) / a.steps;
-          best = Math.min(best, ms);
+          if (way === 'on') replayed = (e.ops.d.replayed - r0) / a.steps;
           cache.truncate(context);
         }
       } finally {
         queue.submit = submit;
+        e.replaySteps = true;
       }
-      console.log(`[${adapter}] ${a.shape}, ${a.profile} profile, ${context} cached rows: ${best.toFixed(3)} ms a step to record (${launches.toFixed(0)} launches, ${((best * 1000) / launches).toFixed(2)} µs a launch; the GPU's work dropped at submit; fastest of ${a.reps} runs of ${a.steps} steps)`);
+      const line = (ms: number, how: string) => `${ms.toFixed(3)} ms a step to record (${launches.toFixed(0)} launches, ${((ms * 1000) / launches).toFixed(2)} µs a launch; ${how})`;
+      console.log(`[${adapter}] ${a.shape}, ${a.profile} profile, ${context} cached rows, the GPU's work dropped at submit, fastest of ${a.reps} runs of ${a.steps} steps each way, in turns:`);
+      console.log(`  ${line(best.on, `replayed: ${replayed.toFixed(0)} launches a step from tapes`)}`);
+      console.log(`  ${line(best.off, 'every step recorded anew')}`);
+      console.log(`  recorded anew / replayed: ${(best.off / best.on).toFixed(2)}x`);
     } finally {
       cache.destroy();
     }

@@ -183,6 +183,23 @@ test('decode is judged the way the app decodes on the adapter: steps recorded ah
   assert.match(md, /\| Decode of llama-3\.2-1b, against its roofline \| 21% of 1500 tok\/s \| ≥ 50% \| no \|/);
 });
 
+test('decode recorded ahead shows the same run with no step replayed beside it, where the kit timed both', () => {
+  const md = gpuSection([{ file: 'gpu-test.json', r: {
+    command: 'bash scripts/gpu-check.sh',
+    kit: {
+      started: '2026-12-01T00:00:00Z', budget_s: 300, node: 'v20', adapter: { description: 'Test GPU', vendor: 'test', features: [], limits: {} }, copy: { gbytes_per_s: 800 },
+      engine: [{
+        adapter: 'Test GPU', model: 'smollm2-135m', weight_bytes: 2.5e8, weight_dtype: 'f16', tokens: 512, prefill_ms: 10, tokens_per_s: 51200, gflops: 1, attention_share: 0,
+        decode_tokens_per_s: 200, decode_ahead_tokens_per_s: 480, decode_ahead: 16, decode_logits_tokens_per_s: 150, decode_context: 512, decode_gpu_ms: 2.0,
+        decode_record_ms: 1.1, decode_submit_ms: 0.4, decode_unreplayed_tokens_per_s: 282.5, decode_unreplayed_record_ms: 3.35,
+      }],
+    },
+    torch: null,
+  } }]);
+  assert.match(md, /\| smollm2-135m \| 238 MiB f16 \| 200\.0 \| 480\.0; 282\.5 unreplayed \| 150\.0 \| 2\.0 \/ 5\.0 \| 1\.10 \(0\.40 submitting\); 3\.35 unreplayed \|/);
+  assert.match(md, /\*unreplayed\*: every step recorded anew/);
+});
+
 test('a decode profile shows the step launch by launch where the kit kept its launches, slowest first', () => {
   const profile = {
     context: 512, steps: 8, step_gpu_ms: 2.3, step_wall_ms: 3.3, submit_each_layer: true, step_wall_ms_other_way: 5.8, kernels_gpu_ms: 2.5,
