@@ -59,7 +59,8 @@ export async function greedySteps(e: Stepper, cache: KVCache, token: number, o: 
   let fed: number | GPUBuffer = token;
   let stopped = false;
   // Recorded steps by ForwardPass.stepKey, each with the buffer its token lands in: later steps of the same key are
-  // replayed (Dispatcher.replay), their launches issued again with the new row's values instead of chosen anew.
+  // replayed (Dispatcher.replay), their launches issued again with the new row's values instead of chosen anew. The
+  // tapes live for this run alone, which holds the engine's lock: Ops' settings (tuning's) do not change under them.
   const tapes = e.replaySteps && !req ? new Map<string, { tape: Tape; fed: GPUBuffer }>() : null;
   const take = async () => {
     const t = await reads[out.length];
