@@ -96,6 +96,14 @@ const PREFILL_BLOCK = { cpu: 1024, gpu: 4096 } as const;
 /** Engine.decodeAhead for each kernel profile. */
 const DECODE_AHEAD = { cpu: 1, gpu: 16 } as const;
 
+/**
+ * Tuning on an adapter that emulates a GPU on the CPU (SwiftShader, llvmpipe, lavapipe), which happens only where
+ * the GPU profile is forced there (?debug's setKernels('gpu'), tests, the kit's rehearsal): each way timed once,
+ * decode over 2 steps. Its figures say nothing of a GPU, and the full timing takes minutes there (stories260K's 8
+ * decode ways took 165 s and its 4 prefill ways 44 s in Chromium 156's SwiftShader on this project's host).
+ */
+const EMULATED_TUNING = { decode: { steps: 2, reps: 1, warmMs: 0 }, prefill: { reps: 1 } } as const;
+
 /** Bytes a staging buffer of Engine.upload carries at most (a chunk's rows go up in pieces of about this). */
 const UPLOAD_BATCH = 8 * 2 ** 20;
 
@@ -258,7 +266,7 @@ export class Engine {
    * fastest (model/tune.ts); on the 'gpu' profile only, null and nothing changed elsewhere.
    */
   tuneDecode(opts?: TuneOptions): Promise<DecodeTuning | null> {
-    return this.exclusive(() => tuneDecode(this, opts));
+    return this.exclusive(() => tuneDecode(this, { ...(this.gpu.adapter.isFallback ? EMULATED_TUNING.decode : {}), ...opts }));
   }
 
   /**
@@ -267,7 +275,7 @@ export class Engine {
    * nothing set, on CPU adapters.
    */
   tunePrefill(opts?: PrefillTuneOptions): Promise<PrefillTuning | null> {
-    return this.exclusive(() => tunePrefill(this, opts));
+    return this.exclusive(() => tunePrefill(this, { ...(this.gpu.adapter.isFallback ? EMULATED_TUNING.prefill : {}), ...opts }));
   }
 
   /**

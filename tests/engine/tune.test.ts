@@ -94,12 +94,25 @@ test('the defaults first, then each choice from the best so far; the fastest pas
 
 test('drift does not favour whichever way ran last: a GPU slow at first keeps the defaults when every way is equal', async () => {
   await onGpuProfile(async () => {
-    // The first six runs take twice as long (an idle GPU's clocks rising); every way is equally fast after.
+    // The first six runs take twice as long (an idle GPU's clocks rising); every way is equally fast after. Three
+    // runs a way, as on a GPU (this adapter, an emulated one, would get one: Engine's EMULATED_TUNING).
     let n = 0;
-    const r = (await e.tuneDecode({ measure: async () => (++n <= 6 ? 20 : 10), warmMs: 0 }))!;
+    const r = (await e.tuneDecode({ measure: async () => (++n <= 6 ? 20 : 10), warmMs: 0, reps: 3 }))!;
     assert.ok(n > 6);
     assert.deepEqual(r.chosen, r.defaults);
     for (const t of r.trials) assert.equal(t.msPerStep, 10, key(t.settings));
+  });
+});
+
+test('on an emulated adapter (this one) each way is timed once over 2 steps, unless the caller says otherwise', async () => {
+  assert.equal(e.gpu.adapter.isFallback, true);
+  await onGpuProfile(async () => {
+    let n = 0;
+    const r = (await e.tuneDecode({ measure: async () => (n++, 10) }))!;
+    assert.deepEqual([r.steps, r.reps], [2, 1]);
+    // One warm run and one timed run of the defaults, then each alternative once in turn with the best.
+    assert.equal(n, 2 + 2 * (r.trials.length - 1));
+    assert.equal((await e.tuneDecode({ measure: async () => 10, reps: 3, steps: 8 }))!.reps, 3);
   });
 });
 
