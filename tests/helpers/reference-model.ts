@@ -15,11 +15,16 @@ const floats = (t: HostTensor) => (t.dtype === 'f32' ? (t.data as Float32Array) 
 /** What referenceForward shows an observer of its products: the weight's name, x [T, K] and w [N, K]. */
 export type MatmulObserver = (name: string, x: Float32Array, w: Float32Array, T: number, N: number, K: number) => void;
 
-/**
- * Logits [T, V] of `tokens` at `positions`, each attending by position id to all tokens; `observe` sees every
- * product's operands (tests/engine/half-model.test.ts measures the sums the f16 fast path would form).
- */
-export function referenceForward(c: ModelConfig, w: HostWeights, tokens: number[], positions: number[], observe?: MatmulObserver): Float32Array {
+export interface ReferenceOptions {
+  /** Sees every product's operands (tests/engine/half-model.test.ts measures the sums the f16 fast path would form). */
+  observe?: MatmulObserver;
+  /** Logits of every row (the default), or of the last alone, as a prefill asks for them: [1, V]. */
+  logits?: 'all' | 'last';
+}
+
+/** Logits [T, V] (or [1, V]: opts.logits) of `tokens` at `positions`, each attending by position id to all tokens. */
+export function referenceForward(c: ModelConfig, w: HostWeights, tokens: number[], positions: number[], opts: ReferenceOptions = {}): Float32Array {
+  const { observe } = opts;
   const get = (n: string) => {
     const t = w.get(n);
     if (!t) throw new Error(`missing ${n}`);
@@ -70,6 +75,7 @@ export function referenceForward(c: ModelConfig, w: HostWeights, tokens: number[
     if (c.postNorms) d = norm(d, L(l, 'post_ffn_norm'), T, D);
     x = x.map((vx, i) => vx + d[i]);
   }
-  const xn = norm(x, get('final_norm'), T, D);
-  return matmul('lm_head', xn, get(c.tiedEmbeddings ? 'embed' : 'lm_head'), T, c.vocabSize, D);
+  const R = opts.logits === 'last' ? 1 : T;
+  const xn = norm(x.subarray((T - R) * D), get('final_norm'), R, D);
+  return matmul('lm_head', xn, get(c.tiedEmbeddings ? 'embed' : 'lm_head'), R, c.vocabSize, D);
 }
