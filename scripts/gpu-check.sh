@@ -11,8 +11,9 @@
 #        packed quantized weights (Q4_K, Q4_0, Q8_0), prefill/decode of the
 #        real-shape models, TTFT of linking algorithms (gpu-check.json);
 #   4.   the PyTorch reference on the same GPU, where python3 has torch (torch.json).
-# --smoke is the rehearsal subset that CI runs on SwiftShader (three of the bundled
-# tests, kernels, argmax and llama2c, for the parity stage). Options after
+# --smoke is the rehearsal subset that CI runs on SwiftShader (four quick bundled
+# tests, argmax, llama2c, kv-gather and dispatcher, for the parity stage: the unit
+# suite runs the rest unbundled, kernels.test's 100 s among them). Options after
 # `--` go to gpu-check.mjs (e.g. -- --stages parity --models llama-3.2-1b, or
 # -- --stages copy,quant for the quantized-weights comparison alone).
 set -uo pipefail
@@ -79,7 +80,7 @@ echo "gpu-check: Vulkan ICD files: $(ls /usr/share/vulkan/icd.d /etc/vulkan/icd.
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv,noheader | sed 's/^/gpu-check: nvidia-smi: /'
 
 if [ "$SMOKE" = 1 ]; then
-  ARGS=(--tests engine/kernels.test.mjs,engine/argmax.test.mjs,engine/llama2c.test.mjs --matmul-model tiny-llama --models tiny-llama,smollm2-135m --lengths 16 --decode-steps 2
+  ARGS=(--tests engine/argmax.test.mjs,engine/llama2c.test.mjs,engine/kv-gather.test.mjs,engine/dispatcher.test.mjs --matmul-model tiny-llama --models tiny-llama,smollm2-135m --lengths 16 --decode-steps 2
         --quant-model tiny-llama --quant-types f16,q4_0,q8_0 --quant-lengths 16
         --link-models tiny-llama --contexts 256 --chunk-tokens 128 --profile-models tiny-llama --budget-s "$BUDGET")
   TORCH_ARGS=(--models tiny-llama --lengths 16,32 --decode-steps 2 --budget-s 60)

@@ -12,17 +12,18 @@ import { kernelPerRep, type KernelClock } from './matmul';
 import { parseAlgorithm, staticRecomputeRows } from '../kvlink/algorithms';
 import { textOnlyChunk, type LinkLayout } from '../kvlink/layout';
 
-export interface AttentionCase { T: number; n: number; H: number; NKV: number; HD: number; rows?: 'all' | 'linked' }
+/** An attention launch's shape; `rows: 'linked'` takes legolink:16's rows over chunks of `chunk` tokens (512 when absent). */
+export interface AttentionCase { T: number; n: number; H: number; NKV: number; HD: number; rows?: 'all' | 'linked'; chunk?: number }
 
 /**
  * The positions of the rows legolink:16 recomputes (kvlink's own choice, staticRecomputeRows) when it links `n`
- * keys as 512-token chunks followed by an 8-token question.
+ * keys as chunks of `size` tokens followed by an 8-token question.
  */
-export function linkedRows(n: number): Int32Array {
-  const chunks = Math.floor((n - 8) / 512);
+export function linkedRows(n: number, size = 512): Int32Array {
+  const chunks = Math.floor((n - 8) / size);
   const chunk = textOnlyChunk('bench', [], null);
-  const segments = Array.from({ length: chunks }, (_, i) => ({ part: i, start: i * 512, length: 512, chunk }));
-  const uncached = Array.from({ length: n - chunks * 512 }, (_, i) => chunks * 512 + i);
+  const segments = Array.from({ length: chunks }, (_, i) => ({ part: i, start: i * size, length: size, chunk }));
+  const uncached = Array.from({ length: n - chunks * size }, (_, i) => chunks * size + i);
   const layout: LinkLayout = { tokens: new Array<number>(n).fill(0), positions: [], segments, uncached };
   return Int32Array.from(staticRecomputeRows(layout, parseAlgorithm('legolink:16')));
 }
@@ -66,7 +67,7 @@ export async function timeAttention(e: Engine, c: AttentionCase, targetMs = 60):
   const q = buf(c.T * W * 4, noise(c.T * W));
   const k = buf(c.n * c.NKV * c.HD * 4, noise(c.n * c.NKV * c.HD));
   const v = buf(c.n * c.NKV * c.HD * 4, noise(c.n * c.NKV * c.HD));
-  const at = c.rows === 'linked' ? linkedRows(c.n) : new Int32Array(c.T).fill(c.n);
+  const at = c.rows === 'linked' ? linkedRows(c.n, c.chunk) : new Int32Array(c.T).fill(c.n);
   if (at.length !== c.T) throw new Error(`attention case: ${c.T} rows, but legolink:16 recomputes ${at.length} of ${c.n}`);
   const visible = at.reduce((a, p) => a + Math.min(p + 1, c.n), 0);
   const qpos = buf(c.T * 4, at);

@@ -216,12 +216,14 @@ async function main() {
     const rows: Record<string, unknown>[] = [];
     report.attention = rows;
     const m = shapeConfig(a['matmul-model']!), sm = shapeConfig(a['link-models']!.split(',')[0]);
-    const head = (c: typeof m, T: number, n: number, rows?: 'linked'): AttentionCase => ({ T, n, H: c.nHeads, NKV: c.nKvHeads, HD: c.headDim, rows });
+    const head = (c: typeof m, T: number, n: number, rows?: 'linked', chunk?: number): AttentionCase => ({ T, n, H: c.nHeads, NKV: c.nKvHeads, HD: c.headDim, rows, chunk });
     // Decode and a LegoLink recompute at 32K (all keys visible, then the link's own rows and bounds), a prefill
     // block, and the 1B model's 2048-token prefill (all keys visible).
-    // The smoke run's linked case: 3 chunks and a question, 40 rows, enough for both the tiled kernel (32 rows or more)
-    // and attention_decode's (64 or fewer); SwiftShader took 126 s over the decode kernels' slices at 4 chunks.
-    const cases = a['matmul-model'] === 'tiny-llama' ? [head(m, 1, 256), head(m, 64, 256), head(m, linkedRows(1544).length, 1544, 'linked')]
+    // The smoke run's linked case: 3 chunks of its --chunk-tokens and a question, 40 rows, enough for both the tiled
+    // kernel (32 rows or more) and attention_decode's (64 or fewer); SwiftShader took 126 s over the decode kernels'
+    // slices at 4 chunks of 512 and 99 s at 3 (2026-12-02); the smoke's 3 chunks of 128 hold a quarter of the keys.
+    const smokeChunk = Number(a['chunk-tokens']), smokeN = 3 * smokeChunk + 8;
+    const cases = a['matmul-model'] === 'tiny-llama' ? [head(m, 1, 256), head(m, 64, 256), head(m, linkedRows(smokeN, smokeChunk).length, smokeN, 'linked', smokeChunk)]
       : [head(m, 1, 512), head(sm, 1, 32768), head(sm, 1016, 32768), head(sm, 1016, 32776, 'linked'), head(sm, 4096, 8192), head(m, 2048, 2048)];
     try {
       for (const c of cases) {
