@@ -158,6 +158,10 @@ test('rows go up through the given upload: an entry only once they are up; a del
     if (fail) throw new Error('device lost while uploading');
     await s.engine.upload(writes);
   };
+  /** Waits until the upload has been called `n` times in all (a fixed sleep fell short on a busy host). */
+  const uploading = async (n: number) => {
+    while (calls.length < n) await new Promise((r) => setTimeout(r, 1));
+  };
   const letGo = async () => {
     while (!gates.length) await new Promise((r) => setTimeout(r, 1));
     gates.shift()!();
@@ -165,7 +169,7 @@ test('rows go up through the given upload: an entry only once they are up; a del
   const tier = new GpuTier(device, rowBytes(20), undefined, upload);
   // A put's keys and values, every layer's, in one call; not found until they are up.
   const putting = tier.put(chunk('a', 10, 1));
-  await new Promise((r) => setTimeout(r, 5));
+  await uploading(1);
   assert.deepEqual([calls, tier.has('a'), tier.get('a')], [[2 * L], false, undefined]);
   await letGo();
   const a = await putting;
@@ -173,7 +177,7 @@ test('rows go up through the given upload: an entry only once they are up; a del
   assert.deepEqual(new Float32Array(await s.engine.ops.d.read(a.gpu![1].k, 0, 10 * kvDim * 4)), a.layers[1].k);
   // Deleted while going up: never an entry, and its rows are free for the next chunk.
   const b = tier.put(chunk('b', 10, 2));
-  await new Promise((r) => setTimeout(r, 5));
+  await uploading(2);
   tier.delete('b');
   await letGo();
   assert.equal((await b).gpu, undefined);
@@ -195,7 +199,7 @@ test('rows go up through the given upload: an entry only once they are up; a del
   assert.deepEqual([(await e).gpu?.[0].row0, tier.has('c')], [0, true]);
   // Cleared while going up: the slabs stay until the upload is done, then go with the entry never made.
   const f = tier.put(chunk('f', 10, 6));
-  await new Promise((r) => setTimeout(r, 5));
+  await uploading(6);
   tier.clear();
   assert.equal(tier.stats().slabs, 1, 'the slab is still being written');
   await letGo();
