@@ -17,7 +17,11 @@ export class WriteBehind {
   /** Flushes the write under way, then starts `write`, with `then` to run once it is done. */
   async start(write: () => Promise<unknown>, then: () => void): Promise<void> {
     await this.flush();
-    this.last = { done: write(), then };
+    const done = write();
+    // A write can fail while the caller is busy (the next chunk compiling): its failure waits for flush (or settle)
+    // rather than being reported unhandled meanwhile.
+    done.catch(() => {});
+    this.last = { done, then };
   }
 
   /** Lets a write under way finish, whatever it gives (writes are atomic), so none runs after a failure is passed on. */
