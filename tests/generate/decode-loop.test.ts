@@ -92,7 +92,9 @@ test('a step waits while exclusive holds the engine\'s lock', async () => {
       order.push('held: done');
     });
     const step = engine.step(cache, Math.max(1, logits.indexOf(Math.max(...logits)))).then(() => order.push('step'));
-    // Give the waiting step every chance to run: it must not, while the lock is held.
+    // Once the holder has stepped (however long that takes on a busy host), give the waiting step every chance to
+    // run: it must not, while the lock is held.
+    while (!order.includes('held: stepped')) await new Promise((r) => setTimeout(r, 1));
     for (let i = 0; i < 20; i++) await new Promise((r) => setTimeout(r, 1));
     assert.deepEqual(order, ['held: stepped']);
     release();
