@@ -11,6 +11,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { openModel } from '../../src/node/session';
 import { decodeTokens, type DecodeStep } from '../../src/generate/generate';
+import { until } from '../helpers/until';
 
 const s = await openModel(join(import.meta.dirname, '../../public/models/stories260K/stories260K.bin'));
 after(() => s.close());
@@ -94,7 +95,7 @@ test('a step waits while exclusive holds the engine\'s lock', async () => {
     const step = engine.step(cache, Math.max(1, logits.indexOf(Math.max(...logits)))).then(() => order.push('step'));
     // Once the holder has stepped (however long that takes on a busy host), give the waiting step every chance to
     // run: it must not, while the lock is held.
-    while (!order.includes('held: stepped')) await new Promise((r) => setTimeout(r, 1));
+    await until(() => order.includes('held: stepped'), 'the holder\'s step');
     for (let i = 0; i < 20; i++) await new Promise((r) => setTimeout(r, 1));
     assert.deepEqual(order, ['held: stepped']);
     release();

@@ -14,6 +14,7 @@ import { defaultTierBudget, GpuTier } from '../../src/kvstore/gpu-tier';
 import { halfRows, floatsToHalves } from '../../src/engine/f16';
 import type { CompiledChunk, LayerRows } from '../../src/types/kv';
 import { fakeLayers } from './helpers';
+import { until } from '../helpers/until';
 
 const s = await openModel(join(import.meta.dirname, '../../public/models/stories260K/stories260K.bin'));
 after(() => s.close());
@@ -159,11 +160,9 @@ test('rows go up through the given upload: an entry only once they are up; a del
     await s.engine.upload(writes);
   };
   /** Waits until the upload has been called `n` times in all (a fixed sleep fell short on a busy host). */
-  const uploading = async (n: number) => {
-    while (calls.length < n) await new Promise((r) => setTimeout(r, 1));
-  };
+  const uploading = (n: number) => until(() => calls.length >= n, `upload call ${n}`);
   const letGo = async () => {
-    while (!gates.length) await new Promise((r) => setTimeout(r, 1));
+    await until(() => gates.length > 0, 'an upload waiting');
     gates.shift()!();
   };
   const tier = new GpuTier(device, rowBytes(20), undefined, upload);
