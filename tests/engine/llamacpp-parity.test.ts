@@ -36,21 +36,25 @@
  * does not keep packed are dequantized on load to f32), with an f32 KV cache,
  * so f16 rounding plays no part.
  *
- * Measured here (SwiftShader, 2-core AMD EPYC, max over all prompts and steps),
- * and the tolerances set from them (with weights dequantized on load to f32; kept
- * packed since, the same run measured 1.03e-3 and 2.98e-2 for SmolLM2, 8.50e-4
- * and 6.97e-2 for Gemma):
- *   SmolLM2-135M-Instruct Q4_1: F32 copy 1.87e-3 of the range -> tolerance 2e-2 (~10x);
- *                               quantized file 2.99e-2 -> tolerance 0.1 (~3x)
- *   Gemma 3 270M Q4_K_M:        F32 copy 1.42e-3 -> tolerance 1.5e-2 (~10x);
- *                               quantized file 6.99e-2 -> tolerance 0.2 (~3x)
+ * Our engine runs on Mesa's lavapipe where it is fetched (npm test fetches it),
+ * else on the default adapter (SwiftShader): the same kernels, three to four
+ * times faster here than SwiftShader's (this file took 112 s on lavapipe
+ * against about 210 s on SwiftShader, alone on this 2-core Intel Xeon). The
+ * packed path on SwiftShader is still checked against llama.cpp by the GPU
+ * kit's real-GGUF test (tests/gpu-kit/kit.test.ts, SmolLM2's Q4_1 kept packed).
+ *
+ * Measured (max over all prompts and steps), and the tolerances set from them:
+ *   SmolLM2-135M-Instruct Q4_1: F32 copy 1.03e-3 of the range -> tolerance 1e-2 (~10x);
+ *                               quantized file 3.58e-2 -> tolerance 0.1 (~3x)
+ *   Gemma 3 270M Q4_K_M:        F32 copy 8.50e-4 -> tolerance 1e-2 (~12x);
+ *                               quantized file 7.36e-2 -> tolerance 0.2 (~3x)
+ * on lavapipe (Mesa 25.0.7); SwiftShader measured the same F32-copy errors
+ * (1.03e-3 and 8.50e-4), 2.98e-2 and 6.97e-2 on the quantized files.
  * The quantized file's tolerance is only ~3x its error: 10x would allow most
  * of the range; the F32 copy is the tight check. The prompts were chosen so
  * that greedy never comes near a tie: the top-2 logit gap is at least 0.47 at
  * every step (it is printed), far above the differences, while on many other
  * prompts llama.cpp's own quantized and F32 runs part ways within 12 tokens.
- * Time: 2.6-3.3 min for the file on this 2-core host under a load of 5-8 (SmolLM2
- * 1-1.2 min, Gemma 1.4-2.3 min; our engine on SwiftShader dominates).
  *
  * Skipped, with the reason printed, when a model file or node-llama-cpp is
  * absent.
@@ -64,8 +68,11 @@ import { openModel } from '../../src/node/session';
 import { argmax } from '../../src/generate/sampling';
 import { writeF32Gguf } from '../helpers/gguf-f32';
 import { logitRangeError, top2Gap } from '../../src/bench/logits';
+import { LAVAPIPE_ICD } from '../../scripts/gpu-env.mjs';
 
 const MODELS_DIR = join(import.meta.dirname, '../../.cache/models');
+// lavapipe where it is fetched (see above); the process's own choice stands where LEGOKV_NODE_BACKEND names one.
+if (!process.env.LEGOKV_NODE_BACKEND && existsSync(LAVAPIPE_ICD)) process.env.LEGOKV_NODE_BACKEND = 'lavapipe';
 
 interface Case {
   name: string;
@@ -83,7 +90,7 @@ const CASES: Case[] = [
   {
     name: 'SmolLM2-135M-Instruct Q4_1',
     file: 'SmolLM2-135M-Instruct.Q4_1.gguf',
-    tolerance: { q: 0.1, f32: 2e-2 },
+    tolerance: { q: 0.1, f32: 1e-2 },
     newTokens: 10,
     prompts: [
       '<|im_start|>user\nWhat is the capital of France?<|im_end|>\n<|im_start|>assistant\n',
@@ -95,7 +102,7 @@ const CASES: Case[] = [
   {
     name: 'Gemma 3 270M Q4_K_M',
     file: 'gemma-3-270m-q4_k_m.gguf',
-    tolerance: { q: 0.2, f32: 1.5e-2 },
+    tolerance: { q: 0.2, f32: 1e-2 },
     newTokens: 8,
     prompts: [
       '<start_of_turn>user\nWhat is the capital of France?<end_of_turn>\n<start_of_turn>model\n',
