@@ -68,11 +68,10 @@ import { openModel } from '../../src/node/session';
 import { argmax } from '../../src/generate/sampling';
 import { writeF32Gguf } from '../helpers/gguf-f32';
 import { logitRangeError, top2Gap } from '../../src/bench/logits';
-import { LAVAPIPE_ICD } from '../../scripts/gpu-env.mjs';
+import { preferLavapipe } from '../helpers/prefer-lavapipe';
 
 const MODELS_DIR = join(import.meta.dirname, '../../.cache/models');
-// lavapipe where it is fetched (see above); the process's own choice stands where LEGOKV_NODE_BACKEND names one.
-if (!process.env.LEGOKV_NODE_BACKEND && existsSync(LAVAPIPE_ICD)) process.env.LEGOKV_NODE_BACKEND = 'lavapipe';
+preferLavapipe();
 
 interface Case {
   name: string;
@@ -260,7 +259,7 @@ for (const c of CASES) {
         }
       }
       t.diagnostic(
-        `${c.name}: max error ${worst.q.toExponential(2)} of the logit range against llama.cpp on the quantized file ` +
+        `[${ours.gpu.adapter.description}] ${c.name}: max error ${worst.q.toExponential(2)} of the logit range against llama.cpp on the quantized file ` +
           `(tolerance ${c.tolerance.q}), ${worst.f32.toExponential(2)} on its F32 copy (tolerance ${c.tolerance.f32}); ` +
           `${((performance.now() - started) / 1000).toFixed(1)} s`,
       );
