@@ -13,6 +13,7 @@ import { openModel } from '../../src/node/session';
 import { KVStore, MemoryBlobBackend, MemoryIndexBackend, StorageFullError } from '../../src/kvstore';
 import { ContextCache } from '../../src/api/context-cache';
 import type { CompileProgress } from '../../src/api/context-cache';
+import { waitFor } from '../helpers/until';
 
 const STORIES = join(import.meta.dirname, '../../public/models/stories260K/stories260K.bin');
 const DOCS = ['Lily had a red ball.', 'Tom had a big dog.', 'The sun was hot.', 'Sue liked cake.'];
@@ -40,7 +41,7 @@ async function traced(writeMs: number, failAt = -1, untilNext = false) {
     writing++;
     try {
       if (!untilNext) await sleep(writeMs);
-      else for (const end = performance.now() + writeMs; compiles < w + 2 && performance.now() < end;) await sleep(1);
+      else await waitFor(() => compiles >= w + 2, writeMs);
       if (w === failAt) throw new StorageFullError(1 << 20, 0, 'are free on this device');
       return await put(meta, layers);
     } finally {
