@@ -13,6 +13,8 @@
  */
 import { metaArray, metaBool, metaNumber, metaString, type GgufMetadata } from '../formats/gguf';
 import { ModelFormatError } from '../formats/source';
+import { renderChatML, renderGemma } from './chat-formats';
+import { byteLevelTables, preTokenizer, splitKeep } from './pretokenize';
 import type { ChatMessage, Tokenizer } from './types';
 
 /** llama.cpp token types (tokenizer.ggml.token_type). */
@@ -124,48 +126,6 @@ class MergeHeap {
 
 const utf8 = new TextEncoder();
 const utf8Dec = new TextDecoder('utf-8', { ignoreBOM: true });
-
-/** GPT-2's reversible byte -> printable character map. */
-function byteLevelTables(): { enc: string[]; dec: Map<string, number> } {
-  const enc: string[] = new Array(256);
-  let n = 0;
-  for (let b = 0; b < 256; b++) {
-    const printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255);
-    enc[b] = String.fromCharCode(printable ? b : 256 + n++);
-  }
-  return { enc, dec: new Map(enc.map((c, b) => [c, b])) };
-}
-
-const CONTRACTIONS_CI = "'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD]";
-const RE_GPT2 = "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
-const reLlama3 = (digits: string) =>
-  `(?:${CONTRACTIONS_CI})|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}${digits}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+`;
-
-/** Regex sequence of a pre-tokenizer name, and whether whole-word vocab hits skip merging. */
-function preTokenizer(pre: string | undefined): { regexes: RegExp[]; ignoreMerges: boolean; name: string } {
-  const re = (s: string) => new RegExp(s, 'gu');
-  switch (pre) {
-    case 'qwen2': case 'deepseek-r1-qwen':
-      return { regexes: [re(reLlama3(''))], ignoreMerges: false, name: 'qwen2' };
-    case 'llama3': case 'llama-bpe': case 'llama-v3': case 'smaug-bpe': case 'dbrx':
-      return { regexes: [re(reLlama3('{1,3}'))], ignoreMerges: true, name: 'llama3' };
-    case 'smollm':
-      return { regexes: [re('\\p{N}'), re(RE_GPT2)], ignoreMerges: false, name: 'smollm' };
-    default:
-      return { regexes: [re(RE_GPT2)], ignoreMerges: false, name: pre === 'gpt-2' || pre === 'gpt2' ? 'gpt2' : `gpt2 (fallback for "${pre ?? 'none'}")` };
-  }
-}
-
-/** Splits text by a regex, keeping both matched and unmatched stretches. */
-function splitKeep(re: RegExp, text: string, out: string[]): void {
-  let last = 0;
-  for (const m of text.matchAll(re)) {
-    if (m.index > last) out.push(text.slice(last, m.index));
-    if (m[0].length) out.push(m[0]);
-    last = m.index + m[0].length;
-  }
-  if (last < text.length) out.push(text.slice(last));
-}
 
 // ---- the tokenizer ------------------------------------------------------------------
 
@@ -382,38 +342,4 @@ export class GgufTokenizer implements Tokenizer {
 
 export function createGgufTokenizer(spec: GgufTokenizerSpec): GgufTokenizer {
   return new GgufTokenizer(spec);
-}
-
-// ---- chat formats ----------------------------------------------------------------------
-
-/**
- * Gemma's turn format (as its Jinja template renders it, minus the leading
- * BOS: encode with `addBos: true`). A system message is folded into the first
- * user turn; the assistant role is called "model"; contents are trimmed.
- */
-function renderGemma(messages: ChatMessage[], opts: { addGenerationPrompt?: boolean } = {}): string {
-  let prefix = '';
-  let msgs = messages;
-  if (msgs[0]?.role === 'system') {
-    prefix = msgs[0].content + '\n\n';
-    msgs = msgs.slice(1);
-  }
-  let s = '';
-  msgs.forEach((m, i) => {
-    const role = m.role === 'assistant' ? 'model' : m.role;
-    s += `<start_of_turn>${role}\n${i === 0 ? prefix : ''}${m.content.trim()}<end_of_turn>\n`;
-  });
-  if (opts.addGenerationPrompt ?? true) s += '<start_of_turn>model\n';
-  return s;
-}
-
-/** ChatML (Qwen2, SmolLM2), with the template's default system prompt when it has one. */
-function renderChatML(messages: ChatMessage[], defaultSystem: string | undefined, opts: { addGenerationPrompt?: boolean } = {}): string {
-  let s = '';
-  if (defaultSystem !== undefined && messages[0]?.role !== 'system') {
-    s += `<|im_start|>system\n${defaultSystem}<|im_end|>\n`;
-  }
-  for (const m of messages) s += `<|im_start|>${m.role}\n${m.content}<|im_end|>\n`;
-  if (opts.addGenerationPrompt ?? true) s += '<|im_start|>assistant\n';
-  return s;
 }
