@@ -2,14 +2,17 @@
  * The chat formats a GGUF tokenizer renders itself, when its file names one LegoKV knows (`ChatFormat`):
  * Gemma's turns and ChatML. Other templates go through @huggingface/transformers.
  */
-import type { ChatMessage } from './types';
+import type { ChatMessage, ChatTemplateOptions } from './types';
+
+/** The chat formats rendered here. */
+export type ChatFormat = 'gemma' | 'chatml';
 
 /**
  * Gemma's turn format (as its Jinja template renders it, minus the leading
  * BOS: encode with `addBos: true`). A system message is folded into the first
  * user turn; the assistant role is called "model"; contents are trimmed.
  */
-export function renderGemma(messages: ChatMessage[], opts: { addGenerationPrompt?: boolean } = {}): string {
+export function renderGemma(messages: ChatMessage[], opts: ChatTemplateOptions = {}): string {
   let prefix = '';
   let msgs = messages;
   if (msgs[0]?.role === 'system') {
@@ -26,7 +29,7 @@ export function renderGemma(messages: ChatMessage[], opts: { addGenerationPrompt
 }
 
 /** ChatML (Qwen2, SmolLM2), with the template's default system prompt when it has one. */
-export function renderChatML(messages: ChatMessage[], defaultSystem: string | undefined, opts: { addGenerationPrompt?: boolean } = {}): string {
+export function renderChatML(messages: ChatMessage[], defaultSystem: string | undefined, opts: ChatTemplateOptions = {}): string {
   let s = '';
   if (defaultSystem !== undefined && messages[0]?.role !== 'system') {
     s += `<|im_start|>system\n${defaultSystem}<|im_end|>\n`;

@@ -13,9 +13,9 @@
  */
 import { metaArray, metaBool, metaNumber, metaString, type GgufMetadata } from '../formats/gguf';
 import { ModelFormatError } from '../formats/source';
-import { renderChatML, renderGemma } from './chat-formats';
+import { renderChatML, renderGemma, type ChatFormat } from './chat-formats';
 import { byteLevelTables, preTokenizer, splitKeep } from './pretokenize';
-import type { ChatMessage, Tokenizer } from './types';
+import type { ChatMessage, ChatTemplateOptions, Tokenizer } from './types';
 
 /** llama.cpp token types (tokenizer.ggml.token_type). */
 export const TokenType = { NORMAL: 1, UNKNOWN: 2, CONTROL: 3, USER_DEFINED: 4, UNUSED: 5, BYTE: 6 } as const;
@@ -37,8 +37,6 @@ export interface GgufTokenizerSpec {
   addSpacePrefix: boolean;
   chatTemplate?: string | undefined;
 }
-
-export type ChatFormat = 'gemma' | 'chatml';
 
 export function tokenizerSpecFromGguf(md: GgufMetadata): GgufTokenizerSpec {
   const model = metaString(md, 'tokenizer.ggml.model');
@@ -135,7 +133,7 @@ export class GgufTokenizer implements Tokenizer {
   readonly eosIds: readonly number[];
   readonly chatFormat: ChatFormat | null;
   readonly preTokenizerName: string | null;
-  readonly applyChatTemplate?: (messages: ChatMessage[], opts?: { addGenerationPrompt?: boolean }) => string;
+  readonly applyChatTemplate?: (messages: ChatMessage[], opts?: ChatTemplateOptions) => string;
 
   private readonly types: Uint8Array;
   private readonly vocab = new Map<string, number>();

@@ -4,6 +4,11 @@ export interface ChatMessage {
   content: string;
 }
 
+/** How a chat is rendered: with the assistant's opening turn after it (the default) or not. */
+export interface ChatTemplateOptions {
+  addGenerationPrompt?: boolean;
+}
+
 export interface Tokenizer {
   readonly vocabSize: number;
   readonly bosId: number | null;
@@ -13,5 +18,5 @@ export interface Tokenizer {
   /** Text of a token sequence (special tokens skipped unless asked for). */
   decode(ids: readonly number[], opts?: { skipSpecial?: boolean }): string;
   /** Renders a chat as prompt text, or undefined when the model has no template. */
-  applyChatTemplate?(messages: ChatMessage[], opts?: { addGenerationPrompt?: boolean }): string;
+  applyChatTemplate?(messages: ChatMessage[], opts?: ChatTemplateOptions): string;
 }
