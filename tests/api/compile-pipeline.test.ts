@@ -21,8 +21,9 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * A ContextCache whose store writes take `writeMs` and whose compiles and writes leave a trace. With `untilNext`, a
- * write instead lasts until the next chunk's compile has started, `writeMs` at most: an overlap then shows however
- * slow the host, and a pipeline that awaits each write before the next compile still shows none.
+ * write instead lasts until the next chunk's compile has started (the last chunk's write until nothing), `writeMs`
+ * at most: an overlap then shows however slow the host, and a pipeline that awaits each write before the next
+ * compile still shows none, each of its writes waiting out the bound.
  */
 async function traced(writeMs: number, failAt = -1, untilNext = false) {
   const s = await openModel(STORIES);
@@ -41,7 +42,7 @@ async function traced(writeMs: number, failAt = -1, untilNext = false) {
     writing++;
     try {
       if (!untilNext) await sleep(writeMs);
-      else await waitFor(() => compiles >= w + 2, writeMs);
+      else await waitFor(() => compiles >= w + 2 || w === DOCS.length - 1, writeMs);
       if (w === failAt) throw new StorageFullError(1 << 20, 0, 'are free on this device');
       return await put(meta, layers);
     } finally {
@@ -55,7 +56,9 @@ async function traced(writeMs: number, failAt = -1, untilNext = false) {
 }
 
 test('the next chunk compiles while the last is being stored; each is reported once stored, in order', async () => {
-  const t = await traced(200, -1, true);
+  // 5 s: no host is that slow to start the next compile (200 ms, the bound until now, a busy one could cross), and
+  // a pipeline that awaits its writes fails after 15.
+  const t = await traced(5000, -1, true);
   try {
     const ids = await t.lego.compileContext(DOCS, { onProgress: t.onProgress });
     assert.equal(new Set(ids).size, 4);
