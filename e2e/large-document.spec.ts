@@ -80,9 +80,7 @@ test('a 4 MB document is added, compiled in part, cancelled and asked over witho
   const longTasks = await page.evaluate(() => (window as unknown as { longTasks: number[][] }).longTasks);
   console.log(`long tasks (start, duration ms): ${longTasks.map(([t, d]) => `${t.toFixed(0)}+${d.toFixed(0)}`).join(', ') || 'none'}`);
   // Before: the page froze for minutes (the round trip never came back). Measured on the production build on a
-  // quiet 2-core host: 35-56 ms; 120-330 ms while a benchmark ran beside it. The bound was 200 ms, which a busy
-  // host crosses (the loaded figure is over it; a CI run failed, its log lost, and this is one suspect). A wall-clock
-  // bound can tell a freeze from a busy machine only with a wide margin: 2 s is 6x the loaded figure and far below
-  // the freeze it guards against. The figures above are printed on every run for the tighter reading.
+  // 2-core host: 35-56 ms quiet, 120-330 ms beside a benchmark. A wall-clock bound tells a freeze from a busy host
+  // only with a wide margin: 2 s is 6x the loaded figure and far below the freeze. The figures above print every run.
   expect(worst).toBeLessThan(2000);
 });

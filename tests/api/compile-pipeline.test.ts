@@ -56,8 +56,7 @@ async function traced(writeMs: number, failAt = -1, untilNext = false) {
 }
 
 test('the next chunk compiles while the last is being stored; each is reported once stored, in order', async () => {
-  // 5 s: no host is that slow to start the next compile (200 ms, the bound until now, a busy one could cross), and
-  // a pipeline that awaits its writes fails after 15.
+  // 5 s: no host is that slow to start the next compile; a pipeline that awaits its writes fails after 15.
   const t = await traced(5000, -1, true);
   try {
     const ids = await t.lego.compileContext(DOCS, { onProgress: t.onProgress });
