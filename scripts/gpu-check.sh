@@ -13,7 +13,7 @@
 #   4.   the PyTorch reference on the same GPU, where python3 has torch (torch.json).
 # --smoke is the rehearsal subset that CI runs on SwiftShader (four quick bundled
 # tests, argmax, llama2c, kv-gather and dispatcher, for the parity stage: the unit
-# suite runs the rest unbundled, kernels.test's 100 s among them). Options after
+# suite runs the rest unbundled, the attention kernels' 45 s among them). Options after
 # `--` go to gpu-check.mjs (e.g. -- --stages parity --models llama-3.2-1b, or
 # -- --stages copy,quant for the quantized-weights comparison alone).
 set -uo pipefail

@@ -1,7 +1,7 @@
 /**
  * Typed launchers for the WGSL kernels in kernels/, one method per op.
  * Every op has a plain TypeScript twin in reference.ts with the same
- * argument names; tests/engine/kernels.test.ts holds them to each other.
+ * argument names; tests/engine/kernels.test.ts, attention-kernels.test.ts and their siblings hold them to each other.
  * Sizes are in elements; buffers are f32 unless a dtype says packed f16.
  * The launchers' arguments and the variant names are in ops-args.ts.
  */

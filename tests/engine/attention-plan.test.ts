@@ -1,6 +1,6 @@
 /**
  * How attention's work is cut on the host (engine/attention-plan.ts): the cache rows a query scans, and the key
- * slices attention_decode runs in parallel. The kernels' parity tests (kernels.test.ts) show any bounds and slices
+ * slices attention_decode runs in parallel. The kernels' parity tests (attention-kernels.test.ts) show any bounds and slices
  * give the same output; these show which ones the engine asks for.
  */
 import { test } from 'node:test';

@@ -1,7 +1,7 @@
 /**
  * attention_decode's STEP (AttentionArgs.step): a decode step's one row with rope_scatter's work folded into its
  * attention, against the two launches it replaces, rope_scatter then attention_decode (each parity-tested against
- * the TypeScript reference in rope-scatter.test.ts and kernels.test.ts). Same output, same cache afterwards, for
+ * the TypeScript reference in rope-scatter.test.ts and attention-kernels.test.ts). Same output, same cache afterwards, for
  * GQA, both RoPE styles, f32 and f16 caches, heads of 8 to 256, key slices, keys a thread, a window, and the
  * step's row at the end of the cache or amid rows out of order, in rounds ('keys') or each invocation walking keys of
  * its own ('lanes'; 'grouped', a kv head's q heads a workgroup), and in rounds for a kv head's q heads at once

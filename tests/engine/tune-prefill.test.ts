@@ -126,7 +126,7 @@ test('kept, the way serves every tiled prefill and gives the default way\'s logi
     assert.deepEqual(e.ops.tiled, { lanes: 2, rows: 2, keysPerTile: 8 });
     const two = await prefill();
     assert.deepEqual(two.kernels, ['attention_tiled_sg BK=8 R=2']);
-    // attention_tiled_sg's bound (kernels.test's TILED_RT), carried through the model's layers.
+    // attention_tiled_sg's bound (attention-kernels.test's TILED_RT), carried through the model's layers.
     assertClose(two.logits, one.logits, 0, 2e-5, 'logits');
   });
 });

@@ -82,7 +82,7 @@ test('on lavapipe, the GPU profile links SmolLM2\'s chunks from the GPU tier to 
           // groups as Engine.tunePrefill may keep them (lavapipe has subgroups): 2 and 4 lanes sharing as many rows,
           // or splitting one row's head, with tiles of 8 keys.
           const all = [{ lanes: 2, rows: 2 }, { lanes: 2, rows: 1 }, { lanes: 4, rows: 4 }, { lanes: 4, rows: 1 }] as const;
-          // The group ways with f32 keys and values (kernels.test checks them with f16 ones against the reference too).
+          // The group ways with f32 keys and values (attention-kernels.test checks them with f16 ones against the reference too).
           const ways = [{ lanes: 1 as const, rows: 1, keysPerTile: 16 }, ...(spec === 'legolink:16' && where === 'GPU tier' && kvDtype === 'f32' ? all.map((g) => ({ ...g, keysPerTile: 8 })) : [])];
           if (spec === 'legolink:16') assert.deepEqual(tiledLaneWays(onGpu.e.ops, c.headDim), [1, 2, 4]);
           for (const way of ways) {
