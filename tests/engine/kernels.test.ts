@@ -16,7 +16,7 @@ import * as ref from '../../src/engine/reference';
 import { type MatmulVariant, type WeightMatrix } from '../../src/engine/ops';
 import { splitRows } from '../../src/engine/model/gpu-plan';
 import { floatsToHalves, roundToHalf } from '../../src/engine/f16';
-import { assertClose, harness, maxAbsDiff, rand, type Harness } from '../helpers/gpu';
+import { assertClose, harness, rand, relErr, type Harness } from '../helpers/gpu';
 
 const RT = 2e-5;
 /** gemv_sg's bound, relative like RT: about 10x its worst error on SwiftShader (2.7e-7 of the largest output; gemv's is 2.2e-7). */
@@ -124,7 +124,7 @@ for (const wDtype of ['f32', 'f16'] as const) {
         assertClose(got, want, 0, RT, `${m.parts.length} parts`);
         // Each output is the same dot product in the same order as without the split: equal bits.
         assert.deepEqual(got, await h.readF32(y1, T * N), 'split equals whole');
-        t.diagnostic(`${m.parts.map((p) => p.rows).join('+')} rows${extra.bias ? ', bias+residual' : ''}: max |Δ| vs reference ${maxAbsDiff(got, want).toExponential(2)} (max |ref| ${maxAbsDiff(want, new Float32Array(want.length)).toFixed(2)})`);
+        t.diagnostic(`${m.parts.map((p) => p.rows).join('+')} rows${extra.bias ? ', bias+residual' : ''}: |Δ| / max|ref| ${relErr(got, want).toExponential(2)}`);
       }
     });
   }

@@ -117,13 +117,6 @@ export function assertClose(actual: ArrayLike<number>, expected: ArrayLike<numbe
   assert.ok(worst <= tol, `${what}: max |Δ| = ${worst} at ${at} (got ${actual[at]}, want ${expected[at]}) exceeds ${tol}`);
 }
 
-/** The largest absolute difference between `a` and `b`, element by element. */
-export function maxAbsDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  let d = 0;
-  for (let i = 0; i < a.length; i++) d = Math.max(d, Math.abs(a[i] - b[i]));
-  return d;
-}
-
 /** The largest difference from `want`, relative to `want`'s largest magnitude (the parity tests' error measure). */
 export function relErr(got: ArrayLike<number>, want: ArrayLike<number>): number {
   let d = 0, m = 0;
