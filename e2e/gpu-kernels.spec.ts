@@ -11,7 +11,7 @@ import { expect, test } from '@playwright/test';
 import { setKernels } from './helpers';
 
 test('the GPU profile\'s kernels in Chromium compile chunks and answer as the CPU profile\'s do', async ({ page }) => {
-  test.setTimeout(300_000);
+  test.setTimeout(480_000);
   await page.goto('/?debug');
   await expect(page.getByTestId('model-ready')).toContainText('qa-demo (bundled)');
   await page.getByRole('button', { name: 'Add sample documents for qa-demo' }).click();
@@ -37,7 +37,9 @@ test('the GPU profile\'s kernels in Chromium compile chunks and answer as the CP
       await page.getByLabel('Linking algorithm').selectOption(algo);
       await page.getByRole('button', { name: `Ask (${spec})` }).click();
       await expect(cards).toHaveCount(before + 1);
-      for (let i = 0; i <= before; i++) await expect(cards.nth(i)).toContainText('done');
+      // A wide bound: on a fresh machine the GPU profile's first answer (its pipelines built cold by SwiftShader)
+      // once took over a minute; the bound is for a hang, not for speed.
+      for (let i = 0; i <= before; i++) await expect(cards.nth(i)).toContainText('done', { timeout: 180_000 });
       answers[spec] = await cards.getByTestId('answer-text').allTextContents();
     }
   }
@@ -57,14 +59,19 @@ test('the GPU profile\'s kernels in Chromium compile chunks and answer as the CP
   await page.getByLabel('Bundled model').selectOption({ index: 1 });
   await page.getByRole('button', { name: 'Load bundled' }).click();
   await expect(page.getByTestId('model-ready')).toContainText('stories260K (bundled)', { timeout: 120_000 });
-  // Seven ways (unfused; lanes, grouped, grouped-keys and rows attention, stories260K's heads grouping in twos; x
-  // staged in workgroup memory), three more (2, 4 and 8 keys a thread) where attention_decode stayed, alone or for a
-  // kv head's q heads, and one more (attention_combine launched instead of folded) where decode stayed fused.
-  // (stories260K's 512 positions never reach a long span: no long spans' kernel is timed for it.)
+  // Which ways are timed follows from the way kept (coordinate descent, one choice at a time; see tune.ts): eight
+  // always (the defaults; gemv without subgroups; unfused; lanes, grouped, grouped-keys and rows attention,
+  // stories260K's heads grouping in twos; x staged), three more (2, 4 and 8 keys a thread) where attention_decode
+  // stayed, alone or for a kv head's q heads, and one more (attention_combine launched instead of folded) where
+  // decode stayed fused. Which way is fastest on SwiftShader depends on the host's timing, so the count is checked
+  // against the way kept, not against a list. (stories260K's 512 positions never reach a long span: no long spans'
+  // kernel is timed for it.)
   const way = String.raw`gemv(_sg)?(, 16-byte loads)?, (un)?fused, attention(_decode( for a kv head's q heads)?(, [248] keys a thread| \(lanes\))?|_grouped)?(, attention_combine launched)?(, x staged)?`;
-  await expect(page.getByTestId('decode-tuning')).toHaveText(
-    new RegExp(String.raw`^Decode kernels, timed on this GPU \((7|8|10|11) ways in \d+\.\d s\): ${way}, \d+\.\d\d ms a token( \(the defaults\)|; the defaults \(gemv_sg, fused, attention_decode\) took \d+\.\d\d ms)$`),
-  );
+  const tuning = new RegExp(String.raw`^Decode kernels, timed on this GPU \((\d+) ways in \d+\.\d s\): (${way}), \d+\.\d\d ms a token( \(the defaults\)|; the defaults \(gemv_sg, fused, attention_decode\) took \d+\.\d\d ms)$`);
+  await expect(page.getByTestId('decode-tuning')).toHaveText(tuning);
+  const [, ways, kept] = (await page.getByTestId('decode-tuning').textContent())!.match(tuning)!;
+  const keysRounds = /attention_decode(?! \(lanes\))/.test(kept), fused = /, fused,/.test(kept);
+  expect(Number(ways), kept).toBe(8 + (keysRounds ? 3 : 0) + (fused ? 1 : 0));
   // It also times how a link's host rows go up, both ways, and keeps the faster (Engine.tuneUpload).
   await expect(page.getByTestId('upload-tuning')).toHaveText(
     /^Uploads from host memory, timed on this GPU: (writeBuffer|mapped staging) \(\d+\.\d GB\/s by writeBuffer, \d+\.\d GB\/s by mapped staging\)$/,
