@@ -3,7 +3,7 @@
  * the `webgpu` package: matmul, matmul_tiled, matmul_tiled128 and gemv (with their shared matmul_io), rmsnorm,
  * kv_scatter, embed and glu; common holds shared helpers. The attention kernels are in attention-kernels.test.ts,
  * argmax and the quantized, fused and f16 paths in files of their own.
- * Tolerances: f32 paths within 2e-5 of the largest reference magnitude
+ * Tolerances: f32 paths within RT of the largest reference magnitude
  * (f32 summation order differs); packed-f16 paths are compared with a
  * reference fed the same f16-rounded values, so the same bound holds.
  * Matrices split in row parts (what GpuModel does with one larger than a
@@ -18,7 +18,11 @@ import { splitRows } from '../../src/engine/model/gpu-plan';
 import { floatsToHalves, roundToHalf } from '../../src/engine/f16';
 import { assertClose, harness, rand, relErr, type Harness } from '../helpers/gpu';
 
-const RT = 2e-5;
+/**
+ * The f32 paths' bound, relative to the largest reference magnitude: about 10x their worst error, 5.8e-7 on
+ * SwiftShader and on llvmpipe alike (a matmul's plain product; rmsnorm, embed and glu stay below it).
+ */
+const RT = 6e-6;
 /** gemv_sg's bound, relative like RT: about 10x its worst error on SwiftShader (2.7e-7 of the largest output; gemv's is 2.2e-7). */
 const GEMV_SG_RT = 3e-6;
 
