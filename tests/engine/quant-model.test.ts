@@ -24,6 +24,7 @@ import { planGpuMemory, splitMatrices } from '../../src/engine/model/gpu-plan';
 import { GpuModel, packedTensors } from '../../src/engine/model/gpu-model';
 import { shapeConfig, syntheticWeights } from '../../src/bench/shapes';
 import { noiseBlocks } from '../../src/engine/quant';
+import { maxDiffOverRange } from '../helpers/compare';
 
 const ROOT = join(import.meta.dirname, '../..');
 const FIX = join(ROOT, 'tests/fixtures/gguf');
@@ -31,14 +32,10 @@ const MODELS = join(ROOT, '.cache/models');
 const LOGITS_RT = 2e-6;
 const MiB = 2 ** 20;
 
+/** Largest |a - b| over the range of b (maxDiffOverRange): the logits' measure here. */
 function relDiff(a: Float32Array, b: Float32Array): number {
-  let d = 0, lo = Infinity, hi = -Infinity;
-  for (let i = 0; i < b.length; i++) {
-    d = Math.max(d, Math.abs(a[i] - b[i]));
-    lo = Math.min(lo, b[i]);
-    hi = Math.max(hi, b[i]);
-  }
-  return d / (hi - lo);
+  const { d, range } = maxDiffOverRange(a, b);
+  return d / range;
 }
 
 test('tiny GGUF models: packed weights give the logits of weights dequantized on load', async (t) => {
