@@ -5,7 +5,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { powerLawFit, median, quantile } from '../../src/eval/stats';
@@ -252,4 +252,15 @@ test('RESULTS.md: on lavapipe the engine section puts llama.cpp\'s Vulkan build 
   const md = buildResults(dir, join(dir, 'RESULTS.md')).markdown;
   assert.match(md, /\| 200\.0 \/ 50\.0; 16\.0 \/ 2\.0 \| llama\.cpp \(node-llama-cpp 3\.21\.1, CPU, 1 thread\); llama\.cpp \(node-llama-cpp 3\.21\.1, Vulkan, every layer on llvmpipe\) \|/);
   assert.match(md, /On the same adapter, llama\.cpp's Vulkan build .*: gemma-3-270m, LegoKV's prefill 2\.5× and decode 3\.0× llama\.cpp's\./);
+});
+
+test('docs/RESULTS.md, its pages and charts are what npm run results writes from docs/results', () => {
+  // Docs show only figures a command regenerates: a change to the report that was not run through it fails here.
+  const root = join(import.meta.dirname, '../..');
+  const dir = join(root, 'docs/results'), out = join(root, 'docs/RESULTS.md');
+  const { markdown, charts, pages } = buildResults(dir, out);
+  const stale = 'is stale: run npm run results';
+  assert.equal(readFileSync(out, 'utf8'), markdown, `docs/RESULTS.md ${stale}`);
+  for (const [name, md] of Object.entries(pages)) assert.equal(readFileSync(join(root, 'docs', name), 'utf8'), md, `docs/${name} ${stale}`);
+  for (const [name, svg] of Object.entries(charts)) assert.equal(readFileSync(join(dir, name), 'utf8'), svg, `docs/results/${name} ${stale}`);
 });
