@@ -13,7 +13,7 @@ import { createNodeGpu, loadKernelSources, type NodeGpu } from '../node/gpu';
 import { Engine } from '../engine';
 import type { MatmulVariant } from '../engine';
 import { timeMatmuls, type MatmulTiming } from './matmul';
-import { runTests, type TestRun } from './run-tests';
+import { closestCall, runTests, type TestRun } from './run-tests';
 import { shapeConfig, syntheticWeights } from './shapes';
 
 /** The rows of the products and of the prefill timed. */
@@ -58,8 +58,8 @@ export async function f16Stage(o: { testsDir: string; model: string; timeoutS: n
   const env = { LEGOKV_NODE_BACKEND: process.env.LEGOKV_NODE_BACKEND ?? 'vulkan', LEGOKV_DAWN_ENABLE: F16_TOGGLE };
   const t0 = performance.now();
   const elapsedS = () => (performance.now() - t0) / 1000;
-  r.parity = runTests(o.testsDir, F16_TESTS.map((f) => join(o.testsDir, f)), { env, timeoutS: Math.max(20, o.timeoutS / 3) });
-  o.log(`f16: half-kernels.test ${JSON.stringify({ pass: r.parity.pass, fail: r.parity.fail, skipped: r.parity.skipped })}`);
+  r.parity = runTests(o.testsDir, F16_TESTS.map((f) => join(o.testsDir, f)), { env, timeoutS: Math.max(20, o.timeoutS / 3), bounds: true });
+  o.log(`f16: half-kernels.test ${JSON.stringify({ pass: r.parity.pass, fail: r.parity.fail, skipped: r.parity.skipped })}${closestCall(r.parity)}`);
   if (r.parity.status !== 0 || r.parity.fail > 0 || !(r.parity.pass > 0)) {
     gpu.release();
     return { ...r, skipped: 'the f16 kernels did not pass their tests on this adapter' };

@@ -49,7 +49,7 @@ import { copyStage, type CopyReport } from './copy-stage';
 import { formatLinkProfile, formatProfile, profileDecode, profileLink } from './profile';
 import { decodeAfterLink, decodeAttentionWays, decodeBothWays, decodeGemvWays, decodeSwitchWays, formatFuse, tuneAsTheApp, tunePrefillAsTheApp, tuneUploadAsTheApp } from './fuse';
 import { realStage } from './real-model';
-import { runTests } from './run-tests';
+import { closestCall, runTests } from './run-tests';
 import { F16_TESTS, f16Stage } from './f16-stage';
 
 const { values: a } = parseArgs({
@@ -101,9 +101,9 @@ const log = (line: string) => console.log(`[${((performance.now() - t0) / 1000).
 function parity() {
   const dir = join(import.meta.dirname, '../../tests');
   const files = a.tests ? a.tests.split(',').map((f) => join(dir, f)) : findTests(dir).filter((f) => !F16_TESTS.some((t) => f.endsWith(t)));
-  const r = runTests(dir, files, { timeoutS: Math.max(30, left() - 60) });
+  const r = runTests(dir, files, { timeoutS: Math.max(30, left() - 60), bounds: true });
   report.parity = r;
-  log(`parity: ${JSON.stringify({ pass: r.pass, fail: r.fail })}`);
+  log(`parity: ${JSON.stringify({ pass: r.pass, fail: r.fail })}${closestCall(r)}`);
 }
 
 function findTests(dir: string): string[] {

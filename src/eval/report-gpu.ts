@@ -8,6 +8,7 @@ import { appDecodeTokS, type PrefillRow } from '../bench/prefill';
 import type { TierPut, TtftRow } from '../bench/ttft';
 import type { DecodeProfile, LinkProfile } from '../bench/profile';
 import { wayLabel, type DecodeAfterLink, type DecodeWay } from '../bench/fuse';
+import { describeBound, type BoundUse } from '../bench/run-tests';
 import { mdTable } from './markdown';
 import { describeAttentionWay, describeTiledWay, sameTiledWay, type DecodeSettings, type DecodeTuning, type PrefillTuning, type UploadTuning } from '../engine';
 
@@ -34,12 +35,12 @@ export interface GpuRun {
   kit: {
     started: string; budget_s: number; node: string;
     adapter: { description: string; vendor: string; features: string[]; adapter_features?: string[]; limits: Record<string, number> };
-    parity?: { pass: number; fail: number; skipped: number; failed: string[]; files: string[] };
+    parity?: { pass: number; fail: number; skipped: number; failed: string[]; files: string[]; bounds?: BoundUse[] };
     copy?: { gbytes_per_s: number; upload?: { block: number; gbytes_per_s: number }[]; upload_mapped?: { block: number; gbytes_per_s: number } };
     matmul?: KernelRow[];
     /** shader-f16's path with Dawn's toggle for NVIDIA (f16-stage.ts). */
     f16?: {
-      toggle: string; adapter: string; shader_f16: boolean; parity?: { pass: number; fail: number; skipped: number; failed: string[] }; matmul?: KernelRow[];
+      toggle: string; adapter: string; shader_f16: boolean; parity?: { pass: number; fail: number; skipped: number; failed: string[]; bounds?: BoundUse[] }; matmul?: KernelRow[];
       prefill?: { model: string; tokens: number; f32_ms: number; f16_ms: number; runs: number }[]; skipped?: string; error?: string;
     };
     attention?: KernelRow[];
@@ -154,6 +155,7 @@ function runDetails(file: string, r: GpuRun): string[] {
   if (k.parity) {
     lines.push(`Parity tests on this adapter (${k.parity.files.join(', ')}): **${k.parity.pass} passed, ${k.parity.fail} failed**` +
       (k.parity.failed.length ? ` (${k.parity.failed.join('; ')})` : '') + '.', '');
+    if (k.parity.bounds?.length) lines.push(boundsLine(k.parity.bounds), '');
   }
   if (k.copy) lines.push(`Copy bandwidth (bytes read + written): WebGPU \`copyBufferToBuffer\` ${n0(k.copy.gbytes_per_s)} GB/s` + (t ? `; PyTorch \`copy_\` ${n0(t.copy_gbytes_per_s)} GB/s.` : '.') +
     (k.copy.upload?.length ? ` Host to GPU through \`writeBuffer\` (what a link's host-tier load does): ${k.copy.upload.map((u) => `${n0(u.block / 1024)} KiB blocks ${u.gbytes_per_s.toFixed(1)} GB/s`).join(', ')}.` : '') +
@@ -364,6 +366,7 @@ function f16Lines(f: NonNullable<GpuRun['kit']['f16']>, plausible: (x: KernelRow
   const p = f.parity;
   const tests = p ? `; the f16 path's tests (half-kernels.test): **${p.pass} passed, ${p.fail} failed**${p.failed.length ? ` (${p.failed.join('; ')})` : ''}` : '';
   const out = [`${head}${tests}${f.skipped ? `; ${f.skipped}` : ''}${f.error ? `; the timings failed: ${f.error.split('\n')[0]}` : ''}.`, ''];
+  if (p?.bounds?.length) out.push(boundsLine(p.bounds), '');
   for (const p of f.prefill ?? []) {
     out.push(`${p.model}'s prefill of ${p.tokens} tokens (random weights; the fastest of ${p.runs} runs each, taken in turns): ${n1(p.f32_ms)} ms with f32 math, ${n1(p.f16_ms)} ms with f16 math, **${(p.f32_ms / p.f16_ms).toFixed(2)}×** the speed.`, '');
   }
@@ -378,4 +381,16 @@ function f16Lines(f: NonNullable<GpuRun['kit']['f16']>, plausible: (x: KernelRow
     return [x.variant!, `[${x.T}×${x.K}]·[${x.K}×${x.N}]`, w ? w.ms.toFixed(3) : '–', x.ms.toFixed(3), n0(x.gflops), w ? `${(w.ms / x.ms).toFixed(2)}×` : '–'];
   })), '');
   return out;
+}
+
+/**
+ * The parity bounds against this adapter's error: the three closest calls (their share of the bound), and how many
+ * bounds the adapter's error used under a hundredth of (over 100x: looser than the project's about-10x rule here).
+ */
+export function boundsLine(bounds: BoundUse[]): string {
+  const share = (b: BoundUse) => b.share ?? Infinity;
+  const top = bounds.slice(0, 3).map((b) => `${Number.isFinite(share(b)) ? share(b).toPrecision(2) : 'NaN met'} (${describeBound(b)})`);
+  const loose = bounds.filter((b) => share(b) > 0 && share(b) < 0.01).length, exact = bounds.filter((b) => share(b) === 0).length;
+  return `Parity bounds against this adapter's error (each file's bound, its closest call): the closest used ${top.join('; ')}. ` +
+    `${loose} of ${bounds.length} bounds were used under a hundredth` + (exact ? `; ${exact} held only exact results.` : '.');
 }

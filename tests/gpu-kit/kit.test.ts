@@ -49,6 +49,8 @@ test('npm run gpu:kit builds a kit under 60 MiB whose smoke run passes on this a
   // runs it unbundled).
   assert.deepEqual(r.parity.files, ['engine/argmax.test.mjs', 'engine/llama2c.test.mjs', 'engine/kv-gather.test.mjs', 'engine/dispatcher.test.mjs']);
   assert.ok(r.parity.pass >= 35 && r.parity.fail === 0, `parity ${r.parity.pass} passed, ${r.parity.fail} failed`);
+  // Its bounds measured against this adapter's error: these four compare exactly or by their own asserts, none by assertClose.
+  assert.deepEqual(r.parity.bounds, []);
   assert.match(r.adapter.description, /\S/);
   // The attention stage's linked case: legolink:16's 40 rows over 3 chunks of the smoke's 128 tokens and a question.
   const attention = r.attention as { rows?: string; T: number; n: number; chunk?: number; error?: string }[];
@@ -163,6 +165,11 @@ test('the kit\'s f16 stage on lavapipe (shader-f16): the f16 tests pass there, t
   const f = JSON.parse(readFileSync(join(out, 'gpu-check.json'), 'utf8')).f16;
   assert.match(f.adapter, /llvmpipe/);
   assert.deepEqual([f.shader_f16, f.parity.files, f.parity.pass, f.parity.fail, f.skipped, f.error], [true, ['engine/half-kernels.test.mjs'], 10, 0, undefined, undefined], JSON.stringify(f).slice(0, 3000));
+  // Each of its bounds measured against lavapipe's error, through the bundled helpers: every call within its bound, some not exact.
+  const bounds = f.parity.bounds as { file: string; share: number; checks: number }[];
+  assert.ok(bounds.length >= 3 && bounds.every((b) => b.file === 'engine/half-kernels.test.mjs' && b.checks > 0 && b.share >= 0 && b.share <= 1), JSON.stringify(bounds));
+  assert.ok(bounds[0].share > 0, JSON.stringify(bounds[0]));
+  assert.match(readFileSync(join(out, 'gpu-check.log'), 'utf8'), /f16: half-kernels\.test .*; the closest call used [\d.e+-]+ of its bound \(engine\/half-kernels\.test\.mjs/);
   // tiny-llama's four products at 2048 rows, each tiled kernel with f32 math and with f16 math; then its prefill.
   const mm = f.matmul as { variant: string; half: boolean; T: number; ms: number }[];
   assert.equal(mm.length, 16, JSON.stringify(mm));

@@ -8,6 +8,8 @@ import { Ops, type WeightDType } from '../../src/engine/ops';
 import { dequantizeF32 } from '../../src/engine/formats/gguf-quants';
 import { noiseBlocks, QUANT, repackForGpu } from '../../src/engine/quant';
 import { floatsToHalves, roundToHalf } from '../../src/engine/f16';
+import { appendFileSync } from 'node:fs';
+import { PARITY_LOG_ENV, type BoundRecord } from '../../src/bench/run-tests';
 
 export interface Harness {
   gpu: NodeGpu;
@@ -91,7 +93,10 @@ export function weightMatrix(h: Harness, dtype: WeightDType, rows: number, cols:
   return { buffer: h.upload(repackForGpu(dtype, bytes, nb)), values: dequantizeF32(QUANT[dtype].ggml, bytes, rows * cols) };
 }
 
-/** Asserts max |a - b| <= atol + rtol * max|b|, and reports the worst element. */
+/**
+ * Asserts max |a - b| <= atol + rtol * max|b|, and reports the worst element; where PARITY_LOG_ENV names a file (the
+ * kit's parity stage), it records the comparison there too, failed or not.
+ */
 export function assertClose(actual: ArrayLike<number>, expected: ArrayLike<number>, atol: number, rtol = 0, what = '') {
   assert.equal(actual.length, expected.length, `${what}: length`);
   let maxRef = 0;
@@ -113,6 +118,11 @@ export function assertClose(actual: ArrayLike<number>, expected: ArrayLike<numbe
       worst = d;
       at = i;
     }
+  }
+  const log = process.env[PARITY_LOG_ENV];
+  if (log) {
+    const r: BoundRecord = { file: process.argv[1], what, atol, rtol, diff: worst, ref: maxRef };
+    appendFileSync(log, `${JSON.stringify(r)}\n`);
   }
   assert.ok(worst <= tol, `${what}: max |Δ| = ${worst} at ${at} (got ${actual[at]}, want ${expected[at]}) exceeds ${tol}`);
 }

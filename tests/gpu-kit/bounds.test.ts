@@ -1,0 +1,67 @@
+/**
+ * The kit's parity stage measures each bound against the adapter's own error: assertClose records every comparison
+ * where PARITY_LOG_ENV names a file (failed ones too), boundUses keeps each file's bound with its closest call, and
+ * RESULTS.md says how close the closest came and how many bounds the adapter used under a hundredth of.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { boundUses, describeBound, PARITY_LOG_ENV, type BoundRecord } from '../../src/bench/run-tests';
+import { boundsLine, gpuSection, type GpuRun } from '../../src/eval/report-gpu';
+import { assertClose } from '../helpers/gpu';
+
+test('assertClose records each comparison where the kit asks, a failed one too, and nothing otherwise', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'legokv-bounds-'));
+  const log = join(dir, 'bounds.jsonl');
+  try {
+    assertClose([1, 2], [1, 2.5], 0, 0.5, 'unlogged');
+    process.env[PARITY_LOG_ENV] = log;
+    assertClose([1, 2], [1, 2.5], 0, 0.5, 'passes');
+    assert.throws(() => assertClose([1, 3], [1, 2], 0.1, 0, 'fails'), /fails: max \|Δ\| = 1 /);
+    assert.throws(() => assertClose([1, NaN], [1, 2], 0, 1, 'nan'), /nan: max \|Δ\| = Infinity/);
+  } finally {
+    delete process.env[PARITY_LOG_ENV];
+  }
+  const records = readFileSync(log, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as BoundRecord);
+  rmSync(dir, { recursive: true, force: true });
+  assert.deepEqual(records.map((r) => [r.what, r.atol, r.rtol, r.diff, r.ref]), [['passes', 0, 0.5, 0.5, 2.5], ['fails', 0.1, 0, 1, 2], ['nan', 0, 1, null, 2]]);
+  assert.ok(records.every((r) => r.file === process.argv[1]), 'each record names its test file');
+});
+
+test('each file\'s bound keeps its closest call, the closest first; exact ones and NaN are said as such', () => {
+  const dir = '/kit/tests';
+  const r = (file: string, what: string, atol: number, rtol: number, diff: number | null, ref: number): BoundRecord => ({ file: `${dir}/${file}`, what, atol, rtol, diff, ref });
+  const uses = boundUses([
+    r('engine/kernels.test.mjs', 'plain', 0, 6e-6, 1e-6, 2), // 1e-6 of a 1.2e-5 bound
+    r('engine/kernels.test.mjs', 'bias+residual', 0, 6e-6, 3e-6, 2), // the closest of the three: 0.25
+    r('engine/kernels.test.mjs', 'plain', 0, 6e-6, 0, 2),
+    r('engine/kernels.test.mjs', 'glu', 1e-6, 6e-6, 1e-9, 1), // another bound in the same file
+    r('engine/argmax.test.mjs', '', 0, 0, 0, 5), // exact only
+    r('engine/attention-kernels.test.mjs', 'rows', 0, 2e-6, null, 1), // a NaN
+  ], dir);
+  assert.deepEqual(uses.map((u) => [u.file, u.atol, u.rtol, u.checks, u.what]), [
+    ['engine/attention-kernels.test.mjs', 0, 2e-6, 1, 'rows'],
+    ['engine/kernels.test.mjs', 0, 6e-6, 3, 'bias+residual'],
+    ['engine/kernels.test.mjs', 1e-6, 6e-6, 1, 'glu'],
+    ['engine/argmax.test.mjs', 0, 0, 1, ''],
+  ]);
+  assert.deepEqual(uses.map((u) => u.share), [Infinity, 0.25, 1e-9 / 7e-6, 0]);
+  assert.equal(uses[1].rel, 1.5e-6);
+  assert.equal(describeBound(uses[1]), 'engine/kernels.test.mjs, bias+residual: rtol 6e-6');
+  assert.equal(describeBound(uses[2]), 'engine/kernels.test.mjs, glu: atol 1e-6, rtol 6e-6');
+  assert.equal(describeBound(uses[3]), 'engine/argmax.test.mjs: exact');
+  // JSON has no Infinity: the report reads a NaN's null share back as one.
+  const back = JSON.parse(JSON.stringify(uses)) as typeof uses;
+  assert.equal(back[0].share, null);
+  assert.equal(boundsLine(back), 'Parity bounds against this adapter\'s error (each file\'s bound, its closest call): the closest used NaN met (engine/attention-kernels.test.mjs, rows: rtol 2e-6); ' +
+    '0.25 (engine/kernels.test.mjs, bias+residual: rtol 6e-6); 0.00014 (engine/kernels.test.mjs, glu: atol 1e-6, rtol 6e-6). 1 of 4 bounds were used under a hundredth; 1 held only exact results.');
+  // RESULTS.md's GPU section says it under the parity line.
+  const run: GpuRun = {
+    command: 'bash scripts/gpu-check.sh', torch: null,
+    kit: { started: '2026-12-04T00:00:00Z', budget_s: 300, node: 'v22', adapter: { description: 'Test GPU', vendor: 'test', features: [], limits: { maxStorageBufferBindingSize: 2 ** 31 } },
+      parity: { pass: 3, fail: 1, skipped: 0, failed: ['rows'], files: ['engine/kernels.test.mjs'], bounds: back } },
+  } as GpuRun;
+  assert.match(gpuSection([{ file: 'gpu-test-1.json', r: run }]), /\*\*3 passed, 1 failed\*\* \(rows\)\.\n\nParity bounds against this adapter's error .* 1 held only exact results\./);
+});
