@@ -1,6 +1,6 @@
 /** The GPU kit's parity runs: test files in one `node --test` process, and what it reported. */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 
@@ -62,9 +62,10 @@ export function boundUses(records: BoundRecord[], dir: string): BoundUse[] {
     const share = diff === 0 ? 0 : diff / tol;
     const file = relative(dir, r.file);
     const key = JSON.stringify([file, r.atol, r.rtol]);
-    const u = by.get(key);
-    if (u) u.checks++;
-    if (!u || share > u.share) by.set(key, { file, atol: r.atol, rtol: r.rtol, checks: u ? u.checks : 1, share, rel: r.ref > 0 ? diff / r.ref : diff, what: r.what });
+    const u = by.get(key) ?? { file, atol: r.atol, rtol: r.rtol, checks: 0, share: -1, rel: 0, what: '' };
+    u.checks++;
+    if (share > u.share) Object.assign(u, { share, rel: r.ref > 0 ? diff / r.ref : diff, what: r.what });
+    by.set(key, u);
   }
   return [...by.values()].sort((a, b) => b.share - a.share || a.file.localeCompare(b.file));
 }
@@ -113,13 +114,14 @@ export function runTests(dir: string, files: string[], o: { env?: Record<string,
   }
 }
 
-/** The records a run wrote (none where no comparison ran). */
-function readRecords(path: string): BoundRecord[] {
-  let text = '';
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch {
-    return [];
-  }
-  return text.split('\n').filter(Boolean).map((l) => JSON.parse(l) as BoundRecord);
+/** The records a run wrote (none where no comparison ran); a line cut short by a killed test is left out, not fatal. */
+export function readRecords(path: string): BoundRecord[] {
+  if (!existsSync(path)) return [];
+  return readFileSync(path, 'utf8').split('\n').flatMap((l) => {
+    try {
+      return l ? [JSON.parse(l) as BoundRecord] : [];
+    } catch {
+      return [];
+    }
+  });
 }
