@@ -92,7 +92,7 @@ function run(file: string, args: string[]): Promise<{ status: number | null; std
 
 test('every command answers --help, and refuses an unknown option with one line and exit status 2', async () => {
   const list = commands();
-  assert.equal(list.length, 11, list.map((c) => c[0]).join(', '));
+  assert.equal(list.length, 12, list.map((c) => c[0]).join(', '));
   for (const [name, file] of list) {
     const help = await run(file, ['--help']);
     assert.equal(help.status, 0, `${name} --help: ${help.stderr}`);
