@@ -16,9 +16,13 @@ export interface BoundRecord {
   what: string;
   atol: number;
   rtol: number;
-  /** The largest |got - want| (null where it met a NaN: JSON has no Infinity), and the reference's largest magnitude. */
+  /**
+   * The largest |got - want| (null where it met a NaN: JSON has no Infinity), and the reference's scale: its largest
+   * magnitude, or with `scale: 'range'` its range (tests/helpers/gpu.ts's assertWithinRange, for whole models' logits).
+   */
   diff: number | null;
   ref: number;
+  scale?: 'range';
 }
 
 /** A bound, as one file's comparisons under it used it: the closest call. */
@@ -33,9 +37,11 @@ export interface BoundUse {
    * Infinity (null in JSON) where one met a NaN.
    */
   share: number;
-  /** That call's difference over the reference's largest magnitude, and what it compared. */
+  /** That call's difference over the reference's scale (BoundRecord.ref), and what it compared. */
   rel: number;
   what: string;
+  /** Whether rtol is of the reference's range (BoundRecord.scale). */
+  scale?: 'range';
 }
 
 export interface TestRun {
@@ -61,8 +67,8 @@ export function boundUses(records: BoundRecord[], dir: string): BoundUse[] {
     const diff = r.diff ?? Infinity;
     const share = diff === 0 ? 0 : diff / tol;
     const file = relative(dir, r.file);
-    const key = JSON.stringify([file, r.atol, r.rtol]);
-    const u = by.get(key) ?? { file, atol: r.atol, rtol: r.rtol, checks: 0, share: -1, rel: 0, what: '' };
+    const key = JSON.stringify([file, r.atol, r.rtol, r.scale ?? null]);
+    const u = by.get(key) ?? { file, atol: r.atol, rtol: r.rtol, checks: 0, share: -1, rel: 0, what: '', ...(r.scale ? { scale: r.scale } : {}) };
     u.checks++;
     if (share > u.share) Object.assign(u, { share, rel: r.ref > 0 ? diff / r.ref : diff, what: r.what });
     by.set(key, u);
@@ -70,10 +76,11 @@ export function boundUses(records: BoundRecord[], dir: string): BoundUse[] {
   return [...by.values()].sort((a, b) => b.share - a.share || a.file.localeCompare(b.file));
 }
 
-/** A bound in words: "engine/kernels.test.mjs, plain: rtol 6e-6" (atol too where it has one). */
-export function describeBound(b: Pick<BoundUse, 'file' | 'what' | 'atol' | 'rtol'>): string {
+/** A bound in words: "engine/kernels.test.mjs, plain: rtol 6e-6" (atol too where it has one; "1e-5 of the range"). */
+export function describeBound(b: Pick<BoundUse, 'file' | 'what' | 'atol' | 'rtol' | 'scale'>): string {
   const num = (x: number) => (x >= 1e-3 ? String(x) : x.toExponential());
-  const parts = [b.atol ? `atol ${num(b.atol)}` : '', b.rtol ? `rtol ${num(b.rtol)}` : ''].filter(Boolean);
+  const rel = b.scale === 'range' ? `${num(b.rtol)} of the range` : `rtol ${num(b.rtol)}`;
+  const parts = [b.atol ? `atol ${num(b.atol)}` : '', b.rtol ? rel : ''].filter(Boolean);
   return `${b.file}${b.what ? `, ${b.what}` : ''}: ${parts.length ? parts.join(', ') : 'exact'}`;
 }
 

@@ -5,7 +5,9 @@
  * - our tokenizer (transformers.js over tokenizer.json) gives the same ids as
  *   Python's `tokenizers`;
  * - the engine's last-position logits match transformers' float32 forward
- *   within 1e-3 of the logits' range (f32 KV; 1e-2 with f16 KV);
+ *   within 4e-6 of the logits' range with f32 KV, about 10x the error measured
+ *   (3.3e-7 on SwiftShader, 4.2e-7 on lavapipe); 1e-3 with f16 KV, which
+ *   rounds K and V to 11 bits (measured 8.0e-5 and 8.6e-5);
  * - greedy decoding continues with the same tokens.
  */
 import { test } from 'node:test';
@@ -17,8 +19,7 @@ import { loadHfFolder } from '../../src/engine/formats/hf';
 import { loadHfTokenizer } from '../../src/engine/tokenizer/hf';
 import { nodeFolderFiles } from '../../src/node/files';
 import { loadKernelSources } from '../../src/node/gpu';
-import { harness } from '../helpers/gpu';
-import { maxDiffOverRange } from '../helpers/compare';
+import { assertWithinRange, harness } from '../helpers/gpu';
 import { argmax } from '../../src/generate/sampling';
 
 const root = join(import.meta.dirname, '../..');
@@ -43,9 +44,7 @@ for (const kvDtype of ['f32', 'f16'] as const) {
     const cache = engine.newCache(ref.tokens.length + ref.greedy.length + 1);
     try {
       let logits = (await engine.prefill(cache, ref.tokens)).logits;
-      const { d, range } = maxDiffOverRange(logits, want);
-      const tol = (kvDtype === 'f32' ? 1e-3 : 1e-2) * range;
-      assert.ok(d <= tol, `max |Δlogit| ${d.toExponential(2)} > ${tol.toExponential(2)} (range ${range.toFixed(2)})`);
+      assertWithinRange(logits, want, kvDtype === 'f32' ? 4e-6 : 1e-3, `last logits, ${kvDtype} KV`);
       const got: number[] = [];
       for (let i = 0; i < ref.greedy.length; i++) {
         const best = argmax(logits);

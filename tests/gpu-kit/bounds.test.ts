@@ -2,15 +2,16 @@
  * The kit's parity stage measures each bound against the adapter's own error: assertClose records every comparison
  * where PARITY_LOG_ENV names a file (failed ones too), boundUses keeps each file's bound with its closest call, and
  * RESULTS.md says how close the closest came and how many bounds the adapter used under a hundredth of.
+ * assertWithinRange does the same for whole models' logits, whose bound is a fraction of their range.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { appendFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { boundUses, describeBound, PARITY_LOG_ENV, readRecords, type BoundRecord } from '../../src/bench/run-tests';
 import { boundsLine, gpuSection, type GpuRun } from '../../src/eval/report-gpu';
-import { assertClose } from '../helpers/gpu';
+import { assertClose, assertWithinRange } from '../helpers/gpu';
 
 test('assertClose records each comparison where the kit asks, a failed one too, and nothing otherwise', () => {
   const dir = mkdtempSync(join(tmpdir(), 'legokv-bounds-'));
@@ -68,4 +69,30 @@ test('each file\'s bound keeps its closest call, the closest first; exact ones a
       parity: { pass: 3, fail: 1, skipped: 0, failed: ['rows'], files: ['engine/kernels.test.mjs'], bounds: back } },
   } as GpuRun;
   assert.match(gpuSection([{ file: 'gpu-test-1.json', r: run }]), /\*\*3 passed, 1 failed\*\* \(rows\)\.\n\nParity bounds against this adapter's error .* 1 held only exact results\./);
+});
+
+test('assertWithinRange bounds logits by their range and records it so: a bound of its own, said "of the range"', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'legokv-bounds-'));
+  const log = join(dir, 'bounds.jsonl');
+  try {
+    process.env[PARITY_LOG_ENV] = log;
+    // The range is 4 (from -1 to 3), the largest magnitude 3: 0.2 is 0.05 of the range, over a bound of 0.04.
+    const err = assertWithinRange([-1, 3.1, 0], [-1, 3, 0], 0.05, 'logits');
+    assert.ok(Math.abs(err - 0.025) < 1e-12, `${err}: 0.1 of a range of 4`);
+    assert.throws(() => assertWithinRange([-1, 3.2, 0], [-1, 3, 0], 0.04, 'far logits'), /far logits: max \|Δlogit\| 2\.00e-1 > 1\.60e-1 \(0\.04 of a range of 4\.00\)/);
+    assert.throws(() => assertWithinRange([NaN, 3, 0], [-1, 3, 0], 1, 'nan logits'), /nan logits: max \|Δlogit\| Infinity/);
+    assert.throws(() => assertWithinRange([1], [1, 2], 1, 'short'), /short: length/);
+  } finally {
+    delete process.env[PARITY_LOG_ENV];
+  }
+  const records = readRecords(log);
+  rmSync(dir, { recursive: true, force: true });
+  assert.deepEqual(records.map((r) => [r.what, r.rtol, r.diff === null ? null : Number(r.diff.toFixed(9)), r.ref, r.scale]),
+    [['logits', 0.05, 0.1, 4, 'range'], ['far logits', 0.04, 0.2, 4, 'range'], ['nan logits', 1, null, 4, 'range']]);
+  // The same rtol of the range and of the largest magnitude are two bounds, each said as what it is.
+  const uses = boundUses([...records.slice(0, 1), { ...records[0], what: 'magnitude', scale: undefined }], dirname(records[0].file));
+  assert.deepEqual(uses.map((u) => [u.what, u.scale]), [['logits', 'range'], ['magnitude', undefined]]);
+  assert.match(describeBound(uses[0]), /, logits: 0\.05 of the range$/);
+  assert.match(describeBound(uses[1]), /, magnitude: rtol 0\.05$/);
+  assert.equal(uses[0].rel, uses[0].share * 0.05);
 });

@@ -9,6 +9,7 @@ import { dequantizeF32 } from '../../src/engine/formats/gguf-quants';
 import { noiseBlocks, QUANT, repackForGpu } from '../../src/engine/quant';
 import { floatsToHalves, roundToHalf } from '../../src/engine/f16';
 import { appendFileSync } from 'node:fs';
+import { maxDiffOverRange } from './compare';
 import { PARITY_LOG_ENV, type BoundRecord } from '../../src/bench/run-tests';
 
 export interface Harness {
@@ -125,6 +126,24 @@ export function assertClose(actual: ArrayLike<number>, expected: ArrayLike<numbe
     appendFileSync(log, `${JSON.stringify(r)}\n`);
   }
   assert.ok(worst <= tol, `${what}: max |Δ| = ${worst} at ${at} (got ${actual[at]}, want ${expected[at]}) exceeds ${tol}`);
+}
+
+/**
+ * Asserts max |got - want| <= frac * the range of want (maxDiffOverRange: whole models' logits, whose scale is their
+ * spread, not their largest magnitude), records the comparison as assertClose does (its scale the range), and
+ * returns max |Δ| / range for the test's diagnostics.
+ */
+export function assertWithinRange(got: ArrayLike<number>, want: ArrayLike<number>, frac: number, what: string): number {
+  assert.equal(got.length, want.length, `${what}: length`);
+  const { d, range } = maxDiffOverRange(got, want);
+  const diff = Number.isNaN(d) ? Infinity : d;
+  const log = process.env[PARITY_LOG_ENV];
+  if (log) {
+    const r: BoundRecord = { file: process.argv[1], what, atol: 0, rtol: frac, diff: Number.isFinite(diff) ? diff : null, ref: range, scale: 'range' };
+    appendFileSync(log, `${JSON.stringify(r)}\n`);
+  }
+  assert.ok(diff <= frac * range, `${what}: max |Δlogit| ${diff.toExponential(2)} > ${(frac * range).toExponential(2)} (${frac} of a range of ${range.toFixed(2)})`);
+  return diff / range;
 }
 
 /** The largest difference from `want`, relative to `want`'s largest magnitude (the parity tests' error measure). */

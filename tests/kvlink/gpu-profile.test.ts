@@ -33,7 +33,7 @@ import { parseAlgorithm } from '../../src/kvlink/algorithms';
 import { GpuTier } from '../../src/kvstore/gpu-tier';
 import { benchParts, compileBenchChunks } from '../../src/bench/ttft';
 import { LAVAPIPE_ICD } from '../../scripts/gpu-env.mjs';
-import { maxDiffOverRange } from '../helpers/compare';
+import { assertWithinRange } from '../helpers/gpu';
 
 const SMOLLM2 = join(import.meta.dirname, '../../.cache/models/SmolLM2-135M-Instruct.Q4_1.gguf');
 /** Keys and values as f32 (summation order alone) and as f16, as a GPU keeps them (where the two round apart). */
@@ -91,9 +91,8 @@ test('on lavapipe, the GPU profile links SmolLM2\'s chunks from the GPU tier to 
             got.cache.destroy();
             const how = `${spec} from the ${where}${way.lanes > 1 ? `, ${describeTiledWay(way)}` : ''}`;
             assert.equal(got.recomputed, want.recomputed, `${how}: the same rows recomputed`);
-            const { d, range } = maxDiffOverRange(got.logits, want.logits);
-            t.diagnostic(`${kvDtype} keys and values, ${how}: ${got.recomputed} rows recomputed, max |Δlogit| / range ${(d / range).toExponential(2)}`);
-            assert.ok(d <= tolerance * range, `${kvDtype}, ${how}: max |Δlogit| ${d.toExponential(2)} over a range of ${range.toFixed(2)}`);
+            const err = assertWithinRange(got.logits, want.logits, tolerance, `${kvDtype}, ${how}`);
+            t.diagnostic(`${kvDtype} keys and values, ${how}: ${got.recomputed} rows recomputed, max |Δlogit| / range ${err.toExponential(2)}`);
           }
           onGpu.e.ops.tiled = undefined;
         }
