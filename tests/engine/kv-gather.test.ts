@@ -11,7 +11,7 @@ import * as ref from '../../src/engine/reference';
 import { floatsToHalves, halvesToFloats } from '../../src/engine/f16';
 import { inverseFrequencies, ropeTable } from '../../src/engine/model/rope';
 import type { ModelConfig } from '../../src/engine';
-import { harness, rand } from '../helpers/gpu';
+import { assertClose, harness, rand } from '../helpers/gpu';
 
 const SLAB_ROWS = 10, CACHE_ROWS = 9;
 // Placement rows 0..6: their slab rows, cache rows and positions; the launch writes rows 2..5 of it.
@@ -22,12 +22,6 @@ const t0 = 2, T = 4;
 const SENTINEL = -7;
 const TOL = { f32: 2.5e-6, f16: 1e-2 };
 
-/** Largest |a - b| over the cache. */
-function compare(got: Float32Array, want: Float32Array) {
-  let err = 0;
-  for (let i = 0; i < got.length; i++) err = Math.max(err, Math.abs(got[i] - want[i]));
-  return err;
-}
 
 for (const [HD, heads] of [[8, 2], [64, 3]] as const) {
   for (const interleaved of [false, true]) {
@@ -70,8 +64,7 @@ for (const [HD, heads] of [[8, 2], [64, 3]] as const) {
           // cache. Measured on SwiftShader and lavapipe: at most 2.4e-7 in f32 (an ulp at values near 3), and in
           // f16 at most 9.8e-4 (one half's ulp, where f32 rounding lands a product on the other side of a half's
           // rounding boundary); tolerances about 10× those.
-          const err = compare(gk, dstDtype === 'f16' ? halvesToFloats(floatsToHalves(want.k)) : want.k);
-          assert.ok(err <= TOL[dstDtype], `keys: max error ${err}`);
+          assertClose(gk, dstDtype === 'f16' ? halvesToFloats(floatsToHalves(want.k)) : want.k, TOL[dstDtype], 0, `${dstDtype} keys`);
 
           // The same as the launch it replaces for rows on the GPU: a staging copy of each row's keys and values
           // (as a fused row with no q heads), rotated and cached by rope_scatter as a fresh row would be.
@@ -87,7 +80,7 @@ for (const [HD, heads] of [[8, 2], [64, 3]] as const) {
           assert.deepEqual(await read(ov), gv, 'values as rope_scatter places them');
           const old = await read(ok);
           // Bit for bit on both CPU adapters; a GPU's compiler may contract the products differently in each kernel.
-          assert.ok(compare(old, gk) <= TOL[dstDtype], `keys as rope_scatter gives them: ${compare(old, gk)}`);
+          assertClose(gk, old, TOL[dstDtype], 0, `${dstDtype} keys against rope_scatter's`);
         });
       }
     }

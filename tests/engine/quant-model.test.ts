@@ -24,7 +24,7 @@ import { planGpuMemory, splitMatrices } from '../../src/engine/model/gpu-plan';
 import { GpuModel, packedTensors } from '../../src/engine/model/gpu-model';
 import { shapeConfig, syntheticWeights } from '../../src/bench/shapes';
 import { noiseBlocks } from '../../src/engine/quant';
-import { maxDiffOverRange } from '../helpers/compare';
+import { assertWithinRange } from '../helpers/gpu';
 
 const ROOT = join(import.meta.dirname, '../..');
 const FIX = join(ROOT, 'tests/fixtures/gguf');
@@ -32,11 +32,6 @@ const MODELS = join(ROOT, '.cache/models');
 const LOGITS_RT = 2e-6;
 const MiB = 2 ** 20;
 
-/** Largest |a - b| over the range of b (maxDiffOverRange): the logits' measure here. */
-function relDiff(a: Float32Array, b: Float32Array): number {
-  const { d, range } = maxDiffOverRange(a, b);
-  return d / range;
-}
 
 test('tiny GGUF models: packed weights give the logits of weights dequantized on load', async (t) => {
   const gpu = await createNodeGpu();
@@ -55,9 +50,9 @@ test('tiny GGUF models: packed weights give the logits of weights dequantized on
       };
       const packed = await run(false), f32 = await run(true);
       assert.ok(packed.bytes[q as 'q8_0']! > 0 && !packed.bytes.f32, `${file}: matrices stored as ${Object.keys(packed.bytes)}`);
-      const d = Math.max(relDiff(packed.logits, f32.logits), relDiff(packed.next, f32.next));
+      const d = Math.max(assertWithinRange(packed.logits, f32.logits, LOGITS_RT, `${file}: prefill's logits, packed against dequantized`),
+        assertWithinRange(packed.next, f32.next, LOGITS_RT, `${file}: a decode step's logits, packed against dequantized`));
       t.diagnostic(`${file}: ${JSON.stringify(packed.bytes)} vs ${JSON.stringify(f32.bytes)}; logits |Δ| / range ${d.toExponential(2)}`);
-      assert.ok(d <= LOGITS_RT, `${file}: ${d}`);
     }
   } finally {
     e.destroy();

@@ -49,8 +49,11 @@ test('npm run gpu:kit builds a kit under 60 MiB whose smoke run passes on this a
   // runs it unbundled).
   assert.deepEqual(r.parity.files, ['engine/argmax.test.mjs', 'engine/llama2c.test.mjs', 'engine/kv-gather.test.mjs', 'engine/dispatcher.test.mjs']);
   assert.ok(r.parity.pass >= 35 && r.parity.fail === 0, `parity ${r.parity.pass} passed, ${r.parity.fail} failed`);
-  // Its bounds measured against this adapter's error: these four compare exactly or by their own asserts, none by assertClose.
-  assert.deepEqual(r.parity.bounds, []);
+  // Its bounds measured against this adapter's error: kv-gather's keys in f32 and f16 caches (measured here 2.4e-7 and
+  // 9.8e-4, each about a tenth of its bound); the other three compare exactly.
+  const bounds = r.parity.bounds as { file: string; atol: number; rtol: number; checks: number; share: number }[];
+  assert.deepEqual([...bounds].sort((x, y) => x.atol - y.atol).map((b) => [b.file, b.atol, b.rtol, b.checks]), [['engine/kv-gather.test.mjs', 2.5e-6, 0, 16], ['engine/kv-gather.test.mjs', 0.01, 0, 16]]);
+  assert.ok(bounds.every((b) => b.share > 0.05 && b.share <= 1), JSON.stringify(bounds));
   assert.match(r.adapter.description, /\S/);
   // The attention stage's linked case: legolink:16's 40 rows over 3 chunks of the smoke's 128 tokens and a question.
   const attention = r.attention as { rows?: string; T: number; n: number; chunk?: number; error?: string }[];
