@@ -100,12 +100,11 @@ test('browser backend: an answer cancelled by the signal stops in the worker, an
   const p = await browser.prepare(cases[1], new Set(['plain']));
   try {
     const ac = new AbortController();
-    const t0 = performance.now();
     const pending = browser.answer(p, 'full', 400, ac.signal);
     setTimeout(() => ac.abort(), 100);
     const r = await pending;
+    // Counted, not timed: the worker stopped decoding before the 400 tokens asked for.
     assert.ok(r.cancelled && r.newTokens < 400, `cancelled after ${r.newTokens} tokens`);
-    assert.ok(performance.now() - t0 < 3000, 'the worker stopped decoding');
     const again = await browser.answer(p, 'full', 4);
     assert.ok(!again.cancelled && again.newTokens === 4 && again.recomputedFraction === 1);
   } finally {
